@@ -1,0 +1,108 @@
+// Flags, then environment → one zod-validated, frozen config, read once at start-up.
+import { z } from 'zod';
+import { ConfigError } from './errors.js';
+
+/** Command-line flags that override environment variables (undefined = not given). */
+export interface ConfigFlags {
+  port?: string | undefined;
+  host?: string | undefined;
+  stdio?: boolean | undefined;
+  migrate?: boolean | undefined;
+  seed?: string | undefined;
+}
+
+const csv = (value: string | undefined): string[] | undefined =>
+  value === undefined || value.trim() === ''
+    ? undefined
+    : value
+        .split(',')
+        .map((part) => part.trim())
+        .filter((part) => part !== '');
+
+const integer = (name: string, min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, `${name} must be a whole number`)
+    .transform(Number)
+    .pipe(z.number().int().min(min, `${name} must be at least ${min}`).max(max, `${name} must be at most ${max}`));
+
+const ConfigSchema = z.object({
+  database: z.discriminatedUnion('mode', [
+    z.object({ mode: z.literal('embedded') }),
+    z.object({ mode: z.literal('external'), connectionString: z.string().optional() }),
+  ]),
+  port: integer('PORT (--port)', 0, 65535),
+  host: z.string().min(1, 'HOST (--host) must not be empty'),
+  stdio: z.boolean(),
+  migrate: z.boolean(),
+  seed: z
+    .string()
+    .regex(/^[a-z0-9_-]+$/, 'the --seed dataset name may use a-z, 0-9, "_" and "-"')
+    .optional(),
+  stateDirectory: z.string().min(1),
+  pageSize: integer('PGMCP_PAGE_SIZE', 1, 1000),
+  poolSize: integer('PGMCP_POOL_SIZE', 1, 1000),
+  statementTimeoutMs: integer('PGMCP_STATEMENT_TIMEOUT_MS', 1, 3_600_000),
+  maxBodyBytes: integer('PGMCP_MAX_BODY_BYTES', 1024, 64 * 1024 * 1024),
+  maxDirectoryEntries: integer('PGMCP_MAX_DIRECTORY_ENTRIES', 1, 10_000),
+  cursorSecrets: z
+    .array(z.string().min(16, 'each PGMCP_CURSOR_SECRETS entry must be at least 16 characters'))
+    .optional(),
+  allowedHosts: z.array(z.string()),
+  allowedOrigins: z.array(z.string().regex(/^(\*|https?:\/\/[^/\s]+)$/, 'PGMCP_ALLOWED_ORIGINS entries look like https://app.example.com')),
+});
+
+export type Config = Readonly<z.infer<typeof ConfigSchema>>;
+
+const LOOPBACK_BIND = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
+
+/**
+ * Resolve configuration from flags and environment. Throws ConfigError whose message names the
+ * setting and how to fix it; nothing is validated later, on a request.
+ */
+export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv): Config {
+  const usesPgVariables = ['PGHOST', 'PGDATABASE', 'PGUSER', 'PGPORT', 'PGSERVICE'].some((name) => env[name] !== undefined && env[name] !== '');
+  const databaseUrl = env['DATABASE_URL'];
+  const host = flags.host ?? env['HOST'] ?? '127.0.0.1';
+  const raw = {
+    database:
+      databaseUrl !== undefined && databaseUrl !== ''
+        ? { mode: 'external', connectionString: databaseUrl }
+        : usesPgVariables
+          ? { mode: 'external' }
+          : { mode: 'embedded' },
+    port: flags.port ?? env['PORT'] ?? '3000',
+    host,
+    stdio: flags.stdio ?? false,
+    migrate: flags.migrate ?? true,
+    seed: flags.seed,
+    stateDirectory: env['PGMCP_STATE_DIR'] ?? '.pgmcp',
+    pageSize: env['PGMCP_PAGE_SIZE'] ?? '100',
+    poolSize: env['PGMCP_POOL_SIZE'] ?? '10',
+    statementTimeoutMs: env['PGMCP_STATEMENT_TIMEOUT_MS'] ?? '10000',
+    maxBodyBytes: env['PGMCP_MAX_BODY_BYTES'] ?? String(1024 * 1024),
+    maxDirectoryEntries: env['PGMCP_MAX_DIRECTORY_ENTRIES'] ?? '500',
+    cursorSecrets: csv(env['PGMCP_CURSOR_SECRETS']),
+    allowedHosts: (csv(env['PGMCP_ALLOWED_HOSTS']) ?? ['localhost', '127.0.0.1', '[::1]']).map((name) => name.toLowerCase()),
+    allowedOrigins: csv(env['PGMCP_ALLOWED_ORIGINS']) ?? [],
+  };
+  const parsed = ConfigSchema.safeParse(raw);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `  - ${issue.message}`).join('\n');
+    throw new ConfigError(`invalid configuration:\n${problems}\nSee README "Configuration" for every setting.`);
+  }
+  if (databaseUrl !== undefined && databaseUrl !== '' && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL must be a postgres:// or postgresql:// URL, e.g. postgres://user:password@host:5432/dbname');
+  }
+  if (!LOOPBACK_BIND.has(host) && env['PGMCP_ALLOWED_HOSTS'] === undefined) {
+    throw new ConfigError(
+      `HOST ${host} is not loopback, so clients will reach pgmcp by other names: list them in PGMCP_ALLOWED_HOSTS (e.g. PGMCP_ALLOWED_HOSTS=mcp.example.com), or "*" to accept any Host header (DNS rebinding protection then relies on Origin checks alone).`,
+    );
+  }
+  return Object.freeze(parsed.data);
+}
+
+/** A connection string safe to print: the password replaced. */
+export function redactConnectionString(connectionString: string): string {
+  return connectionString.replace(/(\/\/[^:/@]+:)[^@]*@/, '$1***@');
+}

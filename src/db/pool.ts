@@ -1,0 +1,50 @@
+// Connection pools: one for requests (read-only by default) and short-lived admin clients.
+import pg from 'pg';
+
+export interface DatabaseOptions {
+  /** A postgres:// URL; undefined lets pg read the standard PG* environment variables. */
+  readonly connectionString: string | undefined;
+  readonly poolSize: number;
+  readonly statementTimeoutMs: number;
+  readonly onError: (message: string, error: unknown) => void;
+}
+
+/** The database handle the rest of pgmcp passes around; only db/ looks inside. */
+export interface DatabaseHandle {
+  /** Pool for request transactions; its sessions default to read-only, UTC and a statement timeout. */
+  readonly pool: pg.Pool;
+  /** A fresh read-write client for migrations, seeds and start-up work; the caller ends it. */
+  connectAdmin(): Promise<pg.Client>;
+  close(): Promise<void>;
+}
+
+/** Create the request pool. No connection is opened until the first query. */
+export function createDatabase(options: DatabaseOptions): DatabaseHandle {
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.poolSize,
+    application_name: 'pgmcp',
+    // Session defaults, set once per connection at start-up: every request statement is read-only
+    // unless a transaction says otherwise, and none runs longer than the timeout.
+    options: `-c default_transaction_read_only=on -c statement_timeout=${options.statementTimeoutMs} -c TimeZone=UTC`,
+  });
+  // An idle client that loses its connection emits here; without a listener the process would crash.
+  pool.on('error', (error) => options.onError('idle database connection failed', error));
+
+  async function connectAdmin(): Promise<pg.Client> {
+    const client = new pg.Client({
+      connectionString: options.connectionString,
+      application_name: 'pgmcp-admin',
+      options: '-c TimeZone=UTC',
+    });
+    client.on('error', (error) => options.onError('admin database connection failed', error));
+    await client.connect();
+    return client;
+  }
+
+  return {
+    pool,
+    connectAdmin,
+    close: () => pool.end(),
+  };
+}

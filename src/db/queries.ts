@@ -1,0 +1,117 @@
+// Every request query, built once with Kysely (typed against db/schema.ts) and run as a named
+// prepared statement: type-checked SQL with no per-request query-builder cost.
+import {
+  DummyDriver,
+  Kysely,
+  PostgresAdapter,
+  PostgresIntrospector,
+  PostgresQueryCompiler,
+  sql,
+  type Compilable,
+  type InferResult,
+} from 'kysely';
+import type { Database } from './schema.js';
+
+/** A compiled, parameterized statement; `TArgs` names its inputs, `TRow` is the row it returns. */
+export interface PreparedQuery<TArgs, TRow> {
+  readonly name: string;
+  readonly text: string;
+  /** Positional parameter values for `args`, in the order the compiled SQL numbers them. */
+  values(args: TArgs): unknown[];
+  /** Phantom field carrying the row type; never set. */
+  readonly row?: TRow;
+}
+
+// A Kysely instance that only compiles: it never connects.
+const builder = new Kysely<Database>({
+  dialect: {
+    createAdapter: () => new PostgresAdapter(),
+    createDriver: () => new DummyDriver(),
+    createIntrospector: (db) => new PostgresIntrospector(db),
+    createQueryCompiler: () => new PostgresQueryCompiler(),
+  },
+});
+
+function prepare<TArgs, TQuery extends Compilable>(
+  name: string,
+  query: TQuery,
+  values: (args: TArgs) => unknown[],
+): PreparedQuery<TArgs, InferResult<TQuery>[number]> {
+  const compiled = query.compile();
+  if (compiled.parameters.length !== values(PROBE_ARGS as TArgs).length) {
+    throw new Error(`prepared query ${name}: parameter count mismatch`);
+  }
+  return { name, text: compiled.sql, values };
+}
+
+// Only used to count parameters at module load: every values() must accept it.
+const PROBE_ARGS: Record<string, unknown> = new Proxy({}, { get: () => '' });
+
+const RESOURCE_LISTING_COLUMNS = [
+  'id',
+  'uri',
+  'name',
+  'title',
+  'description',
+  'mime_type',
+  'size',
+  'audience',
+  'priority',
+  'updated_at',
+] as const;
+
+const RESOURCE_CONTENT_COLUMNS = [...RESOURCE_LISTING_COLUMNS, 'text', 'blob'] as const;
+
+/** One keyset page of stored resources, in primary-key order. */
+export const LIST_RESOURCES_PAGE = prepare(
+  'pgmcp_list_resources_page',
+  builder.selectFrom('pgmcp.resources').select(RESOURCE_LISTING_COLUMNS).where('id', '>', '0').orderBy('id').limit(1),
+  (args: { afterId: string; limit: number }) => [args.afterId, args.limit],
+);
+
+/** One stored resource by exact URI. */
+export const READ_RESOURCE = prepare(
+  'pgmcp_read_resource',
+  builder.selectFrom('pgmcp.resources').select(RESOURCE_CONTENT_COLUMNS).where('uri', '=', ''),
+  (args: { uri: string }) => [args.uri],
+);
+
+/**
+ * A file: directory row (if stored) and its immediate children in one statement, directory first
+ * (it sorts before everything under it). `upperBound` is the exclusive end of the prefix range, so
+ * the C-collated unique index serves it as a range scan.
+ */
+export const READ_DIRECTORY = prepare(
+  'pgmcp_read_directory',
+  builder
+    .selectFrom('pgmcp.resources')
+    .select(RESOURCE_CONTENT_COLUMNS)
+    .where('uri', '>=', '')
+    .where('uri', '<', '')
+    // Immediate children only: after the prefix, no "/" except one trailing (a subdirectory).
+    .where(sql<boolean>`strpos(rtrim(substr(uri, length(${''}) + 1), '/'), '/') = 0`)
+    .orderBy('uri')
+    .limit(1),
+  (args: { directoryUri: string; upperBound: string; limit: number }) => [
+    args.directoryUri,
+    args.upperBound,
+    args.directoryUri,
+    args.limit,
+  ],
+);
+
+/** One keyset page of resource templates, in primary-key order. */
+export const LIST_TEMPLATES_PAGE = prepare(
+  'pgmcp_list_templates_page',
+  builder
+    .selectFrom('pgmcp.resource_templates')
+    .select(['id', 'uri_template', 'name', 'title', 'description', 'mime_type'])
+    .where('id', '>', '0')
+    .orderBy('id')
+    .limit(1),
+  (args: { afterId: string; limit: number }) => [args.afterId, args.limit],
+);
+
+export type TemplateListingRow = NonNullable<(typeof LIST_TEMPLATES_PAGE)['row']>;
+export type ResourceRow = NonNullable<(typeof READ_RESOURCE)['row']>;
+export type ResourceListingRow = NonNullable<(typeof LIST_RESOURCES_PAGE)['row']>;

@@ -1,0 +1,50 @@
+// Kysely table types for what pgmcp owns (schema `pgmcp`); must match migrations/.
+import type { ColumnType, Generated } from 'kysely';
+
+export interface ResourcesTable {
+  id: Generated<string>;
+  uri: string;
+  name: string;
+  title: string | null;
+  description: string | null;
+  mime_type: string | null;
+  text: string | null;
+  blob: Buffer | null;
+  size: ColumnType<string, never, never>;
+  tags: string[];
+  audience: string[] | null;
+  priority: number | null;
+  readers: string[];
+  created_at: ColumnType<Date, Date | undefined, never>;
+  updated_at: ColumnType<Date, Date | undefined, Date>;
+}
+
+export interface ResourceTemplatesTable {
+  id: Generated<string>;
+  uri_template: string;
+  name: string;
+  title: string | null;
+  description: string | null;
+  mime_type: string | null;
+  readers: string[];
+  created_at: ColumnType<Date, Date | undefined, never>;
+  updated_at: ColumnType<Date, Date | undefined, Date>;
+}
+
+export interface MigrationsTable {
+  name: string;
+  applied_at: ColumnType<Date, never, never>;
+}
+
+export interface ServerSecretsTable {
+  name: string;
+  secret: string;
+  created_at: ColumnType<Date, never, never>;
+}
+
+export interface Database {
+  'pgmcp.resources': ResourcesTable;
+  'pgmcp.resource_templates': ResourceTemplatesTable;
+  'pgmcp.migrations': MigrationsTable;
+  'pgmcp.server_secrets': ServerSecretsTable;
+}

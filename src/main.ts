@@ -1,0 +1,184 @@
+// Process entry: the pgmcp CLI (serve, migrate, seed), signals and exit codes.
+import { parseArgs } from 'node:util';
+import { loadConfig, type ConfigFlags } from './config.js';
+import { EmbeddedPostgresError, listDatasets } from './db/index.js';
+import { ConfigError } from './errors.js';
+import { createLogger, type Logger } from './log.js';
+import { SEEDS_DIRECTORY, openDatabase, prepareDatabase, startServer } from './server.js';
+import { SERVER_INFO } from './version.js';
+
+const USAGE = `pgmcp ${SERVER_INFO.version}: an MCP resource server over PostgreSQL
+
+Usage: pgmcp <command> [options]
+
+Commands:
+  serve             serve MCP over Streamable HTTP (default) or stdio
+  migrate           apply pending migrations and exit
+  seed <dataset>    load a dataset from seeds/ (demo, conformance, bench) and exit
+
+Run \`pgmcp <command> --help\` for a command's options.
+Without DATABASE_URL (or PG* variables) pgmcp runs an embedded PostgreSQL with data in .pgmcp/.
+`;
+
+const COMMAND_HELP: Record<string, string> = {
+  serve: `Usage: pgmcp serve [--port N] [--host H] [--stdio] [--no-migrate] [--seed DATASET]
+
+Serve MCP 2026-07-28. Over HTTP the endpoint is http://HOST:PORT/mcp.
+  --port N          HTTP port (env PORT; default 3000; 0 picks a free port)
+  --host H          HTTP bind address (env HOST; default 127.0.0.1)
+  --stdio           speak newline-delimited JSON on stdin/stdout instead of HTTP (logs go to stderr)
+  --no-migrate      do not apply pending migrations at start-up
+  --seed DATASET    load a dataset before serving (the embedded default loads demo once by itself)
+  -h, --help        show this help
+`,
+  migrate: `Usage: pgmcp migrate
+
+Apply pending migrations from migrations/ (forward-only, each in a transaction, under an advisory
+lock) to DATABASE_URL, or to the embedded PostgreSQL when none is set.
+`,
+  seed: `Usage: pgmcp seed <dataset>
+
+Apply migrations, then load seeds/<dataset>/ (idempotent). Datasets: demo, conformance, bench.
+`,
+};
+
+/** Run the CLI; exits the process with 0 on success, 1 on failure, 2 on bad usage or config. */
+export async function main(argv: string[]): Promise<void> {
+  const logger = createLogger();
+  const [command, ...rest] = argv;
+  try {
+    if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+      process.stdout.write(USAGE);
+      return;
+    }
+    if (command === '--version' || command === '-v') {
+      process.stdout.write(`${SERVER_INFO.version}\n`);
+      return;
+    }
+    if (command === 'serve') await serve(rest, logger);
+    else if (command === 'migrate') await oneShot(rest, 'migrate', logger);
+    else if (command === 'seed') await oneShot(rest, 'seed', logger);
+    else throw new UsageError(`unknown command "${command}"`);
+  } catch (error) {
+    process.exitCode = report(error, logger);
+  }
+}
+
+class UsageError extends Error {}
+
+function report(error: unknown, logger: Logger): number {
+  if (error instanceof UsageError) {
+    process.stderr.write(`pgmcp: ${error.message}\n\n${USAGE}`);
+    return 2;
+  }
+  if (error instanceof ConfigError) {
+    process.stderr.write(`pgmcp: ${error.message}\n`);
+    return 2;
+  }
+  if (error instanceof EmbeddedPostgresError) {
+    process.stderr.write(`pgmcp: ${error.message}\n`);
+    return 1;
+  }
+  logger.error('pgmcp failed', error);
+  return 1;
+}
+
+type OptionSpec = Record<string, { type: 'string' | 'boolean'; short?: string }>;
+
+/** Parse flags strictly; unknown flags are a usage error. Values are strings or booleans. */
+function parse(
+  command: string,
+  args: string[],
+  options: OptionSpec,
+): { values: Record<string, string | boolean | undefined>; positionals: string[] } {
+  try {
+    const parsed = parseArgs({
+      args,
+      options: { ...options, help: { type: 'boolean', short: 'h' } },
+      allowPositionals: true,
+      strict: true,
+    });
+    return { values: parsed.values as Record<string, string | boolean | undefined>, positionals: parsed.positionals };
+  } catch (error) {
+    throw new UsageError(`${command}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+async function serve(args: string[], logger: Logger): Promise<void> {
+  const { values, positionals } = parse('serve', args, {
+    port: { type: 'string' },
+    host: { type: 'string' },
+    stdio: { type: 'boolean' },
+    'no-migrate': { type: 'boolean' },
+    seed: { type: 'string' },
+  });
+  if (values['help'] === true) {
+    process.stdout.write(COMMAND_HELP['serve'] ?? '');
+    return;
+  }
+  if (positionals.length > 0) throw new UsageError(`serve takes no arguments (got ${positionals.join(' ')})`);
+  const flags: ConfigFlags = {
+    port: values['port'] as string | undefined,
+    host: values['host'] as string | undefined,
+    stdio: values['stdio'] as boolean | undefined,
+    migrate: values['no-migrate'] === true ? false : undefined,
+    seed: values['seed'] as string | undefined,
+  };
+  const config = loadConfig(flags, process.env);
+  const server = await startServer(config, logger);
+  if (server.url !== undefined) {
+    process.stdout.write(
+      `\npgmcp is serving MCP 2026-07-28 at ${server.url}\n` +
+        `  try:    curl -s ${server.url} -H 'Content-Type: application/json' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: server/discover' \\\n` +
+        `            -d '{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'\n` +
+        `  connect an MCP host (Streamable HTTP) to ${server.url}; stop with Ctrl-C\n\n`,
+    );
+  } else {
+    logger.info('serving MCP 2026-07-28 on stdio');
+  }
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    signals += 1;
+    if (signals > 1) {
+      logger.warn(`second ${signal}: exiting now`);
+      process.exit(130);
+    }
+    logger.info(`${signal}: shutting down`);
+    void server.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error('shutdown failed', error);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  await server.done;
+  await server.stop();
+}
+
+async function oneShot(args: string[], command: 'migrate' | 'seed', logger: Logger): Promise<void> {
+  const { values, positionals } = parse(command, args, {});
+  if (values['help'] === true) {
+    process.stdout.write(COMMAND_HELP[command] ?? '');
+    return;
+  }
+  let dataset: string | undefined;
+  if (command === 'seed') {
+    const datasets = await listDatasets(SEEDS_DIRECTORY);
+    if (positionals.length !== 1 || !datasets.includes(positionals[0] ?? '')) {
+      throw new UsageError(`seed needs one dataset: ${datasets.join(', ')}`);
+    }
+    dataset = positionals[0];
+  } else if (positionals.length > 0) {
+    throw new UsageError(`migrate takes no arguments`);
+  }
+  const config = loadConfig({}, process.env);
+  const open = await openDatabase(config, logger);
+  try {
+    await prepareDatabase(open.db, logger, { migrate: true, seed: dataset });
+  } finally {
+    await open.close();
+  }
+}

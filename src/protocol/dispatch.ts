@@ -1,0 +1,177 @@
+// JSON-RPC framing and method dispatch for MCP 2026-07-28. Transports hand it parsed messages;
+// handlers are registered by app.ts, so this module never imports resources/.
+import { z } from 'zod';
+import type { Principal } from '../auth/index.js';
+import { ProtocolError } from '../errors.js';
+import {
+  InboundMessageSchema,
+  META_PROTOCOL_VERSION,
+  META_SERVER_INFO,
+  RequestMetaSchema,
+  SUPPORTED_VERSIONS,
+  type Implementation,
+  type InboundMessage,
+  type RequestId,
+  type RequestMeta,
+} from './wire.js';
+import { toWireError, type WireError } from './wire-error.js';
+
+/** Per-request context handed to a handler. Transport-agnostic by design (ROADMAP design rules). */
+export interface RequestContext {
+  readonly id: RequestId;
+  readonly meta: RequestMeta;
+  readonly principal: Principal;
+  /** Aborted when the client cancels (HTTP: stream closed; stdio: notifications/cancelled). */
+  readonly signal: AbortSignal;
+}
+
+/** A method handler: validated params in, result payload out (without resultType/_meta, added here). */
+export interface MethodHandler<TParams> {
+  readonly params: z.ZodType<TParams>;
+  handle(params: TParams, ctx: RequestContext): Promise<Record<string, unknown>>;
+}
+
+export type JsonRpcResponse =
+  | { jsonrpc: '2.0'; id: RequestId; result: Record<string, unknown> }
+  | { jsonrpc: '2.0'; id?: RequestId; error: WireError['error'] };
+
+/** What a transport gets back for one inbound message. */
+export type DispatchOutcome =
+  | { kind: 'response'; response: JsonRpcResponse; httpStatus: number }
+  | { kind: 'accepted' };
+
+export interface Dispatcher {
+  /** Validate one parsed JSON value as a JSON-RPC message; throws ProtocolError for bad envelopes. */
+  parse(value: unknown): InboundMessage;
+  /** Run a request or notification to completion. Never throws. */
+  dispatch(message: InboundMessage, transport: TransportContext): Promise<DispatchOutcome>;
+  /** Build the error outcome for something thrown before dispatch (parse errors, header checks). */
+  fail(error: unknown, id?: RequestId): DispatchOutcome;
+}
+
+/** What a transport supplies with each message. */
+export interface TransportContext {
+  readonly principal: Principal;
+  readonly signal: AbortSignal;
+  /**
+   * Transport-level checks that need the validated `_meta` (HTTP: MCP-Protocol-Version, Mcp-Method,
+   * Mcp-Name against the body). Runs after the `_meta` check and before the version check, the order
+   * the 2026-07-28 conformance suite expects. Throws ProtocolError (HEADER_MISMATCH).
+   */
+  readonly verifyRequest?: (message: InboundMessage) => void;
+}
+
+export interface DispatcherOptions {
+  readonly serverInfo: Implementation;
+  // The params type of each handler is checked where it is registered (createMethod).
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- heterogenous map of handlers
+  readonly methods: ReadonlyMap<string, MethodHandler<any>>;
+  /** Logs internal errors with their cause; never sent to clients. */
+  readonly logError: (message: string, error: unknown) => void;
+}
+
+/** Type-checks a handler against its params schema at the registration site. */
+export function createMethod<TParams>(handler: MethodHandler<TParams>): MethodHandler<TParams> {
+  return handler;
+}
+
+/** Build the dispatcher: the single place requests become results or wire errors. */
+export function createDispatcher(options: DispatcherOptions): Dispatcher {
+  const serverMeta = { [META_SERVER_INFO]: options.serverInfo };
+
+  function fail(error: unknown, id?: RequestId): DispatchOutcome {
+    const wire = toWireError(error, options.logError);
+    const response: JsonRpcResponse =
+      id === undefined ? { jsonrpc: '2.0', error: wire.error } : { jsonrpc: '2.0', id, error: wire.error };
+    return { kind: 'response', response, httpStatus: wire.httpStatus };
+  }
+
+  function parse(value: unknown): InboundMessage {
+    if (Array.isArray(value)) {
+      throw new ProtocolError('BATCH_NOT_SUPPORTED', 'JSON-RPC batches are not supported; send one message per request.');
+    }
+    const parsed = InboundMessageSchema.safeParse(value);
+    if (!parsed.success) {
+      throw new ProtocolError('INVALID_REQUEST', `Invalid JSON-RPC request: ${describeIssues(parsed.error)}.`);
+    }
+    return parsed.data;
+  }
+
+  async function dispatchRequest(
+    message: InboundMessage & { id: RequestId },
+    transport: TransportContext,
+  ): Promise<DispatchOutcome> {
+    // Order matters (spec §2.2, §14.2 and the conformance suite): unknown method, then `_meta`
+    // shape, then transport headers against the body, then protocol version, then params.
+    const method = options.methods.get(message.method);
+    if (method === undefined) {
+      throw new ProtocolError('METHOD_NOT_FOUND', `Method not found: ${truncate(message.method)}.`);
+    }
+    const meta = validateMetaShape(message.params?.['_meta']);
+    transport.verifyRequest?.(message);
+    validateVersion(meta);
+    const { _meta: _ignored, ...rest } = message.params ?? {};
+    const params = method.params.safeParse(rest);
+    if (!params.success) {
+      throw new ProtocolError('INVALID_PARAMS', `Invalid params: ${describeIssues(params.error)}.`);
+    }
+    const payload = await method.handle(params.data, {
+      id: message.id,
+      meta,
+      principal: transport.principal,
+      signal: transport.signal,
+    });
+    const result = { resultType: 'complete', ...payload, _meta: serverMeta };
+    return { kind: 'response', response: { jsonrpc: '2.0', id: message.id, result }, httpStatus: 200 };
+  }
+
+  async function dispatch(message: InboundMessage, transport: TransportContext): Promise<DispatchOutcome> {
+    // Client notifications need no answer; the only one defined (notifications/cancelled) is a
+    // transport concern (stdio handles it; on HTTP, closing the stream is the cancel).
+    if (message.id === undefined) return { kind: 'accepted' };
+    const id = message.id;
+    try {
+      return await dispatchRequest({ ...message, id }, transport);
+    } catch (error) {
+      return fail(error, id);
+    }
+  }
+
+  return { parse, dispatch, fail };
+}
+
+/** Check the required request `_meta` keys are present and well-typed (spec §3.2). */
+function validateMetaShape(value: unknown): RequestMeta {
+  const parsed = RequestMetaSchema.safeParse(value);
+  if (!parsed.success) {
+    throw new ProtocolError(
+      'MISSING_META',
+      'Missing or invalid params._meta: requests must carry io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities.',
+    );
+  }
+  return parsed.data;
+}
+
+/** Refuse versions we do not serve with -32022 and the list we do (spec §3.4). */
+function validateVersion(meta: RequestMeta): void {
+  const requested = meta[META_PROTOCOL_VERSION];
+  if (!SUPPORTED_VERSIONS.includes(requested)) {
+    throw new ProtocolError('UNSUPPORTED_PROTOCOL_VERSION', 'Unsupported protocol version.', {
+      data: { supported: [...SUPPORTED_VERSIONS], requested },
+    });
+  }
+}
+
+function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 3)
+    .map((issue) => {
+      const path = issue.path.map(String).join('.');
+      return path === '' ? issue.message : `${path}: ${issue.message}`;
+    })
+    .join('; ');
+}
+
+function truncate(text: string): string {
+  return text.length > 100 ? `${text.slice(0, 100)}…` : text;
+}

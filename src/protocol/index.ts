@@ -1,0 +1,35 @@
+// Public surface of the protocol layer: framing, dispatch, wire schemas, cursors.
+export {
+  createDispatcher,
+  createMethod,
+  type DispatchOutcome,
+  type Dispatcher,
+  type JsonRpcResponse,
+  type MethodHandler,
+  type RequestContext,
+  type TransportContext,
+} from './dispatch.js';
+export { createDiscoverMethod, type DiscoverOptions } from './discover.js';
+export { createCursorCodec, type CursorCodec, type CursorPosition } from './cursor.js';
+export { toWireError } from './wire-error.js';
+export {
+  CancelledParamsSchema,
+  EmptyParamsSchema,
+  META_SUBSCRIPTION_ID,
+  PROTOCOL_VERSION,
+  PaginatedParamsSchema,
+  ReadResourceParamsSchema,
+  SUPPORTED_VERSIONS,
+  expectedHttpHeaders,
+  readableId,
+  type Annotations,
+  type Cacheable,
+  type Implementation,
+  type InboundMessage,
+  type PaginatedParams,
+  type ReadResourceParams,
+  type RequestId,
+  type Resource,
+  type ResourceContents,
+  type ResourceTemplate,
+} from './wire.js';

@@ -1,0 +1,120 @@
+// Zod schemas for the JSON-RPC envelope and the MCP 2026-07-28 request params we serve.
+// Unknown fields are ignored (zod objects strip by default); wrong types name the field.
+import { z } from 'zod';
+
+export const PROTOCOL_VERSION = '2026-07-28';
+export const SUPPORTED_VERSIONS: readonly string[] = [PROTOCOL_VERSION];
+
+export const META_PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';
+export const META_CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
+export const META_CLIENT_INFO = 'io.modelcontextprotocol/clientInfo';
+export const META_SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
+export const META_SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
+
+export const RequestIdSchema = z.union([z.string(), z.number().int()]);
+export type RequestId = z.infer<typeof RequestIdSchema>;
+
+/** The envelope of one inbound message: a request (has id) or a notification (no id). */
+export const InboundMessageSchema = z.object({
+  jsonrpc: z.literal('2.0'),
+  id: RequestIdSchema.optional(),
+  method: z.string().min(1),
+  params: z.record(z.string(), z.unknown()).optional(),
+});
+export type InboundMessage = z.infer<typeof InboundMessageSchema>;
+
+const ImplementationSchema = z.looseObject({ name: z.string(), version: z.string() });
+
+/** Required per-request `_meta` (RequestMetaObject). */
+export const RequestMetaSchema = z.looseObject({
+  [META_PROTOCOL_VERSION]: z.string(),
+  [META_CLIENT_CAPABILITIES]: z.record(z.string(), z.unknown()),
+  [META_CLIENT_INFO]: ImplementationSchema.optional(),
+  progressToken: z.union([z.string(), z.number().int()]).optional(),
+});
+export type RequestMeta = z.infer<typeof RequestMetaSchema>;
+
+export const PaginatedParamsSchema = z.object({ cursor: z.string().optional() });
+export type PaginatedParams = z.infer<typeof PaginatedParamsSchema>;
+
+export const ReadResourceParamsSchema = z.object({
+  uri: z.string(),
+  inputResponses: z.record(z.string(), z.unknown()).optional(),
+  requestState: z.string().optional(),
+});
+export type ReadResourceParams = z.infer<typeof ReadResourceParamsSchema>;
+
+export const EmptyParamsSchema = z.object({});
+
+export const CancelledParamsSchema = z.object({ requestId: RequestIdSchema, reason: z.string().optional() });
+
+/** Result fields every cacheable complete result carries (CacheableResult). */
+export interface Cacheable {
+  ttlMs: number;
+  cacheScope: 'public' | 'private';
+}
+
+export interface Implementation {
+  name: string;
+  version: string;
+  title?: string;
+  description?: string;
+  websiteUrl?: string;
+}
+
+export interface Annotations {
+  audience?: ('user' | 'assistant')[];
+  priority?: number;
+  lastModified?: string;
+}
+
+export interface Resource {
+  uri: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+  size?: number;
+  annotations?: Annotations;
+  _meta?: Record<string, unknown>;
+}
+
+export interface ResourceTemplate {
+  uriTemplate: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+  annotations?: Annotations;
+}
+
+export type ResourceContents =
+  | { uri: string; mimeType?: string; text: string; _meta?: Record<string, unknown> }
+  | { uri: string; mimeType?: string; blob: string; _meta?: Record<string, unknown> };
+
+/**
+ * Headers a Streamable HTTP request must carry, derived from its body (spec §14.2):
+ * `MCP-Protocol-Version` = `_meta` version, `Mcp-Method` = method, and `Mcp-Name` for the three
+ * methods that name a target. Transports compare; only this module knows which method needs what.
+ */
+export function expectedHttpHeaders(message: InboundMessage): {
+  protocolVersion: unknown;
+  method: string;
+  name: { field: 'uri' | 'name'; value: unknown } | undefined;
+} {
+  const meta = message.params?.['_meta'];
+  const protocolVersion =
+    typeof meta === 'object' && meta !== null ? (meta as Record<string, unknown>)[META_PROTOCOL_VERSION] : undefined;
+  let name: { field: 'uri' | 'name'; value: unknown } | undefined;
+  if (message.method === 'resources/read') name = { field: 'uri', value: message.params?.['uri'] };
+  else if (message.method === 'prompts/get' || message.method === 'tools/call')
+    name = { field: 'name', value: message.params?.['name'] };
+  return { protocolVersion, method: message.method, name };
+}
+
+/** The id of a malformed message when it is still readable, so its error can echo it. */
+export function readableId(value: unknown): RequestId | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const parsed = RequestIdSchema.safeParse((value as Record<string, unknown>)['id']);
+  return parsed.success ? parsed.data : undefined;
+}

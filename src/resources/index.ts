@@ -1,0 +1,13 @@
+// Public surface of resources/: the handlers app.ts registers, plus URI helpers.
+export { createListResourcesMethod, toResource, type ListDependencies } from './list.js';
+export { createListTemplatesMethod } from './templates.js';
+export {
+  createReadResourceMethod,
+  META_ANNOTATIONS,
+  META_SIZE,
+  META_TRUNCATED,
+  type ReadDependencies,
+} from './read.js';
+export { cacheHints, TTL_MS } from './cache-hints.js';
+export { MAX_URI_LENGTH, isDirectoryUri, validateResourceUri } from './uri.js';
+export { parseUriTemplate, type UriTemplate } from './uri-template.js';

@@ -1,0 +1,253 @@
+// Streamable HTTP (MCP 2026-07-28 §14.2): one POST endpoint, JSON responses. Frames bytes and
+// checks HTTP-level rules (Host/Origin, size, content type, MCP headers); knows no MCP methods.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Principal } from '../auth/index.js';
+import { ProtocolError, type ErrorKey } from '../errors.js';
+import { expectedHttpHeaders, readableId, type DispatchOutcome, type Dispatcher, type InboundMessage } from '../protocol/index.js';
+
+export interface HttpTransportOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly path: string;
+  readonly dispatcher: Dispatcher;
+  readonly maxBodyBytes: number;
+  /** Host header names (without port) accepted; `*` accepts any. */
+  readonly allowedHosts: readonly string[];
+  /** Origins (scheme://host[:port]) accepted when a request carries Origin; loopback origins always are. */
+  readonly allowedOrigins: readonly string[];
+  readonly principalFor: (request: http.IncomingMessage) => Principal;
+  readonly log: (line: string) => void;
+}
+
+export interface HttpTransport {
+  readonly url: string;
+  readonly server: http.Server;
+  close(): Promise<void>;
+}
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
+
+/** Listen and serve until closed. Resolves once the port is bound. */
+export async function startHttpTransport(options: HttpTransportOptions): Promise<HttpTransport> {
+  const server = http.createServer((request, response) => {
+    handle(options, request, response).catch((error: unknown) => {
+      options.log(`http handler failed: ${error instanceof Error ? error.message : String(error)}`);
+      if (!response.headersSent) send(response, 500, errorBody(options.dispatcher.fail(error)));
+      else response.destroy();
+    });
+  });
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  server.requestTimeout = 120_000;
+  server.on('clientError', (_error, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+    else socket.destroy();
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const hostForUrl = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${hostForUrl}:${address.port}${options.path}`,
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
+  };
+}
+
+async function handle(options: HttpTransportOptions, request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
+  const path = (request.url ?? '/').split('?', 1)[0];
+  if (path === '/healthz') {
+    send(response, 200, { status: 'ok' });
+    return;
+  }
+  if (path !== options.path) {
+    send(response, 404, { error: 'not found', endpoint: options.path });
+    return;
+  }
+  // DNS rebinding (spec §14.2 Security): both Host and Origin, before anything else is looked at.
+  if (!hostAllowed(request.headers.host, options.allowedHosts) || !originAllowed(request.headers.origin, options.allowedOrigins)) {
+    refuse(options, response, 'FORBIDDEN_ORIGIN', 'Forbidden: Host or Origin not allowed.');
+    return;
+  }
+  if (request.method !== 'POST') {
+    response.setHeader('Allow', 'POST');
+    refuse(options, response, 'HTTP_METHOD_NOT_ALLOWED', 'Method not allowed: the MCP endpoint accepts POST only.');
+    return;
+  }
+  const contentType = request.headers['content-type'] ?? '';
+  if (!/^application\/json\s*(;|$)/i.test(contentType)) {
+    refuse(options, response, 'UNSUPPORTED_MEDIA_TYPE', 'Unsupported Content-Type: send application/json.');
+    return;
+  }
+  const accept = request.headers.accept;
+  if (accept !== undefined && accept !== '' && !/application\/json|text\/event-stream|\*\/\*|application\/\*/i.test(accept)) {
+    refuse(options, response, 'NOT_ACCEPTABLE', 'Not acceptable: accept application/json or text/event-stream.');
+    return;
+  }
+  const declared = Number(request.headers['content-length'] ?? Number.NaN);
+  if (Number.isFinite(declared) && declared > options.maxBodyBytes) {
+    refuseTooLarge(options, response);
+    return;
+  }
+  const body = await readBody(request, options.maxBodyBytes);
+  if (body === 'too-large') {
+    refuseTooLarge(options, response);
+    return;
+  }
+  if (body === 'aborted') return;
+
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    refuse(options, response, 'PARSE_ERROR', 'Parse error: the body is not valid JSON.');
+    return;
+  }
+  let message: InboundMessage;
+  try {
+    message = options.dispatcher.parse(value);
+  } catch (error) {
+    const outcome = options.dispatcher.fail(error, readableId(value));
+    send(response, outcome.kind === 'response' ? outcome.httpStatus : 400, errorBody(outcome));
+    return;
+  }
+
+  const controller = new AbortController();
+  response.on('close', () => {
+    if (!response.writableFinished) controller.abort();
+  });
+  const outcome = await options.dispatcher.dispatch(message, {
+    principal: options.principalFor(request),
+    signal: controller.signal,
+    verifyRequest: (checked) => verifyHeaders(request, checked),
+  });
+  if (controller.signal.aborted) return; // the client cancelled: send nothing more (spec §13)
+  if (outcome.kind === 'accepted') {
+    response.writeHead(202).end();
+    return;
+  }
+  send(response, outcome.httpStatus, outcome.response);
+}
+
+/** MCP-Protocol-Version, Mcp-Method and Mcp-Name must be present and equal the body (-32020, 400). */
+function verifyHeaders(request: http.IncomingMessage, message: InboundMessage): void {
+  const expected = expectedHttpHeaders(message);
+  const mismatch = (header: string, problem: string): never => {
+    throw new ProtocolError('HEADER_MISMATCH', `Header mismatch: ${header} ${problem}.`, { data: { header } });
+  };
+  const version = single(request.headers['mcp-protocol-version']);
+  if (version === undefined) mismatch('MCP-Protocol-Version', 'is missing');
+  if (version !== expected.protocolVersion) mismatch('MCP-Protocol-Version', 'does not match params._meta');
+  const method = single(request.headers['mcp-method']);
+  if (method === undefined) mismatch('Mcp-Method', 'is missing');
+  if (method !== expected.method) mismatch('Mcp-Method', 'does not match the body method');
+  if (expected.name !== undefined) {
+    const raw = single(request.headers['mcp-name']);
+    if (raw === undefined) mismatch('Mcp-Name', 'is missing');
+    const name = decodeHeaderValue(raw as string);
+    if (name === undefined) mismatch('Mcp-Name', 'is not a valid value');
+    if (name !== expected.name.value) mismatch('Mcp-Name', `does not match params.${expected.name.field}`);
+  }
+}
+
+/** Header values that are not plain ASCII arrive as =?base64?…?= (spec §14.2 value encoding). */
+export function decodeHeaderValue(raw: string): string | undefined {
+  const encoded = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/.exec(raw);
+  if (encoded === null) return /^[\x20-\x7e]*$/.test(raw) ? raw : undefined;
+  const decoded = Buffer.from(encoded[1] ?? '', 'base64').toString('utf8');
+  return decoded.includes('\uFFFD') ? undefined : decoded;
+}
+
+function single(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function hostAllowed(host: string | undefined, allowed: readonly string[]): boolean {
+  if (host === undefined) return false;
+  if (allowed.includes('*')) return true;
+  const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':', 1)[0] ?? '';
+  return allowed.includes(name.toLowerCase());
+}
+
+function originAllowed(origin: string | undefined, allowed: readonly string[]): boolean {
+  if (origin === undefined) return true; // non-browser clients send none
+  if (allowed.includes('*') || allowed.includes(origin)) return true;
+  try {
+    const url = new URL(origin);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && LOOPBACK_HOSTS.has(url.hostname);
+  } catch {
+    return false;
+  }
+}
+
+function readBody(request: http.IncomingMessage, limit: number): Promise<string | 'too-large' | 'aborted'> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    request.on('data', (chunk: Buffer) => {
+      if (done) return;
+      size += chunk.length;
+      if (size > limit) {
+        done = true;
+        request.pause();
+        resolve('too-large');
+        return;
+      }
+      chunks.push(chunk);
+    });
+    request.on('end', () => {
+      if (!done) {
+        done = true;
+        resolve(Buffer.concat(chunks).toString('utf8'));
+      }
+    });
+    request.on('error', () => {
+      if (!done) {
+        done = true;
+        resolve('aborted');
+      }
+    });
+    request.on('aborted', () => {
+      if (!done) {
+        done = true;
+        resolve('aborted');
+      }
+    });
+  });
+}
+
+function refuseTooLarge(options: HttpTransportOptions, response: http.ServerResponse): void {
+  response.setHeader('Connection', 'close');
+  refuse(options, response, 'PAYLOAD_TOO_LARGE', `Request body too large: the limit is ${options.maxBodyBytes} bytes.`);
+}
+
+/** Refuse before dispatch; the dispatcher still builds the error body (one error path). */
+function refuse(options: HttpTransportOptions, response: http.ServerResponse, key: ErrorKey, message: string): void {
+  const outcome = options.dispatcher.fail(new ProtocolError(key, message));
+  send(response, outcome.kind === 'response' ? outcome.httpStatus : 400, errorBody(outcome));
+}
+
+function errorBody(outcome: DispatchOutcome): object {
+  return outcome.kind === 'response' ? outcome.response : {};
+}
+
+function send(response: http.ServerResponse, status: number, body: object): void {
+  const text = JSON.stringify(body);
+  response.writeHead(status, {
+    'Content-Type': 'application/json',
+    'Content-Length': Buffer.byteLength(text),
+    'Cache-Control': 'no-store',
+  });
+  response.end(text);
+}
