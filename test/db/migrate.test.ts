@@ -1,0 +1,119 @@
+// Migrations (forward-only, advisory-locked) and the pgmcp.resources table contract.
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runMigrations } from '../../src/db/index.js';
+import { MIGRATIONS_DIRECTORY } from '../../src/server.js';
+import { testDatabaseUrl } from '../setup/harness.js';
+
+const SCRATCH = 'pgmcp_migrate_test';
+let scratchUrl: string;
+
+async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: testDatabaseUrl() });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+beforeAll(async () => {
+  await admin(async (client) => {
+    await client.query(`drop database if exists ${SCRATCH} with (force)`);
+    await client.query(`create database ${SCRATCH}`);
+  });
+  const url = new URL(testDatabaseUrl());
+  url.pathname = `/${SCRATCH}`;
+  scratchUrl = url.toString();
+});
+
+afterAll(async () => {
+  await admin((client) => client.query(`drop database if exists ${SCRATCH} with (force)`));
+});
+
+describe('migrations', () => {
+  it('two processes migrating at once serialize on the advisory lock: each migration runs once', async () => {
+    const clients = [new pg.Client({ connectionString: scratchUrl }), new pg.Client({ connectionString: scratchUrl })];
+    await Promise.all(clients.map((client) => client.connect()));
+    try {
+      const reports = await Promise.all(clients.map((client) => runMigrations(client, MIGRATIONS_DIRECTORY, () => undefined)));
+      const applied = reports.flatMap((report) => report.applied);
+      const { rows } = await clients[0]!.query<{ name: string }>('select name from pgmcp.migrations order by name');
+      expect(applied.sort()).toEqual(rows.map((row) => row.name));
+      expect(reports.some((report) => report.applied.length === 0)).toBe(true);
+      const again = await runMigrations(clients[1]!, MIGRATIONS_DIRECTORY, () => undefined);
+      expect(again.applied).toEqual([]);
+    } finally {
+      await Promise.all(clients.map((client) => client.end()));
+    }
+  });
+});
+
+describe('pgmcp.resources constraints', () => {
+  let sql: pg.Client;
+  beforeAll(async () => {
+    sql = new pg.Client({ connectionString: testDatabaseUrl() });
+    await sql.connect();
+  });
+  afterAll(async () => {
+    await sql.end();
+  });
+
+  async function rejects(values: Record<string, unknown>): Promise<string> {
+    const columns = Object.keys(values);
+    await sql.query('begin');
+    try {
+      await sql.query(
+        `insert into pgmcp.resources (${columns.join(', ')}) values (${columns.map((_, i) => `$${i + 1}`).join(', ')})`,
+        Object.values(values),
+      );
+      throw new Error('row accepted');
+    } catch (error) {
+      return (error as { constraint?: string }).constraint ?? (error as Error).message;
+    } finally {
+      await sql.query('rollback');
+    }
+  }
+
+  it.each([
+    [{ uri: 'not a uri', name: 'x', text: 't' }, 'resources_uri_valid'],
+    [{ uri: 'file:///a/../b', name: 'x', text: 't' }, 'resources_uri_valid'],
+    [{ uri: 'file:///a/%2e%2e/b', name: 'x', text: 't' }, 'resources_uri_valid'],
+    [{ uri: 'file:///a//b', name: 'x', text: 't' }, 'resources_uri_valid'],
+    [{ uri: 'notes:///x', name: 'x' }, 'resources_exactly_one_of_text_or_blob'],
+    [{ uri: 'notes:///x', name: 'x', text: 't', blob: Buffer.from('b') }, 'resources_exactly_one_of_text_or_blob'],
+    [{ uri: 'notes:///x', name: 'x', text: 't', priority: 1.5 }, 'resources_priority_range'],
+    [{ uri: 'notes:///x', name: 'x', text: 't', audience: ['robots'] }, 'resources_audience_valid'],
+    [{ uri: 'notes:///x', name: '', text: 't' }, 'resources_name_not_empty'],
+    [{ uri: 'notes:///x', name: 'x', text: 't', mime_type: 'not a mime' }, 'resources_mime_type_valid'],
+    [{ uri: 'test://static-text', name: 'dup', text: 't' }, 'resources_uri_key'],
+  ])('rejects %j with %s', async (values, constraint) => {
+    expect(await rejects(values)).toBe(constraint);
+  });
+
+  it('accepts the rows the server accepts for reading, and computes size from the content', async () => {
+    await sql.query('begin');
+    try {
+      const { rows } = await sql.query<{ size: string }>(
+        `insert into pgmcp.resources (uri, name, text) values ('notes:///contract/été', 'x', 'héllo') returning size`,
+      );
+      expect(rows[0]?.size).toBe('6');
+    } finally {
+      await sql.query('rollback');
+    }
+  });
+
+  it('keeps updated_at with a trigger on every real change', async () => {
+    await sql.query('begin');
+    try {
+      await sql.query(`insert into pgmcp.resources (uri, name, text, updated_at) values ('notes:///contract/touch', 'x', 'a', '2000-01-01')`);
+      const { rows } = await sql.query<{ updated_at: Date }>(
+        `update pgmcp.resources set text = 'b' where uri = 'notes:///contract/touch' returning updated_at`,
+      );
+      expect(rows[0]!.updated_at.getUTCFullYear()).toBeGreaterThan(2000);
+    } finally {
+      await sql.query('rollback');
+    }
+  });
+});
