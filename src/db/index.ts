@@ -7,9 +7,10 @@ export {
   READ_DIRECTORY,
   READ_RESOURCE,
   type PreparedQuery,
+  type ResourceContentRow,
   type ResourceListingRow,
-  type ResourceRow,
   type TemplateListingRow,
+  type TextRow,
 } from './queries.js';
 export { runMigrations, type MigrationReport } from './migrate.js';
 export { listDatasets, loadSeed, seedLoaded, type SeedProgress } from './seed.js';

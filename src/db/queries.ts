@@ -18,6 +18,8 @@ export interface PreparedQuery<TArgs, TRow> {
   readonly text: string;
   /** Positional parameter values for `args`, in the order the compiled SQL numbers them. */
   values(args: TArgs): unknown[];
+  /** Return every column as Postgres' text output instead of parsed JS values. */
+  readonly textOutput?: boolean;
   /** Phantom field carrying the row type; never set. */
   readonly row?: TRow;
 }
@@ -47,33 +49,43 @@ function prepare<TArgs, TQuery extends Compilable>(
 // Only used to count parameters at module load: every values() must accept it.
 const PROBE_ARGS: Record<string, unknown> = new Proxy({}, { get: () => '' });
 
-const RESOURCE_LISTING_COLUMNS = [
-  'id',
-  'uri',
-  'name',
-  'title',
-  'description',
-  'mime_type',
-  'size',
-  'audience',
-  'priority',
-  'updated_at',
-] as const;
+// The hot queries return every column as Postgres' text output (see TextRow): no per-row Date,
+// array or bigint parsing in Node. resources/ renders the MCP JSON straight from that text.
+// The request pool's sessions run with TimeZone=UTC (db/pool.ts), so timestamptz prints as
+// "2026-11-30 05:53:46.761+00"; render.ts turns that into ISO 8601 with string operations.
 
-const RESOURCE_CONTENT_COLUMNS = [...RESOURCE_LISTING_COLUMNS, 'text', 'blob'] as const;
+/** A row whose values are Postgres text output: `TRequired` columns are NOT NULL, the rest may be null. */
+export type TextRow<TRequired extends string, TNullable extends string> = { readonly [K in TRequired]: string } & {
+  readonly [K in TNullable]: string | null;
+};
+
+/** A pgmcp.resources row for listing: bigint, double precision and text[] as Postgres prints them. */
+export type ResourceListingRow = TextRow<'id' | 'uri' | 'name' | 'size' | 'updated_at', 'title' | 'description' | 'mime_type' | 'audience' | 'priority'>;
+/** A listing row plus its content: exactly one of text or blob (bytea in hex form, \x…) is set. */
+export type ResourceContentRow = ResourceListingRow & TextRow<never, 'text' | 'blob'>;
+
+const LISTING_COLUMNS = ['id', 'uri', 'name', 'title', 'description', 'mime_type', 'size', 'audience', 'priority', 'updated_at'] as const;
+
+function textRows<TArgs, TRow>(query: PreparedQuery<TArgs, unknown>): PreparedQuery<TArgs, TRow> {
+  return { ...query, textOutput: true } as PreparedQuery<TArgs, TRow>;
+}
 
 /** One keyset page of stored resources, in primary-key order. */
-export const LIST_RESOURCES_PAGE = prepare(
-  'pgmcp_list_resources_page',
-  builder.selectFrom('pgmcp.resources').select(RESOURCE_LISTING_COLUMNS).where('id', '>', '0').orderBy('id').limit(1),
-  (args: { afterId: string; limit: number }) => [args.afterId, args.limit],
+export const LIST_RESOURCES_PAGE = textRows<{ afterId: string; limit: number }, ResourceListingRow>(
+  prepare(
+    'pgmcp_list_resources_page',
+    builder.selectFrom('pgmcp.resources').select([...LISTING_COLUMNS]).where('id', '>', '0').orderBy('id').limit(1),
+    (args: { afterId: string; limit: number }) => [args.afterId, args.limit],
+  ),
 );
 
 /** One stored resource by exact URI. */
-export const READ_RESOURCE = prepare(
-  'pgmcp_read_resource',
-  builder.selectFrom('pgmcp.resources').select(RESOURCE_CONTENT_COLUMNS).where('uri', '=', ''),
-  (args: { uri: string }) => [args.uri],
+export const READ_RESOURCE = textRows<{ uri: string }, ResourceContentRow>(
+  prepare(
+    'pgmcp_read_resource',
+    builder.selectFrom('pgmcp.resources').select([...LISTING_COLUMNS, 'text', 'blob']).where('uri', '=', ''),
+    (args: { uri: string }) => [args.uri],
+  ),
 );
 
 /**
@@ -81,23 +93,25 @@ export const READ_RESOURCE = prepare(
  * (it sorts before everything under it). `upperBound` is the exclusive end of the prefix range, so
  * the C-collated unique index serves it as a range scan.
  */
-export const READ_DIRECTORY = prepare(
-  'pgmcp_read_directory',
-  builder
-    .selectFrom('pgmcp.resources')
-    .select(RESOURCE_CONTENT_COLUMNS)
-    .where('uri', '>=', '')
-    .where('uri', '<', '')
-    // Immediate children only: after the prefix, no "/" except one trailing (a subdirectory).
-    .where(sql<boolean>`strpos(rtrim(substr(uri, length(${''}) + 1), '/'), '/') = 0`)
-    .orderBy('uri')
-    .limit(1),
-  (args: { directoryUri: string; upperBound: string; limit: number }) => [
-    args.directoryUri,
-    args.upperBound,
-    args.directoryUri,
-    args.limit,
-  ],
+export const READ_DIRECTORY = textRows<{ directoryUri: string; upperBound: string; limit: number }, ResourceContentRow>(
+  prepare(
+    'pgmcp_read_directory',
+    builder
+      .selectFrom('pgmcp.resources')
+      .select([...LISTING_COLUMNS, 'text', 'blob'])
+      .where('uri', '>=', '')
+      .where('uri', '<', '')
+      // Immediate children only: after the prefix, no "/" except one trailing (a subdirectory).
+      .where(sql<boolean>`strpos(rtrim(substr(uri, length(${''}) + 1), '/'), '/') = 0`)
+      .orderBy('uri')
+      .limit(1),
+    (args: { directoryUri: string; upperBound: string; limit: number }) => [
+      args.directoryUri,
+      args.upperBound,
+      args.directoryUri,
+      args.limit,
+    ],
+  ),
 );
 
 /** One keyset page of resource templates, in primary-key order. */
@@ -113,5 +127,3 @@ export const LIST_TEMPLATES_PAGE = prepare(
 );
 
 export type TemplateListingRow = NonNullable<(typeof LIST_TEMPLATES_PAGE)['row']>;
-export type ResourceRow = NonNullable<(typeof READ_RESOURCE)['row']>;
-export type ResourceListingRow = NonNullable<(typeof LIST_RESOURCES_PAGE)['row']>;

@@ -5,6 +5,9 @@ import type { DatabaseHandle } from './pool.js';
 import type { PreparedQuery } from './queries.js';
 import { toDatabaseError } from './sqlstate.js';
 
+// Leave every value as Postgres sent it (text); renderers that want text skip the driver's parsing.
+const TEXT_OUTPUT = { getTypeParser: () => (value: string) => value };
+
 /** What a handler may do inside its request transaction: run prepared, parameterized queries. */
 export interface RequestQueries {
   run<TArgs, TRow>(query: PreparedQuery<TArgs, TRow>, args: TArgs): Promise<TRow[]>;
@@ -32,7 +35,12 @@ export async function runRequestTransaction<T>(
   }
   const queries: RequestQueries = {
     async run<TArgs, TRow>(query: PreparedQuery<TArgs, TRow>, args: TArgs): Promise<TRow[]> {
-      const result = await client.query({ name: query.name, text: query.text, values: query.values(args) });
+      const result = await client.query({
+        name: query.name,
+        text: query.text,
+        values: query.values(args),
+        ...(query.textOutput === true ? { types: TEXT_OUTPUT } : {}),
+      });
       return result.rows as TRow[];
     },
   };

@@ -11,6 +11,7 @@ export {
 } from './dispatch.js';
 export { createDiscoverMethod, type DiscoverOptions } from './discover.js';
 export { createCursorCodec, type CursorCodec, type CursorPosition } from './cursor.js';
+export { RawJson, serializeMessage } from './raw-json.js';
 export { toWireError } from './wire-error.js';
 export {
   CancelledParamsSchema,

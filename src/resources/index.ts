@@ -1,10 +1,8 @@
 // Public surface of resources/: the handlers app.ts registers, plus URI helpers.
-export { createListResourcesMethod, toResource, type ListDependencies } from './list.js';
+export { createListResourcesMethod, type ListDependencies } from './list.js';
 export { createListTemplatesMethod } from './templates.js';
 export {
   createReadResourceMethod,
-  META_ANNOTATIONS,
-  META_SIZE,
   META_TRUNCATED,
   type ReadDependencies,
 } from './read.js';

@@ -1,8 +1,9 @@
 // resources/list: stored resources in primary-key order, one keyset page per call.
-import { LIST_RESOURCES_PAGE, runRequestTransaction, type DatabaseHandle, type ResourceListingRow } from '../db/index.js';
-import { createMethod, PaginatedParamsSchema, type CursorCodec, type MethodHandler, type PaginatedParams, type Resource } from '../protocol/index.js';
+import { LIST_RESOURCES_PAGE, runRequestTransaction, type DatabaseHandle } from '../db/index.js';
+import { createMethod, PaginatedParamsSchema, RawJson, type CursorCodec, type MethodHandler, type PaginatedParams } from '../protocol/index.js';
 import { cacheHints } from './cache-hints.js';
 import { decodeAfterId, keysetPage } from './keyset.js';
+import { renderResource } from './render.js';
 
 const COLLECTION = 'resources';
 
@@ -27,25 +28,10 @@ export function createListResourcesMethod(deps: ListDependencies): MethodHandler
       );
       const { page, nextCursor } = keysetPage(rows, deps.pageSize, deps.cursors, COLLECTION);
       return {
-        resources: page.map(toResource),
+        resources: new RawJson(`[${page.map(renderResource).join(',')}]`),
         ...(nextCursor === undefined ? {} : { nextCursor }),
         ...cacheHints('list', ctx.principal),
       };
     },
   });
-}
-
-/** A listing row as an MCP Resource; lastModified comes from updated_at. */
-export function toResource(row: ResourceListingRow): Resource {
-  const resource: Resource = { uri: row.uri, name: row.name };
-  if (row.title !== null) resource.title = row.title;
-  if (row.description !== null) resource.description = row.description;
-  if (row.mime_type !== null) resource.mimeType = row.mime_type;
-  resource.size = Number(row.size);
-  resource.annotations = {
-    ...(row.audience === null ? {} : { audience: row.audience as ('user' | 'assistant')[] }),
-    ...(row.priority === null ? {} : { priority: row.priority }),
-    lastModified: row.updated_at.toISOString(),
-  };
-  return resource;
 }

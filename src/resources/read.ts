@@ -1,20 +1,14 @@
 // resources/read: one stored resource by URI, or a file: directory with its immediate children.
 import type { Principal } from '../auth/index.js';
-import { READ_DIRECTORY, READ_RESOURCE, runRequestTransaction, type DatabaseHandle, type ResourceRow } from '../db/index.js';
+import { READ_DIRECTORY, READ_RESOURCE, runRequestTransaction, type DatabaseHandle, type ResourceContentRow } from '../db/index.js';
 import { ProtocolError } from '../errors.js';
-import {
-  createMethod,
-  ReadResourceParamsSchema,
-  type MethodHandler,
-  type ReadResourceParams,
-  type ResourceContents,
-} from '../protocol/index.js';
+import { createMethod, RawJson, ReadResourceParamsSchema, type MethodHandler, type ReadResourceParams } from '../protocol/index.js';
 import { cacheHints } from './cache-hints.js';
+import { renderContents } from './render.js';
 import { isDirectoryUri, prefixUpperBound, validateResourceUri } from './uri.js';
 
-/** Where a content item carries the Resource fields ResourceContents has no room for. */
-export const META_ANNOTATIONS = 'dev.pgmcp/annotations';
-export const META_SIZE = 'dev.pgmcp/size';
+/** Set in a directory entry's `_meta` when the read cut its children (size and annotations ride
+ * in `dev.pgmcp/size` and `dev.pgmcp/annotations`, built in db/queries.ts). */
 export const META_TRUNCATED = 'dev.pgmcp/truncated';
 
 export interface ReadDependencies {
@@ -38,22 +32,19 @@ export function createReadResourceMethod(deps: ReadDependencies): MethodHandler<
       if (contents.length === 0) {
         throw new ProtocolError('RESOURCE_NOT_FOUND', 'Resource not found.', { data: { uri: params.uri } });
       }
-      return { contents, ...cacheHints('read', ctx.principal) };
+      return { contents: new RawJson(`[${contents.join(',')}]`), ...cacheHints('read', ctx.principal) };
     },
   });
 }
 
-async function readOne(deps: ReadDependencies, uri: string, principal: Principal, signal: AbortSignal): Promise<ResourceContents[]> {
+/** The contents JSON of one stored resource, or none. */
+async function readOne(deps: ReadDependencies, uri: string, principal: Principal, signal: AbortSignal): Promise<string[]> {
   const rows = await runRequestTransaction(deps.db, principal, signal, (queries) => queries.run(READ_RESOURCE, { uri }));
-  return rows.map(toContents);
+  return rows.map((row) => renderContents(row));
 }
 
-async function readDirectory(
-  deps: ReadDependencies,
-  uri: string,
-  principal: Principal,
-  signal: AbortSignal,
-): Promise<ResourceContents[]> {
+/** The directory entry (stored or synthesized) followed by its immediate children, as contents JSON. */
+async function readDirectory(deps: ReadDependencies, uri: string, principal: Principal, signal: AbortSignal): Promise<string[]> {
   // One statement: the directory row (if stored) sorts first, then up to max + 1 children.
   const rows = await runRequestTransaction(deps.db, principal, signal, (queries) =>
     queries.run(READ_DIRECTORY, {
@@ -67,36 +58,24 @@ async function readDirectory(
   if (stored === undefined && children.length === 0) return [];
   const truncated = children.length > deps.maxDirectoryEntries;
   const shown = children.slice(0, deps.maxDirectoryEntries);
-  const entry: ResourceContents =
+  const entry =
     stored === undefined
-      ? { uri, mimeType: 'inode/directory', text: listing(uri, shown, truncated) }
-      : toContents(stored);
-  if (truncated) entry._meta = { ...entry._meta, [META_TRUNCATED]: true };
-  return [entry, ...shown.map(toContents)];
+      ? JSON.stringify({
+          uri,
+          mimeType: 'inode/directory',
+          text: listing(uri, shown, truncated),
+          ...(truncated ? { _meta: { [META_TRUNCATED]: true } } : {}),
+        })
+      : renderContents(stored, truncated ? `,"${META_TRUNCATED}":true` : '');
+  return [entry, ...shown.map((row) => renderContents(row))];
 }
 
 /** A plain-text listing for a directory that has children but no stored row of its own. */
-function listing(uri: string, children: readonly ResourceRow[], truncated: boolean): string {
+function listing(uri: string, children: readonly ResourceContentRow[], truncated: boolean): string {
   const lines = children.map((child) => {
     const name = child.uri.slice(uri.length);
     return child.mime_type === 'inode/directory' || name.endsWith('/') ? name : `${name}\t${child.size} bytes`;
   });
   if (truncated) lines.push('… (more entries not shown)');
   return lines.join('\n');
-}
-
-function toContents(row: ResourceRow): ResourceContents {
-  const meta = {
-    [META_SIZE]: Number(row.size),
-    [META_ANNOTATIONS]: {
-      ...(row.audience === null ? {} : { audience: row.audience }),
-      ...(row.priority === null ? {} : { priority: row.priority }),
-      lastModified: row.updated_at.toISOString(),
-    },
-  };
-  const mimeType = row.mime_type ?? undefined;
-  if (row.blob !== null) {
-    return { uri: row.uri, ...(mimeType === undefined ? {} : { mimeType }), blob: row.blob.toString('base64'), _meta: meta };
-  }
-  return { uri: row.uri, ...(mimeType === undefined ? {} : { mimeType }), text: row.text ?? '', _meta: meta };
 }

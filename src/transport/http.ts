@@ -4,7 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Principal } from '../auth/index.js';
 import { ProtocolError, type ErrorKey } from '../errors.js';
-import { expectedHttpHeaders, readableId, type DispatchOutcome, type Dispatcher, type InboundMessage } from '../protocol/index.js';
+import { expectedHttpHeaders, readableId, serializeMessage, type DispatchOutcome, type Dispatcher, type InboundMessage } from '../protocol/index.js';
 
 export interface HttpTransportOptions {
   readonly host: string;
@@ -243,11 +243,12 @@ function errorBody(outcome: DispatchOutcome): object {
 }
 
 function send(response: http.ServerResponse, status: number, body: object): void {
-  const text = JSON.stringify(body);
+  // Encode once: the length and the bytes written come from the same buffer.
+  const bytes = Buffer.from(serializeMessage(body), 'utf8');
   response.writeHead(status, {
     'Content-Type': 'application/json',
-    'Content-Length': Buffer.byteLength(text),
+    'Content-Length': bytes.length,
     'Cache-Control': 'no-store',
   });
-  response.end(text);
+  response.end(bytes);
 }

@@ -3,7 +3,7 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
-import { CancelledParamsSchema, readableId, type Dispatcher, type RequestId } from '../protocol/index.js';
+import { CancelledParamsSchema, readableId, serializeMessage, type Dispatcher, type RequestId } from '../protocol/index.js';
 
 export interface StdioTransportOptions {
   readonly input: Readable;
@@ -28,7 +28,7 @@ export function startStdioTransport(options: StdioTransportOptions): StdioTransp
   let discarding = false;
 
   const write = (message: object): void => {
-    options.output.write(`${JSON.stringify(message)}\n`);
+    options.output.write(`${serializeMessage(message)}\n`);
   };
 
   const keyOf = (id: RequestId): string => `${typeof id}:${String(id)}`;

@@ -85,3 +85,13 @@ describe('RFC 6570 templates', () => {
     expect(() => parseUriTemplate('notes:///{tag*}')).toThrow(/unsupported/);
   });
 });
+
+describe('isoTimestamp', () => {
+  it('formats UTC timestamptz text like Date#toISOString, for any fraction length', async () => {
+    const { isoTimestamp } = await import('../../src/resources/render.js');
+    expect(isoTimestamp('2026-11-30 05:53:46.761234+00')).toBe('2026-11-30T05:53:46.761Z');
+    expect(isoTimestamp('2026-11-30 05:53:46.7+00')).toBe('2026-11-30T05:53:46.700Z');
+    expect(isoTimestamp('2026-11-30 05:53:46+00')).toBe('2026-11-30T05:53:46.000Z');
+    expect(isoTimestamp('2026-11-30 06:53:46.5+01')).toBe('2026-11-30T05:53:46.500Z');
+  });
+});

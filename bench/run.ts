@@ -1,0 +1,169 @@
+// `npm run bench`: pgmcp against baselines measured in the same run, reported as ratios.
+// Seeds 1,000,000 stored resources into a bench database (BENCH_DATABASE_URL or TEST_DATABASE_URL's
+// server, else an embedded PostgreSQL), then measures HTTP list/read/discover against raw pg and a
+// bare node:http echo. Results: bench/results/latest.json and a table on stdout.
+import http from 'node:http';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import pg from 'pg';
+import { measure, spreadId, type LoadSpec, type Run, type Workload } from './load.js';
+import { createApp } from '../src/app.js';
+import { LOGIN_PRINCIPAL } from '../src/auth/index.js';
+import { createProgress } from '../src/cli/progress.js';
+import { createDatabase, loadSeed, runMigrations, seedLoaded, startEmbeddedPostgres } from '../src/db/index.js';
+import { createLogger } from '../src/log.js';
+import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../src/server.js';
+import { startHttpTransport } from '../src/transport/http.js';
+import { PROJECT_ROOT, SERVER_INFO } from '../src/version.js';
+
+const DURATION_MS = Number(process.env['BENCH_DURATION_MS'] ?? 4000);
+const WARMUP_MS = 1000;
+const PAGE_SIZE = 100;
+const CURSOR_SECRET = 'bench-cursor-secret-0123456789';
+
+// The baselines: what a program would run against the same pool without pgmcp.
+const RAW_KEYSET_PAGE = `select id, uri, name, title, description, mime_type, size, audience, priority, updated_at
+  from pgmcp.resources where id > $1 order by id limit $2`;
+const RAW_POINT_READ = `select uri, name, mime_type, text, blob, size, audience, priority, updated_at
+  from pgmcp.resources where uri = $1`;
+
+/** Run an HTTP load in a worker thread (the clients' parsing stays off the server's event loop). */
+function load(url: string, concurrency: number, workload: Workload): Promise<Run> {
+  const spec: LoadSpec = { url, concurrency, durationMs: DURATION_MS, warmupMs: WARMUP_MS, workload };
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(new URL('./load-worker.js', import.meta.url), { workerData: spec });
+    worker.once('message', (run: Run) => resolve(run));
+    worker.once('error', reject);
+    worker.once('exit', (code) => {
+      if (code !== 0) reject(new Error(`load worker exited with ${code}`));
+    });
+  });
+}
+
+async function benchDatabase(log: (line: string) => void): Promise<{ url: string; stop: () => Promise<void> }> {
+  const base = process.env['BENCH_DATABASE_URL'] ?? process.env['TEST_DATABASE_URL'];
+  if (base !== undefined && base !== '') {
+    const admin = new pg.Client({ connectionString: base });
+    await admin.connect();
+    const exists = await admin.query(`select 1 from pg_database where datname = 'pgmcp_bench'`);
+    if (exists.rowCount === 0) await admin.query('create database pgmcp_bench');
+    await admin.end();
+    const url = new URL(base);
+    url.pathname = '/pgmcp_bench';
+    return { url: url.toString(), stop: async () => undefined };
+  }
+  const embedded = await startEmbeddedPostgres({ stateDirectory: path.join(PROJECT_ROOT, '.pgmcp', 'bench'), log });
+  return { url: embedded.connectionString, stop: () => embedded.stop() };
+}
+
+async function main(): Promise<void> {
+  const logger = createLogger();
+  const database = await benchDatabase((line) => logger.info(line));
+  const db = createDatabase({ connectionString: database.url, poolSize: 10, statementTimeoutMs: 60_000, onError: (m, e) => logger.error(m, e) });
+  const admin = await db.connectAdmin();
+  await runMigrations(admin, MIGRATIONS_DIRECTORY, (line) => logger.info(line));
+  if (!(await seedLoaded(admin, 'bench'))) {
+    logger.info('seeding 1,000,000 resources (once per bench database)');
+    await loadSeed(admin, SEEDS_DIRECTORY, 'bench', createProgress('seed bench'));
+    await admin.query('analyze pgmcp.resources');
+  }
+  const { rows } = await admin.query<{ min: string; max: string; count: string }>(
+    `select min(id)::text as min, max(id)::text as max, count(*)::text as count from pgmcp.resources`,
+  );
+  await admin.end();
+  const stats = rows[0] ?? { min: '1', max: '1', count: '0' };
+  const minId = Number(stats.min);
+  const maxId = Number(stats.max);
+  logger.info(`bench database holds ${stats.count} resources`);
+
+  const silent = createLogger({ stream: { write: () => true } as unknown as NodeJS.WritableStream });
+  const app = createApp({ db, cursorSecrets: [CURSOR_SECRET], pageSize: PAGE_SIZE, maxDirectoryEntries: 500, logger: silent });
+  const server = await startHttpTransport({
+    host: '127.0.0.1',
+    port: 0,
+    path: '/mcp',
+    dispatcher: app.dispatcher,
+    maxBodyBytes: 1024 * 1024,
+    allowedHosts: ['127.0.0.1', 'localhost'],
+    allowedOrigins: [],
+    principalFor: () => LOGIN_PRINCIPAL,
+    log: () => undefined,
+  });
+  const url = server.url;
+  const results: Record<string, unknown> = {};
+  const report: [string, string, string, string][] = [];
+
+  // 1. resources/list over HTTP vs the raw keyset query on the same pool, at 10 and 50 callers.
+  for (const concurrency of [10, 50]) {
+    const raw = await measure(concurrency, DURATION_MS, WARMUP_MS, async (i) => {
+      await db.pool.query(RAW_KEYSET_PAGE, [spreadId(i, minId, maxId, PAGE_SIZE), PAGE_SIZE + 1]);
+    });
+    const served = await load(url, concurrency, { kind: 'list', minId, maxId, pageSize: PAGE_SIZE, cursorSecret: CURSOR_SECRET });
+    const ratio = served.perSecond / raw.perSecond;
+    results[`list_c${concurrency}`] = { raw, served, ratio };
+    report.push([`resources/list pages/s, ${concurrency} callers`, `${served.perSecond.toFixed(0)} vs raw ${raw.perSecond.toFixed(0)}`, ratio.toFixed(2), '≥ 0.80']);
+  }
+
+  // 2. Last page vs first page latency, one caller.
+  {
+    const first = await load(url, 1, { kind: 'list-first' });
+    const last = await load(url, 1, { kind: 'list-after', afterId: maxId - PAGE_SIZE, cursorSecret: CURSOR_SECRET });
+    const ratio = last.p50 / first.p50;
+    results['last_vs_first_page'] = { first, last, ratio };
+    report.push(['last-page p50 / first-page p50', `${last.p50.toFixed(2)} ms / ${first.p50.toFixed(2)} ms`, ratio.toFixed(2), '≤ 1.20']);
+  }
+
+  // 3. server/discover vs a bare node:http JSON echo in this process, same client, 10 callers.
+  {
+    const echo = http.createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        const body = Buffer.concat(chunks);
+        response.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': body.length });
+        response.end(body);
+      });
+    });
+    await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
+    const echoUrl = `http://127.0.0.1:${(echo.address() as { port: number }).port}/mcp`;
+    const bare = await load(echoUrl, 10, { kind: 'discover' });
+    const served = await load(url, 10, { kind: 'discover' });
+    echo.close();
+    const ratio = served.perSecond / bare.perSecond;
+    results['discover_vs_echo'] = { bare, served, ratio };
+    report.push(['server/discover req/s vs bare node:http echo', `${served.perSecond.toFixed(0)} vs ${bare.perSecond.toFixed(0)}`, ratio.toFixed(2), '≥ 0.60']);
+  }
+
+  // 4. resources/read vs the raw point read on the same pool, 10 callers.
+  {
+    const raw = await measure(10, DURATION_MS, WARMUP_MS, async (i) => {
+      await db.pool.query(RAW_POINT_READ, [`bench:///r/${1 + ((i * 7919) % 1_000_000)}`]);
+    });
+    const served = await load(url, 10, { kind: 'read', rows: 1_000_000 });
+    const ratio = served.perSecond / raw.perSecond;
+    results['read_vs_point_read'] = { raw, served, ratio };
+    report.push(['resources/read req/s vs raw point read', `${served.perSecond.toFixed(0)} vs raw ${raw.perSecond.toFixed(0)}`, ratio.toFixed(2), '≥ 0.70']);
+  }
+
+  await server.close();
+  await db.close();
+  await database.stop();
+
+  const summary = {
+    version: SERVER_INFO.version,
+    date: new Date().toISOString(),
+    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version },
+    durationMs: DURATION_MS,
+    results,
+  };
+  const directory = path.join(PROJECT_ROOT, 'bench', 'results');
+  mkdirSync(directory, { recursive: true });
+  writeFileSync(path.join(directory, 'latest.json'), `${JSON.stringify(summary, null, 2)}\n`);
+  process.stdout.write('\n| measure | pgmcp vs baseline | ratio | target |\n|---|---|---|---|\n');
+  for (const [name, detail, ratio, target] of report) process.stdout.write(`| ${name} | ${detail} | ${ratio} | ${target} |\n`);
+  process.stdout.write(`\nwritten to bench/results/latest.json\n`);
+}
+
+await main();
