@@ -8,5 +8,6 @@ export default defineConfig({
     hookTimeout: 120_000,
     forbidOnly: process.env['CI'] !== undefined,
     pool: 'forks',
+    reporters: ['default', './test/setup/summary-reporter.ts'],
   },
 });

@@ -53,6 +53,18 @@ export async function startEmbeddedPostgres(options: {
   const password = readOrCreate(path.join(stateDirectory, 'postgres-password'));
   const osUser = isRoot() ? ensurePostgresUser() : undefined;
   if (osUser !== undefined) checkTraversable(osUser, [path.dirname(binaries.postgres), stateDirectory]);
+  const shared = runningOwner(dataDirectory);
+  if (shared !== undefined) {
+    // Another live pgmcp in this folder (e.g. a host that starts the stdio server twice) already
+    // runs this cluster: use it rather than fight over the data directory. It stops with its owner.
+    options.log(`using the embedded PostgreSQL already started by process ${shared.ownerPid} (port ${shared.port})`);
+    return {
+      connectionString: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${shared.port}/postgres`,
+      port: shared.port,
+      created: false,
+      stop: async () => undefined,
+    };
+  }
   reclaimOrphan(dataDirectory, binaries.pg_ctl, osUser, options.log);
 
   const { default: EmbeddedPostgresServer } = await importWithoutSignalHooks();
@@ -230,6 +242,39 @@ function reclaimOrphan(
     }
   }
   if (processesIn(dataDirectory).length === 0) rmSync(pidFile, { force: true });
+}
+
+/**
+ * The cluster's postmaster when it is alive and its parent (the pgmcp that started it) is too.
+ * An orphan, re-parented after its pgmcp crashed, has init (or a subreaper) as parent instead.
+ */
+function runningOwner(dataDirectory: string): { ownerPid: number; port: number } | undefined {
+  const pidFile = path.join(dataDirectory, 'postmaster.pid');
+  if (!existsSync(pidFile)) return undefined;
+  const lines = readFileSync(pidFile, 'utf8').split('\n');
+  const postmaster = Number(lines[0]);
+  const port = Number(lines[3]);
+  if (!Number.isInteger(postmaster) || !Number.isInteger(port) || !processesIn(dataDirectory).includes(postmaster)) return undefined;
+  const parent = parentOf(postmaster);
+  if (parent === undefined || parent <= 1) return undefined;
+  const command = readProc(`/proc/${parent}/cmdline`).replace(/\0/g, ' ');
+  return command.includes('pgmcp') ? { ownerPid: parent, port } : undefined;
+}
+
+function parentOf(pid: number): number | undefined {
+  // /proc/<pid>/stat: "pid (comm) state ppid …"; comm may hold spaces, so read after the last ")".
+  const stat = readProc(`/proc/${pid}/stat`);
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const parent = Number(fields[1]);
+  return Number.isInteger(parent) ? parent : undefined;
+}
+
+function readProc(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
 }
 
 /** Live processes whose working directory is the data directory (postgres and its backends). */

@@ -146,4 +146,18 @@ describe.runIf(process.platform === 'linux')('npm start on a fresh copy (embedde
     expect(await exited(second.child)).toBe(0);
     expect(postgresProcesses()).toEqual([]);
   });
+
+  it('lets a second pgmcp in the same folder share the running embedded PostgreSQL', async () => {
+    // Hosts may start the stdio server twice at once (a probe, then the real one).
+    const owner = await serve(process.execPath, ['bin/pgmcp.js', 'serve', '--port', '0']);
+    const guest = await serve(process.execPath, ['bin/pgmcp.js', 'serve', '--port', '0']);
+    expect(guest.output()).toContain('using the embedded PostgreSQL already started by process');
+    process.kill(pidOf(guest.child), 'SIGTERM');
+    expect(await exited(guest.child)).toBe(0);
+    const still = await call(owner.url, 'resources/list');
+    expect((still.result?.['resources'] as unknown[]).length).toBe(100);
+    process.kill(pidOf(owner.child), 'SIGTERM');
+    expect(await exited(owner.child)).toBe(0);
+    expect(postgresProcesses()).toEqual([]);
+  });
 });
