@@ -106,6 +106,30 @@ async function main(): Promise<void> {
     report.push([`resources/list pages/s, ${concurrency} callers`, `${served.perSecond.toFixed(0)} vs raw ${raw.perSecond.toFixed(0)}`, ratio.toFixed(2), '≥ 0.80']);
   }
 
+  // Context, not a target: the same-size page from a bare node:http server (fixed bytes, no
+  // database, no JSON work) is the ceiling any Node server reaches on this machine and client.
+  {
+    const { rows: sample } = await db.pool.query<{ json: string }>(
+      `select json_agg(json_build_object('uri', uri, 'name', name, 'title', title, 'description', description,
+         'mimeType', mime_type, 'size', size, 'annotations', json_build_object('audience', audience, 'priority', priority,
+         'lastModified', updated_at)))::text as json from (select * from pgmcp.resources order by id limit $1) r`,
+      [PAGE_SIZE],
+    );
+    const page = Buffer.from(`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","resources":${sample[0]?.json ?? '[]'},"ttlMs":60000,"cacheScope":"public"}}`);
+    const bare = http.createServer((request, response) => {
+      request.resume();
+      request.on('end', () => {
+        response.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': page.length });
+        response.end(page);
+      });
+    });
+    await new Promise<void>((resolve) => bare.listen(0, '127.0.0.1', resolve));
+    const ceiling = await load(`http://127.0.0.1:${(bare.address() as { port: number }).port}/mcp`, 10, { kind: 'list-first' });
+    bare.close();
+    results['list_http_ceiling'] = { ceiling, bytes: page.length };
+    report.push([`context: bare node:http serving a fixed ${page.length}-byte page`, `${ceiling.perSecond.toFixed(0)} pages/s`, '', '']);
+  }
+
   // 2. Last page vs first page latency, one caller.
   {
     const first = await load(url, 1, { kind: 'list-first' });
