@@ -45,6 +45,8 @@ Apply migrations, then load seeds/<dataset>/ (idempotent). Datasets: demo, confo
 /** Run the CLI; exits the process with 0 on success, 1 on failure, 2 on bad usage or config. */
 export async function main(argv: string[]): Promise<void> {
   const logger = createLogger();
+  // A bug that leaks a rejection must not take the server down with every open request: log it.
+  process.on('unhandledRejection', (reason) => logger.error('unhandled rejection (a bug; please report it)', reason));
   const [command, ...rest] = argv;
   try {
     if (command === undefined || command === '--help' || command === '-h' || command === 'help') {

@@ -9,6 +9,7 @@ import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { createDatabase, loadSeed, runMigrations, startEmbeddedPostgres } from '../../src/db/index.js';
 import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../../src/server.js';
+import { SPEC_AVAILABLE, SPEC_SKIP_REASON } from './spec-schema.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -85,6 +86,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     await db.close();
   }
   process.stderr.write(`test database: ${TEST_DATABASE} via ${source}\n`);
+  if (!SPEC_AVAILABLE) process.stderr.write(`warning: ${SPEC_SKIP_REASON}\n`);
   project.provide('databaseUrl', databaseUrl);
   project.provide('databaseSource', source);
   return async () => {
