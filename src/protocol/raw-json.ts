@@ -1,27 +1,28 @@
-// Pre-serialized JSON fragments (e.g. built by Postgres) spliced into a message without parsing.
-import { randomBytes } from 'node:crypto';
+// Pre-serialized JSON fragments (rendered from Postgres rows, or constant answers) written into a
+// response unparsed. Supported as direct members of `result`, where handlers put them.
 
-// A per-process nonce makes the placeholder unguessable, so no client-supplied string (an id, a
-// URI) can be mistaken for one. Postgres text cannot hold NUL, and JSON escapes it, so a real
-// string never serializes to the placeholder either.
-const NONCE = randomBytes(16).toString('hex');
-const PLACEHOLDER = new RegExp(`"\\\\u0000${NONCE}:(\\d+)"`, 'g');
-
-/** A JSON value already serialized; must be valid JSON (it is inserted verbatim). */
+/** A JSON value already serialized; must be valid JSON (it is written verbatim). */
 export class RawJson {
   constructor(readonly json: string) {}
+
+  toJSON(): never {
+    throw new Error('RawJson is only supported as a direct member of a result (see serializeMessage)');
+  }
 }
 
-/** JSON.stringify that writes RawJson fragments verbatim. */
-export function serializeMessage(message: unknown): string {
-  const fragments: string[] = [];
-  const text = JSON.stringify(message, (_key, value: unknown) => {
-    if (value instanceof RawJson) {
-      fragments.push(value.json);
-      return `\u0000${NONCE}:${fragments.length - 1}`;
-    }
-    return value;
-  });
-  if (fragments.length === 0) return text;
-  return text.replace(PLACEHOLDER, (_match, index: string) => fragments[Number(index)] ?? 'null');
+/**
+ * JSON text of one outgoing message. The result object is written member by member so RawJson
+ * members go out verbatim; everything else is plain JSON.stringify (V8's fast path).
+ */
+export function serializeMessage(message: object): string {
+  const { result, ...envelope } = message as { result?: unknown };
+  if (typeof result !== 'object' || result === null) return JSON.stringify(message);
+  let members = '';
+  for (const [key, value] of Object.entries(result)) {
+    if (value === undefined) continue;
+    const json = value instanceof RawJson ? value.json : JSON.stringify(value);
+    members += `${members === '' ? '' : ','}${JSON.stringify(key)}:${json}`;
+  }
+  const head = JSON.stringify(envelope);
+  return `${head.slice(0, -1)}${head.length > 2 ? ',' : ''}"result":{${members}}}`;
 }

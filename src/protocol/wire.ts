@@ -14,25 +14,20 @@ export const META_SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
 export const RequestIdSchema = z.union([z.string(), z.number().int()]);
 export type RequestId = z.infer<typeof RequestIdSchema>;
 
-/** The envelope of one inbound message: a request (has id) or a notification (no id). */
-export const InboundMessageSchema = z.object({
-  jsonrpc: z.literal('2.0'),
-  id: RequestIdSchema.optional(),
-  method: z.string().min(1),
-  params: z.record(z.string(), z.unknown()).optional(),
-});
-export type InboundMessage = z.infer<typeof InboundMessageSchema>;
+/** One inbound message: a request (has id) or a notification (no id). Checked by dispatch's parse. */
+export interface InboundMessage {
+  jsonrpc: '2.0';
+  id?: RequestId | undefined;
+  method: string;
+  params?: Record<string, unknown> | undefined;
+}
 
-const ImplementationSchema = z.looseObject({ name: z.string(), version: z.string() });
-
-/** Required per-request `_meta` (RequestMetaObject). */
-export const RequestMetaSchema = z.looseObject({
-  [META_PROTOCOL_VERSION]: z.string(),
-  [META_CLIENT_CAPABILITIES]: z.record(z.string(), z.unknown()),
-  [META_CLIENT_INFO]: ImplementationSchema.optional(),
-  progressToken: z.union([z.string(), z.number().int()]).optional(),
-});
-export type RequestMeta = z.infer<typeof RequestMetaSchema>;
+/** Required per-request `_meta` (RequestMetaObject); other keys pass through untouched. */
+export interface RequestMeta {
+  [META_PROTOCOL_VERSION]: string;
+  [META_CLIENT_CAPABILITIES]: Record<string, unknown>;
+  [key: string]: unknown;
+}
 
 export const PaginatedParamsSchema = z.object({ cursor: z.string().optional() });
 export type PaginatedParams = z.infer<typeof PaginatedParamsSchema>;

@@ -122,16 +122,25 @@ async function handle(options: HttpTransportOptions, request: http.IncomingMessa
     return;
   }
 
-  const controller = new AbortController();
+  // The client closing the connection before the answer is the cancel (spec §13). The
+  // AbortController is made only if a handler asks for the signal: most never wait long enough.
+  let controller: AbortController | undefined;
+  let cancelled = false;
   response.on('close', () => {
-    if (!response.writableFinished) controller.abort();
+    if (response.writableFinished) return;
+    cancelled = true;
+    controller?.abort();
   });
   const outcome = await options.dispatcher.dispatch(message, {
     principal: options.principalFor(request),
-    signal: controller.signal,
+    get signal() {
+      controller ??= new AbortController();
+      if (cancelled) controller.abort();
+      return controller.signal;
+    },
     verifyRequest: (checked) => verifyHeaders(request, checked),
   });
-  if (controller.signal.aborted) return; // the client cancelled: send nothing more (spec §13)
+  if (cancelled) return; // send nothing more for a cancelled request
   if (outcome.kind === 'accepted') {
     response.writeHead(202).end();
     return;
@@ -212,18 +221,16 @@ function readBody(request: http.IncomingMessage, limit: number): Promise<string 
         resolve(Buffer.concat(chunks).toString('utf8'));
       }
     });
-    request.on('error', () => {
+    // 'error' must have a listener (an unhandled one would crash the process); 'close' before
+    // 'end' means the client went away mid-body.
+    const abandon = (): void => {
       if (!done) {
         done = true;
         resolve('aborted');
       }
-    });
-    request.on('aborted', () => {
-      if (!done) {
-        done = true;
-        resolve('aborted');
-      }
-    });
+    };
+    request.on('error', abandon);
+    request.on('close', abandon);
   });
 }
 

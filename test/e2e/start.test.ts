@@ -62,9 +62,10 @@ function pidOf(child: ChildProcess): number {
   return child.pid;
 }
 
-function exited(child: ChildProcess): Promise<number | null> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
-  return new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+/** Resolves with the exit code, or the signal's name when a signal ended the process. */
+function exited(child: ChildProcess): Promise<number | string | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode ?? child.signalCode);
+  return new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal)));
 }
 
 /** Processes (postgres and its backends) whose working directory is the data directory. */
@@ -153,7 +154,7 @@ describe.runIf(process.platform === 'linux')('npm start on a fresh copy (embedde
     const guest = await serve(process.execPath, ['bin/pgmcp.js', 'serve', '--port', '0']);
     expect(guest.output()).toContain('using the embedded PostgreSQL already started by process');
     process.kill(pidOf(guest.child), 'SIGTERM');
-    expect(await exited(guest.child)).toBe(0);
+    expect(await exited(guest.child), guest.output()).toBe(0);
     const still = await call(owner.url, 'resources/list');
     expect((still.result?.['resources'] as unknown[]).length).toBe(100);
     process.kill(pidOf(owner.child), 'SIGTERM');

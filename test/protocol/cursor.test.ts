@@ -58,3 +58,13 @@ describe('cursor codec', () => {
     expect(() => createCursorCodec([])).toThrow();
   });
 });
+
+describe('serializeMessage', () => {
+  it('writes RawJson result members verbatim and everything else as JSON', async () => {
+    const { RawJson, serializeMessage } = await import('../../src/protocol/index.js');
+    const text = serializeMessage({ jsonrpc: '2.0', id: 'a"b', result: { items: new RawJson('[{"x":1}]'), n: 2, skip: undefined, s: 'é\u0000' } });
+    expect(JSON.parse(text)).toEqual({ jsonrpc: '2.0', id: 'a"b', result: { items: [{ x: 1 }], n: 2, s: 'é\u0000' } });
+    expect(serializeMessage({ jsonrpc: '2.0', error: { code: 1, message: 'm' } })).toBe('{"jsonrpc":"2.0","error":{"code":1,"message":"m"}}');
+    expect(() => JSON.stringify({ nested: new RawJson('1') })).toThrow(/only supported/);
+  });
+});
