@@ -1,6 +1,5 @@
 // server/discover (spec §3.5): versions, capabilities and instructions; cacheable.
 import { createMethod, type MethodHandler } from './dispatch.js';
-import { RawJson } from './raw-json.js';
 import { EmptyParamsSchema, SUPPORTED_VERSIONS } from './wire.js';
 
 export interface DiscoverOptions {
@@ -11,12 +10,16 @@ export interface DiscoverOptions {
 
 /** The discover answer is the same for every caller, so it is `public`. */
 export function createDiscoverMethod(options: DiscoverOptions): MethodHandler<Record<string, never>> {
-  // Constant for the life of the process: serialize the body of the answer once.
-  const supportedVersions = new RawJson(JSON.stringify(SUPPORTED_VERSIONS));
-  const capabilities = new RawJson(JSON.stringify(options.capabilities));
-  const instructions = new RawJson(JSON.stringify(options.instructions));
   return createMethod({
     params: EmptyParamsSchema,
-    handle: async () => ({ supportedVersions, capabilities, instructions, ttlMs: options.ttlMs, cacheScope: 'public' }),
+    // The same for every caller and the life of the process: the dispatcher serializes it once.
+    constant: true,
+    handle: async () => ({
+      supportedVersions: [...SUPPORTED_VERSIONS],
+      capabilities: options.capabilities,
+      instructions: options.instructions,
+      ttlMs: options.ttlMs,
+      cacheScope: 'public',
+    }),
   });
 }

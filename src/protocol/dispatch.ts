@@ -13,7 +13,7 @@ import {
   type RequestId,
   type RequestMeta,
 } from './wire.js';
-import { RawJson } from './raw-json.js';
+import { RawJson, serializeMessage } from './raw-json.js';
 import { toWireError, type WireError } from './wire-error.js';
 
 /** Per-request context handed to a handler. Transport-agnostic by design (ROADMAP design rules). */
@@ -29,10 +29,15 @@ export interface RequestContext {
 export interface MethodHandler<TParams> {
   readonly params: z.ZodType<TParams>;
   handle(params: TParams, ctx: RequestContext): Promise<Record<string, unknown>>;
+  /**
+   * The result never changes for the life of the process (server/discover): it is computed and
+   * serialized once, and every request still passes all the checks before getting it.
+   */
+  readonly constant?: boolean;
 }
 
 export type JsonRpcResponse =
-  | { jsonrpc: '2.0'; id: RequestId; result: Record<string, unknown> }
+  | { jsonrpc: '2.0'; id: RequestId; result: Record<string, unknown> | RawJson }
   | { jsonrpc: '2.0'; id?: RequestId; error: WireError['error'] };
 
 /** What a transport gets back for one inbound message. */
@@ -77,6 +82,8 @@ export function createMethod<TParams>(handler: MethodHandler<TParams>): MethodHa
 
 /** Build the dispatcher: the single place requests become results or wire errors. */
 export function createDispatcher(options: DispatcherOptions): Dispatcher {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- keyed by handler identity
+  const constantResults = new Map<MethodHandler<any>, RawJson>();
   // The same on every result: serialize it once.
   const serverMeta = new RawJson(JSON.stringify({ [META_SERVER_INFO]: options.serverInfo }));
 
@@ -126,6 +133,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     if (!params.success) {
       throw new ProtocolError('INVALID_PARAMS', `Invalid params: ${describeIssues(params.error)}.`);
     }
+    const cached = constantResults.get(method);
+    if (cached !== undefined) return { kind: 'response', response: { jsonrpc: '2.0', id: message.id, result: cached }, httpStatus: 200 };
     const payload = await method.handle(params.data, {
       id: message.id,
       meta,
@@ -136,6 +145,11 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       },
     });
     const result = { resultType: 'complete', ...payload, _meta: serverMeta };
+    if (method.constant === true) {
+      const serialized = new RawJson(serializeMessage({ result }).slice('{"result":'.length, -1));
+      constantResults.set(method, serialized);
+      return { kind: 'response', response: { jsonrpc: '2.0', id: message.id, result: serialized }, httpStatus: 200 };
+    }
     return { kind: 'response', response: { jsonrpc: '2.0', id: message.id, result }, httpStatus: 200 };
   }
 

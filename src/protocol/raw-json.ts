@@ -1,5 +1,5 @@
 // Pre-serialized JSON fragments (rendered from Postgres rows, or constant answers) written into a
-// response unparsed. Supported as direct members of `result`, where handlers put them.
+// response unparsed. Supported as `result` itself or as its direct members, where handlers put them.
 
 /** A JSON value already serialized; must be valid JSON (it is written verbatim). */
 export class RawJson {
@@ -16,6 +16,10 @@ export class RawJson {
  */
 export function serializeMessage(message: object): string {
   const { result, ...envelope } = message as { result?: unknown };
+  if (result instanceof RawJson) {
+    const head = JSON.stringify(envelope);
+    return `${head.slice(0, -1)}${head.length > 2 ? ',' : ''}"result":${result.json}}`;
+  }
   if (typeof result !== 'object' || result === null) return JSON.stringify(message);
   let members = '';
   for (const [key, value] of Object.entries(result)) {

@@ -252,10 +252,7 @@ function errorBody(outcome: DispatchOutcome): object {
 function send(response: http.ServerResponse, status: number, body: object): void {
   // Encode once: the length and the bytes written come from the same buffer.
   const bytes = Buffer.from(serializeMessage(body), 'utf8');
-  response.writeHead(status, {
-    'Content-Type': 'application/json',
-    'Content-Length': bytes.length,
-    'Cache-Control': 'no-store',
-  });
+  // A flat [name, value, …] list skips the header object's key walk.
+  response.writeHead(status, ['Content-Type', 'application/json', 'Content-Length', String(bytes.length), 'Cache-Control', 'no-store']);
   response.end(bytes);
 }
