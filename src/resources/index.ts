@@ -1,5 +1,6 @@
 // Public surface of resources/: the handlers app.ts registers, plus URI helpers.
-export { createListResourcesMethod, type ListDependencies } from './list.js';
+export { createListResourcesMethod } from './list.js';
+export { createKeysetListMethod, type ListDependencies } from './keyset.js';
 export { createListTemplatesMethod } from './templates.js';
 export {
   createReadResourceMethod,

