@@ -1,6 +1,6 @@
 // Public surface of db/: pools, the request transaction, prepared queries, migrations, seeds.
 export { createDatabase, type DatabaseHandle, type DatabaseOptions } from './pool.js';
-export { runRequestTransaction, type RequestQueries } from './request-transaction.js';
+export { runRequestQuery } from './request-transaction.js';
 export {
   LIST_RESOURCES_PAGE,
   LIST_TEMPLATES_PAGE,

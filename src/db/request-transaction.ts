@@ -8,24 +8,27 @@ import { toDatabaseError } from './sqlstate.js';
 // Leave every value as Postgres sent it (text); renderers that want text skip the driver's parsing.
 const TEXT_OUTPUT = { getTypeParser: () => (value: string) => value };
 
-/** What a handler may do inside its request transaction: run prepared, parameterized queries. */
-export interface RequestQueries {
-  run<TArgs, TRow>(query: PreparedQuery<TArgs, TRow>, args: TArgs): Promise<TRow[]>;
-}
+const SET_IDENTITY = {
+  name: 'pgmcp_set_identity',
+  text: "select set_config('role', $1, true), set_config('request.jwt.claims', $2, true)",
+};
 
 /**
- * Run `work` in one read-only transaction as `principal`. With a role, the transaction first sets
- * the role and claims transaction-locally (set_config(…, true), never session-level on a pooled
- * connection). Without one, each statement is its own read-only transaction (the pool's default),
- * which saves two round trips; handlers that need one snapshot issue one statement.
+ * Run one prepared query as `principal`, in one read-only transaction and one round trip.
+ *
+ * Without a role the statement runs alone: the pool's sessions default to read-only, so it is its
+ * own read-only transaction. With a role, `begin read only`, the transaction-local role and claims
+ * (set_config(…, true), never session-level on a pooled connection) and the query go out together
+ * on the pool's pipelined connection and the commit follows; PostgreSQL answers them in order.
  * Driver errors become ProtocolErrors through the SQLSTATE table.
  */
-export async function runRequestTransaction<T>(
+export async function runRequestQuery<TArgs, TRow>(
   db: DatabaseHandle,
   principal: Principal,
   signal: AbortSignal,
-  work: (queries: RequestQueries) => Promise<T>,
-): Promise<T> {
+  query: PreparedQuery<TArgs, TRow>,
+  args: TArgs,
+): Promise<TRow[]> {
   if (signal.aborted) throw new ProtocolError('TIMEOUT', 'The request was cancelled.');
   let client;
   try {
@@ -33,34 +36,28 @@ export async function runRequestTransaction<T>(
   } catch (error) {
     throw toDatabaseError(error);
   }
-  const queries: RequestQueries = {
-    async run<TArgs, TRow>(query: PreparedQuery<TArgs, TRow>, args: TArgs): Promise<TRow[]> {
-      const result = await client.query({
-        name: query.name,
-        text: query.text,
-        values: query.values(args),
-        ...(query.textOutput === true ? { types: TEXT_OUTPUT } : {}),
-      });
-      return result.rows as TRow[];
-    },
+  const config = {
+    name: query.name,
+    text: query.text,
+    values: query.values(args),
+    ...(query.textOutput === true ? { types: TEXT_OUTPUT } : {}),
   };
   let broken: Error | undefined;
   try {
-    if (principal.role === null) return await work(queries);
-    await client.query('begin read only');
-    await client.query("select set_config('role', $1, true), set_config('request.jwt.claims', $2, true)", [
-      principal.role,
-      JSON.stringify(principal.claims),
+    if (principal.role === null) return (await client.query(config)).rows as TRow[];
+    // Sent back to back without waiting (pipeline mode); the first failure wins and the commit
+    // of an aborted transaction is answered with a rollback.
+    const settled = await Promise.allSettled([
+      client.query('begin read only'),
+      client.query({ ...SET_IDENTITY, values: [principal.role, JSON.stringify(principal.claims)] }),
+      client.query(config),
+      client.query('commit'),
     ]);
-    const value = await work(queries);
-    await client.query('commit');
-    return value;
+    const failure = settled.find((outcome) => outcome.status === 'rejected');
+    if (failure !== undefined) throw failure.reason;
+    const work = settled[2];
+    return work?.status === 'fulfilled' ? (work.value.rows as TRow[]) : [];
   } catch (error) {
-    if (principal.role !== null) {
-      await client.query('rollback').catch((rollbackError: unknown) => {
-        broken = rollbackError instanceof Error ? rollbackError : new Error('rollback failed');
-      });
-    }
     if (isConnectionError(error)) broken = error instanceof Error ? error : new Error('connection error');
     throw toDatabaseError(error);
   } finally {

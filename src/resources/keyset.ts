@@ -1,5 +1,5 @@
 // The one keyset cursor design every collection lists through (ROADMAP design rules).
-import { runRequestTransaction, type DatabaseHandle, type PreparedQuery } from '../db/index.js';
+import { runRequestQuery, type DatabaseHandle, type PreparedQuery } from '../db/index.js';
 import { ProtocolError } from '../errors.js';
 import { createMethod, PaginatedParamsSchema, RawJson, type CursorCodec, type MethodHandler, type PaginatedParams } from '../protocol/index.js';
 import { cacheHints, type TTL_MS } from './cache-hints.js';
@@ -44,9 +44,7 @@ export function createKeysetListMethod<TRow extends { readonly id: string }>(
     params: PaginatedParamsSchema,
     async handle(params, ctx) {
       const afterId = decodeAfterId(deps.cursors, params.cursor, options.collection);
-      const rows = await runRequestTransaction(deps.db, ctx.principal, ctx.signal, (queries) =>
-        queries.run(options.query, { afterId, limit: deps.pageSize + 1 }),
-      );
+      const rows = await runRequestQuery(deps.db, ctx.principal, ctx.signal, options.query, { afterId, limit: deps.pageSize + 1 });
       const page = rows.length > deps.pageSize ? rows.slice(0, deps.pageSize) : rows;
       const last = page.at(-1);
       return {

@@ -1,6 +1,6 @@
 // resources/read: one stored resource by URI, or a file: directory with its immediate children.
 import type { Principal } from '../auth/index.js';
-import { READ_DIRECTORY, READ_RESOURCE, runRequestTransaction, type DatabaseHandle, type ResourceContentRow } from '../db/index.js';
+import { READ_DIRECTORY, READ_RESOURCE, runRequestQuery, type DatabaseHandle, type ResourceContentRow } from '../db/index.js';
 import { ProtocolError } from '../errors.js';
 import { createMethod, RawJson, ReadResourceParamsSchema, type MethodHandler, type ReadResourceParams } from '../protocol/index.js';
 import { cacheHints } from './cache-hints.js';
@@ -39,20 +39,18 @@ export function createReadResourceMethod(deps: ReadDependencies): MethodHandler<
 
 /** The contents JSON of one stored resource, or none. */
 async function readOne(deps: ReadDependencies, uri: string, principal: Principal, signal: AbortSignal): Promise<string[]> {
-  const rows = await runRequestTransaction(deps.db, principal, signal, (queries) => queries.run(READ_RESOURCE, { uri }));
+  const rows = await runRequestQuery(deps.db, principal, signal, READ_RESOURCE, { uri });
   return rows.map((row) => renderContents(row));
 }
 
 /** The directory entry (stored or synthesized) followed by its immediate children, as contents JSON. */
 async function readDirectory(deps: ReadDependencies, uri: string, principal: Principal, signal: AbortSignal): Promise<string[]> {
   // One statement: the directory row (if stored) sorts first, then up to max + 1 children.
-  const rows = await runRequestTransaction(deps.db, principal, signal, (queries) =>
-    queries.run(READ_DIRECTORY, {
-      directoryUri: uri,
-      upperBound: prefixUpperBound(uri),
-      limit: deps.maxDirectoryEntries + 2,
-    }),
-  );
+  const rows = await runRequestQuery(deps.db, principal, signal, READ_DIRECTORY, {
+    directoryUri: uri,
+    upperBound: prefixUpperBound(uri),
+    limit: deps.maxDirectoryEntries + 2,
+  });
   const stored = rows[0]?.uri === uri ? rows[0] : undefined;
   const children = rows.filter((row) => row.uri !== uri);
   if (stored === undefined && children.length === 0) return [];
