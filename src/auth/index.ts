@@ -1,2 +1,9 @@
-// Public surface of auth/: the Principal every request carries.
+// Public surface of auth/: the Principal every request carries, and bearer-token verification.
 export { LOGIN_PRINCIPAL, type Principal } from './principal.js';
+export {
+  AuthenticationError,
+  createTokenVerifier,
+  isAllowedRoleName,
+  type TokenVerifier,
+  type TokenVerifierOptions,
+} from './token.js';
