@@ -2,7 +2,7 @@
 // every response is checked against the official schema.
 import { inject } from 'vitest';
 import { createApp } from '../../src/app.js';
-import { LOGIN_PRINCIPAL } from '../../src/auth/index.js';
+import { LOGIN_PRINCIPAL, type Principal } from '../../src/auth/index.js';
 import { createDatabase, type DatabaseHandle } from '../../src/db/index.js';
 import { createLogger } from '../../src/log.js';
 import type { Dispatcher } from '../../src/protocol/index.js';
@@ -32,6 +32,8 @@ export interface TestServerOptions {
   cursorSecrets?: string[];
   allowedOrigins?: string[];
   logLines?: string[];
+  /** Who every request runs as (default: the login role). */
+  principal?: Principal;
 }
 
 /** The test database URL global setup provided. */
@@ -66,7 +68,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
     allowedHosts: ['localhost', '127.0.0.1', '[::1]'],
     allowedOrigins: options.allowedOrigins ?? [],
-    principalFor: () => LOGIN_PRINCIPAL,
+    principalFor: () => options.principal ?? LOGIN_PRINCIPAL,
     log: (line) => logger.warn(line),
   });
   return {
