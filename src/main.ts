@@ -127,7 +127,38 @@ async function serve(args: string[], logger: Logger): Promise<void> {
     seed: values['seed'] as string | undefined,
   };
   const config = loadConfig(flags, process.env);
-  const server = await startServer(config, logger);
+  // Signals are handled from before start-up: a Ctrl-C while the embedded PostgreSQL starts, or
+  // one sent the moment the banner appears, must still stop everything (a second one exits now).
+  let server: Awaited<ReturnType<typeof startServer>> | undefined;
+  let stopRequested = false;
+  let signals = 0;
+  const shutdown = (): void => {
+    if (server === undefined) return; // start-up finishes first, then sees stopRequested
+    void server.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error('shutdown failed', error);
+        process.exit(1);
+      },
+    );
+  };
+  const onSignal = (signal: NodeJS.Signals): void => {
+    signals += 1;
+    if (signals > 1) {
+      logger.warn(`second ${signal}: exiting now`);
+      process.exit(130);
+    }
+    logger.info(`${signal}: shutting down`);
+    stopRequested = true;
+    shutdown();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  server = await startServer(config, logger);
+  if (stopRequested) {
+    shutdown();
+    return;
+  }
   if (server.url !== undefined) {
     process.stdout.write(
       `\npgmcp is serving MCP 2026-07-28 at ${server.url}\n` +
@@ -138,24 +169,6 @@ async function serve(args: string[], logger: Logger): Promise<void> {
   } else {
     logger.info('serving MCP 2026-07-28 on stdio');
   }
-  let signals = 0;
-  const onSignal = (signal: NodeJS.Signals): void => {
-    signals += 1;
-    if (signals > 1) {
-      logger.warn(`second ${signal}: exiting now`);
-      process.exit(130);
-    }
-    logger.info(`${signal}: shutting down`);
-    void server.stop().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        logger.error('shutdown failed', error);
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
   await server.done;
   await server.stop();
 }
