@@ -118,7 +118,7 @@ async function main(): Promise<void> {
     maxBodyBytes: 1024 * 1024,
     allowedHosts: ['127.0.0.1', 'localhost'],
     allowedOrigins: [],
-    principalFor: () => LOGIN_PRINCIPAL,
+    authenticate: () => LOGIN_PRINCIPAL,
     log: () => undefined,
   });
   const url = server.url;

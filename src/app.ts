@@ -1,5 +1,8 @@
 // Composition root: the only file that wires protocol, resources and db together.
+import { AuthenticationError, LOGIN_PRINCIPAL, createTokenVerifier, type Principal } from './auth/index.js';
+import type { Config } from './config.js';
 import type { DatabaseHandle } from './db/index.js';
+import { ProtocolError } from './errors.js';
 import type { Logger } from './log.js';
 import { createCursorCodec, createDiscoverMethod, createDispatcher, type Dispatcher, type MethodHandler } from './protocol/index.js';
 import { createListResourcesMethod, createListTemplatesMethod, createReadResourceMethod, TTL_MS } from './resources/index.js';
@@ -41,4 +44,51 @@ export function createApp(options: AppOptions): App {
     logError: (message, error) => options.logger.error(message, error),
   });
   return { dispatcher };
+}
+
+export interface AuthenticateOptions {
+  readonly config: Config;
+  /** HS256 secret (configured, or the embedded default's); undefined with a JWKS only. */
+  readonly secret: string | undefined;
+  readonly audience: string;
+  /** Whether the login may switch to a role (exists and is granted to it); cached by db/. */
+  readonly canAssume: (role: string) => Promise<boolean>;
+  readonly logger: Logger;
+}
+
+/**
+ * HTTP request → Principal. PGMCP_AUTH=none: everyone is PGMCP_ROLE (or the login). jwt: the bearer
+ * token must verify, and the role it names must be one the login may assume. Failures are logged by
+ * reason only, never with the token or the role it named.
+ */
+export function createAuthenticate(options: AuthenticateOptions): (request: { headers: { authorization?: string | undefined } }) => Promise<Principal> {
+  const { config } = options;
+  if (config.auth.mode === 'none') {
+    const principal: Principal = config.role === undefined ? LOGIN_PRINCIPAL : { role: config.role, claims: {} };
+    return async () => principal;
+  }
+  const verifier = createTokenVerifier({
+    secret: options.secret,
+    jwksUrl: config.auth.jwksUrl,
+    issuer: config.auth.issuer,
+    audience: options.audience,
+    roleClaim: config.auth.roleClaim,
+    anonymousRole: config.auth.anonymousRole,
+  });
+  return async function authenticate(request) {
+    let principal: Principal;
+    try {
+      principal = await verifier.verify(request.headers.authorization);
+    } catch (error) {
+      if (!(error instanceof AuthenticationError)) throw error;
+      options.logger.warn(`refused a request: ${error.reason}`);
+      if (error.reason === 'ROLE_NOT_ALLOWED') throw new ProtocolError('ROLE_FORBIDDEN', 'The token does not name a role this server may assume.');
+      throw new ProtocolError('AUTHENTICATION_REQUIRED', error.message);
+    }
+    if (principal.role !== null && !(await options.canAssume(principal.role))) {
+      options.logger.warn('refused a request: ROLE_NOT_GRANTED');
+      throw new ProtocolError('ROLE_FORBIDDEN', 'The token does not name a role this server may assume.');
+    }
+    return principal;
+  };
 }

@@ -9,6 +9,8 @@ export interface ConfigFlags {
   stdio?: boolean | undefined;
   migrate?: boolean | undefined;
   seed?: string | undefined;
+  role?: string | undefined;
+  allowUnsafeLogin?: boolean | undefined;
 }
 
 const csv = (value: string | undefined): string[] | undefined =>
@@ -50,6 +52,19 @@ const ConfigSchema = z.object({
     .optional(),
   allowedHosts: z.array(z.string()),
   allowedOrigins: z.array(z.string().regex(/^(\*|https?:\/\/[^/\s]+)$/, 'PGMCP_ALLOWED_ORIGINS entries look like https://app.example.com')),
+  auth: z.object({
+    /** jwt: every HTTP request needs a bearer token; none: every caller runs as `role` (or the login). */
+    mode: z.enum(['jwt', 'none'], { message: 'PGMCP_AUTH must be "jwt" or "none"' }),
+    secret: z.string().min(32, 'PGMCP_JWT_SECRET must be at least 32 characters').optional(),
+    jwksUrl: z.url({ message: 'PGMCP_JWKS_URL must be a URL' }).optional(),
+    issuer: z.string().min(1).optional(),
+    audience: z.string().min(1).optional(),
+    roleClaim: z.string().min(1),
+    anonymousRole: z.string().min(1).optional(),
+  }),
+  /** The role stdio requests (and PGMCP_AUTH=none HTTP requests) run as; undefined = the login role. */
+  role: z.string().min(1).optional(),
+  allowUnsafeLogin: z.boolean(),
 });
 
 export type Config = Readonly<z.infer<typeof ConfigSchema>>;
@@ -85,6 +100,18 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv): Config {
     cursorSecrets: csv(env['PGMCP_CURSOR_SECRETS']),
     allowedHosts: (csv(env['PGMCP_ALLOWED_HOSTS']) ?? ['localhost', '127.0.0.1', '[::1]']).map((name) => name.toLowerCase()),
     allowedOrigins: csv(env['PGMCP_ALLOWED_ORIGINS']) ?? [],
+    auth: {
+      // Bearer tokens by default over HTTP; `none` must be asked for.
+      mode: env['PGMCP_AUTH'] ?? 'jwt',
+      secret: nonEmpty(env['PGMCP_JWT_SECRET']),
+      jwksUrl: nonEmpty(env['PGMCP_JWKS_URL']),
+      issuer: nonEmpty(env['PGMCP_JWT_ISSUER']),
+      audience: nonEmpty(env['PGMCP_JWT_AUDIENCE']),
+      roleClaim: env['PGMCP_ROLE_CLAIM'] ?? 'role',
+      anonymousRole: nonEmpty(env['PGMCP_ANONYMOUS_ROLE']),
+    },
+    role: flags.role ?? nonEmpty(env['PGMCP_ROLE']),
+    allowUnsafeLogin: flags.allowUnsafeLogin ?? env['PGMCP_ALLOW_UNSAFE_LOGIN'] === '1',
   };
   const parsed = ConfigSchema.safeParse(raw);
   if (!parsed.success) {
@@ -99,7 +126,12 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv): Config {
       `HOST ${host} is not loopback, so clients will reach pgmcp by other names: list them in PGMCP_ALLOWED_HOSTS (e.g. PGMCP_ALLOWED_HOSTS=mcp.example.com), or "*" to accept any Host header (DNS rebinding protection then relies on Origin checks alone).`,
     );
   }
-  return Object.freeze(parsed.data);
+  const config = parsed.data;
+  return Object.freeze(config);
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value === '' ? undefined : value;
 }
 
 /** A connection string safe to print: the password replaced. */

@@ -1,10 +1,11 @@
 // Process entry: the pgmcp CLI (serve, migrate, seed), signals and exit codes.
 import { parseArgs } from 'node:util';
 import { loadConfig, type ConfigFlags } from './config.js';
-import { EmbeddedPostgresError, listDatasets } from './db/index.js';
+import { isAllowedRoleName, mintToken } from './auth/index.js';
+import { AUTHENTICATOR_ROLE, EmbeddedPostgresError, grantToAuthenticator, listDatasets } from './db/index.js';
 import { ConfigError } from './errors.js';
 import { createLogger, type Logger } from './log.js';
-import { SEEDS_DIRECTORY, openDatabase, prepareDatabase, startServer } from './server.js';
+import { SEEDS_DIRECTORY, jwtSecret, openDatabase, prepareDatabase, startServer, tokenAudience } from './server.js';
 import { SERVER_INFO } from './version.js';
 
 const USAGE = `pgmcp ${SERVER_INFO.version}: an MCP resource server over PostgreSQL
@@ -15,21 +16,39 @@ Commands:
   serve             serve MCP over Streamable HTTP (default) or stdio
   migrate           apply pending migrations and exit
   seed <dataset>    load a dataset from seeds/ (demo, conformance, bench) and exit
+  token --role R    print a development bearer token signed with the HS256 secret
+  role grant <role> let pgmcp_authenticator switch to <role> for requests
 
 Run \`pgmcp <command> --help\` for a command's options.
 Without DATABASE_URL (or PG* variables) pgmcp runs an embedded PostgreSQL with data in .pgmcp/.
 `;
 
 const COMMAND_HELP: Record<string, string> = {
-  serve: `Usage: pgmcp serve [--port N] [--host H] [--stdio] [--no-migrate] [--seed DATASET]
+  serve: `Usage: pgmcp serve [--port N] [--host H] [--stdio] [--role R] [--no-migrate] [--seed DATASET] [--allow-unsafe-login]
 
-Serve MCP 2026-07-28. Over HTTP the endpoint is http://HOST:PORT/mcp.
-  --port N          HTTP port (env PORT; default 3000; 0 picks a free port)
-  --host H          HTTP bind address (env HOST; default 127.0.0.1)
-  --stdio           speak newline-delimited JSON on stdin/stdout instead of HTTP (logs go to stderr)
-  --no-migrate      do not apply pending migrations at start-up
-  --seed DATASET    load a dataset before serving (the embedded default loads demo once by itself)
-  -h, --help        show this help
+Serve MCP 2026-07-28. Over HTTP the endpoint is http://HOST:PORT/mcp and every request needs a
+bearer token (README "Authorization"); over stdio every request runs as --role.
+  --port N               HTTP port (env PORT; default 3000; 0 picks a free port)
+  --host H               HTTP bind address (env HOST; default 127.0.0.1)
+  --stdio                speak newline-delimited JSON on stdin/stdout instead of HTTP (logs go to stderr)
+  --role R               the Postgres role stdio requests run as (env PGMCP_ROLE; default: the login)
+  --no-migrate           do not apply pending migrations at start-up
+  --seed DATASET         load a dataset before serving (the embedded default loads demo once by itself)
+  --allow-unsafe-login   serve HTTP even when logged in as a superuser or table owner (no RLS for it)
+  -h, --help             show this help
+`,
+  token: `Usage: pgmcp token --role R [--ttl 1h] [--claim key=value]…
+
+Print a development token (HS256, signed with PGMCP_JWT_SECRET or, in the embedded default, the
+secret kept in .pgmcp/jwt-secret) for role R, with audience PGMCP_JWT_AUDIENCE (default
+http://HOST:PORT/mcp) and any extra claims, visible to SQL as current_setting('request.jwt.claims').
+  --ttl D        lifetime: a number with s, m, h or d (default 1h)
+  --claim k=v    an extra claim (repeatable)
+`,
+  role: `Usage: pgmcp role grant <role>
+
+GRANT <role> TO pgmcp_authenticator, so requests whose token names <role> may run as it.
+Runs as the database's administrative login (DATABASE_URL, or the embedded superuser).
 `,
   migrate: `Usage: pgmcp migrate
 
@@ -60,6 +79,8 @@ export async function main(argv: string[]): Promise<void> {
     if (command === 'serve') await serve(rest, logger);
     else if (command === 'migrate') await oneShot(rest, 'migrate', logger);
     else if (command === 'seed') await oneShot(rest, 'seed', logger);
+    else if (command === 'token') await token(rest);
+    else if (command === 'role') await role(rest, logger);
     else throw new UsageError(`unknown command "${command}"`);
   } catch (error) {
     process.exitCode = report(error, logger);
@@ -67,6 +88,69 @@ export async function main(argv: string[]): Promise<void> {
 }
 
 class UsageError extends Error {}
+
+const TTL_UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
+
+async function token(args: string[]): Promise<void> {
+  const { values, positionals } = parse('token', args, {
+    role: { type: 'string' },
+    ttl: { type: 'string' },
+    claim: { type: 'string', multiple: true },
+  });
+  if (values['help'] === true) {
+    process.stdout.write(COMMAND_HELP['token'] ?? '');
+    return;
+  }
+  const roleName = values['role'];
+  if (typeof roleName !== 'string' || positionals.length > 0) throw new UsageError('token needs --role <role>');
+  const ttl = /^(\d+)([smhd])$/.exec(typeof values['ttl'] === 'string' ? values['ttl'] : '1h');
+  if (ttl === null) throw new UsageError('--ttl takes a number and a unit: 30m, 1h, 7d');
+  const claims: Record<string, string> = {};
+  for (const pair of (values['claim'] as string[] | undefined) ?? []) {
+    const equals = pair.indexOf('=');
+    if (equals <= 0) throw new UsageError(`--claim takes key=value (got ${JSON.stringify(pair)})`);
+    claims[pair.slice(0, equals)] = pair.slice(equals + 1);
+  }
+  const config = loadConfig({}, process.env);
+  const secret = jwtSecret(config);
+  if (secret === undefined) {
+    throw new ConfigError('pgmcp token signs with PGMCP_JWT_SECRET; with PGMCP_JWKS_URL, tokens come from your identity provider.');
+  }
+  const audience = tokenAudience(config);
+  const minted = await mintToken({
+    secret,
+    role: roleName,
+    claims,
+    audience,
+    issuer: config.auth.issuer ?? new URL(audience).origin,
+    ttlSeconds: Number(ttl[1]) * (TTL_UNITS[ttl[2] ?? 'h'] ?? 3600),
+  });
+  process.stdout.write(`${minted}\n`);
+}
+
+async function role(args: string[], logger: Logger): Promise<void> {
+  const { values, positionals } = parse('role', args, {});
+  if (values['help'] === true) {
+    process.stdout.write(COMMAND_HELP['role'] ?? '');
+    return;
+  }
+  const [action, roleName] = positionals;
+  if (action !== 'grant' || roleName === undefined || positionals.length !== 2) throw new UsageError('usage: pgmcp role grant <role>');
+  if (!isAllowedRoleName(roleName)) throw new UsageError(`${JSON.stringify(roleName)} is not a role requests may run as`);
+  const config = loadConfig({}, process.env);
+  const open = await openDatabase(config, logger);
+  try {
+    const client = await open.db.connectAdmin();
+    try {
+      await grantToAuthenticator(client, roleName);
+    } finally {
+      await client.end();
+    }
+    logger.info(`granted ${roleName} to ${AUTHENTICATOR_ROLE}`);
+  } finally {
+    await open.close();
+  }
+}
 
 function report(error: unknown, logger: Logger): number {
   if (error instanceof UsageError) {
@@ -85,14 +169,14 @@ function report(error: unknown, logger: Logger): number {
   return 1;
 }
 
-type OptionSpec = Record<string, { type: 'string' | 'boolean'; short?: string }>;
+type OptionSpec = Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }>;
 
 /** Parse flags strictly; unknown flags are a usage error. Values are strings or booleans. */
 function parse(
   command: string,
   args: string[],
   options: OptionSpec,
-): { values: Record<string, string | boolean | undefined>; positionals: string[] } {
+): { values: Record<string, string | boolean | string[] | undefined>; positionals: string[] } {
   try {
     const parsed = parseArgs({
       args,
@@ -100,7 +184,7 @@ function parse(
       allowPositionals: true,
       strict: true,
     });
-    return { values: parsed.values as Record<string, string | boolean | undefined>, positionals: parsed.positionals };
+    return { values: parsed.values as Record<string, string | boolean | string[] | undefined>, positionals: parsed.positionals };
   } catch (error) {
     throw new UsageError(`${command}: ${error instanceof Error ? error.message : String(error)}`);
   }
@@ -113,6 +197,8 @@ async function serve(args: string[], logger: Logger): Promise<void> {
     stdio: { type: 'boolean' },
     'no-migrate': { type: 'boolean' },
     seed: { type: 'string' },
+    role: { type: 'string' },
+    'allow-unsafe-login': { type: 'boolean' },
   });
   if (values['help'] === true) {
     process.stdout.write(COMMAND_HELP['serve'] ?? '');
@@ -125,6 +211,8 @@ async function serve(args: string[], logger: Logger): Promise<void> {
     stdio: values['stdio'] as boolean | undefined,
     migrate: values['no-migrate'] === true ? false : undefined,
     seed: values['seed'] as string | undefined,
+    role: values['role'] as string | undefined,
+    allowUnsafeLogin: values['allow-unsafe-login'] as boolean | undefined,
   };
   const config = loadConfig(flags, process.env);
   // Signals are handled from before start-up: a Ctrl-C while the embedded PostgreSQL starts, or
@@ -164,7 +252,11 @@ async function serve(args: string[], logger: Logger): Promise<void> {
       `\npgmcp is serving MCP 2026-07-28 at ${server.url}\n` +
         `  try:    curl -s ${server.url} -H 'Content-Type: application/json' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: server/discover' \\\n` +
         `            -d '{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'\n` +
-        `  connect an MCP host (Streamable HTTP) to ${server.url}; stop with Ctrl-C\n\n`,
+        `  connect an MCP host (Streamable HTTP) to ${server.url}; stop with Ctrl-C\n` +
+        (config.auth.mode === 'jwt'
+          ? `  every request needs a bearer token; mint one with: npx pgmcp token --role support   (roles: support, engineering, finance, admin)\n` +
+            `  and add -H "Authorization: Bearer $TOKEN" to the curl above\n\n`
+          : '\n'),
     );
   } else {
     logger.info('serving MCP 2026-07-28 on stdio');

@@ -1,10 +1,17 @@
 // Server lifecycle: open the database (embedded or configured), migrate, seed, serve, shut down.
 import path from 'node:path';
-import { createApp } from './app.js';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createApp, createAuthenticate } from './app.js';
 import { createProgress } from './cli/progress.js';
 import { redactConnectionString, type Config } from './config.js';
+import { ConfigError } from './errors.js';
 import {
+  AUTHENTICATOR_ROLE,
   createDatabase,
+  createRoleChecker,
+  enableAuthenticatorLogin,
+  inspectLogin,
   loadSeed,
   loadSharedSecret,
   runMigrations,
@@ -92,16 +99,47 @@ export interface RunningServer {
 }
 
 /** Start serving per config. The caller owns signals and calls stop(). */
+/** A secret kept in the state folder (.pgmcp/), created on first use, readable by root only. */
+export function stateSecret(config: Config, name: string): string {
+  const file = path.join(config.stateDirectory, name);
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  mkdirSync(config.stateDirectory, { recursive: true });
+  const value = randomBytes(32).toString('base64url');
+  writeFileSync(file, `${value}\n`, { mode: 0o600 });
+  return value;
+}
+
+/** The audience tokens must carry: this server's resource URL (RFC 8707). */
+export function tokenAudience(config: Config): string {
+  return config.auth.audience ?? `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}/mcp`;
+}
+
+/** The HS256 secret: configured, or (embedded default, no JWKS) generated once in .pgmcp/. */
+export function jwtSecret(config: Config): string | undefined {
+  if (config.auth.secret !== undefined || config.auth.jwksUrl !== undefined) return config.auth.secret;
+  return config.database.mode === 'embedded' ? stateSecret(config, 'jwt-secret') : undefined;
+}
+
+/** Start serving per config. The caller owns signals and calls stop(). */
 export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
+  if (!config.stdio && config.auth.mode === 'jwt' && jwtSecret(config) === undefined && config.auth.jwksUrl === undefined) {
+    throw new ConfigError(
+      'HTTP requests need authentication: set PGMCP_JWT_SECRET (HS256, 32+ characters) or PGMCP_JWKS_URL (your identity provider), ' +
+        'or PGMCP_AUTH=none to serve every caller as one role (PGMCP_ROLE). See README "Authorization".',
+    );
+  }
   const open = await openDatabase(config, logger);
+  let requestDb: DatabaseHandle | undefined;
   try {
     const { cursorSecret } = await prepareDatabase(open.db, logger, {
       migrate: config.migrate,
       seed: config.seed,
       seedUnlessLoaded: open.embedded !== undefined ? 'demo' : undefined,
     });
+    requestDb = open.embedded === undefined ? open.db : await authenticatorDatabase(config, open, logger);
+    if (!config.stdio) await refuseUnsafeLogin(config, requestDb, logger);
     const app = createApp({
-      db: open.db,
+      db: requestDb,
       cursorSecrets: config.cursorSecrets ?? [cursorSecret],
       pageSize: config.pageSize,
       maxDirectoryEntries: config.maxDirectoryEntries,
@@ -114,10 +152,18 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
         input: process.stdin,
         output: process.stdout,
         dispatcher: app.dispatcher,
-        principal: LOGIN_PRINCIPAL,
+        principal: config.role === undefined ? LOGIN_PRINCIPAL : { role: config.role, claims: {} },
         maxMessageBytes: config.maxBodyBytes,
       });
     } else {
+      const audience = tokenAudience(config);
+      const authenticate = createAuthenticate({
+        config,
+        secret: jwtSecret(config),
+        audience,
+        canAssume: createRoleChecker(requestDb, 10_000),
+        logger,
+      });
       http = await startHttpTransport({
         host: config.host,
         port: config.port,
@@ -126,11 +172,23 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
         maxBodyBytes: config.maxBodyBytes,
         allowedHosts: config.allowedHosts,
         allowedOrigins: config.allowedOrigins,
-        principalFor: () => LOGIN_PRINCIPAL,
+        authenticate,
+        protectedResource:
+          config.auth.mode === 'jwt'
+            ? {
+                metadataUrl: `${new URL(audience).origin}/.well-known/oauth-protected-resource/mcp`,
+                document: {
+                  resource: audience,
+                  authorization_servers: [config.auth.issuer ?? new URL(audience).origin],
+                  bearer_methods_supported: ['header'],
+                },
+              }
+            : undefined,
         log: (line) => logger.warn(line),
       });
     }
     let stopping: Promise<void> | undefined;
+    const requests = requestDb;
     return {
       url: http?.url,
       done: stdio?.closed ?? new Promise<void>((resolve) => http?.server.once('close', () => resolve())),
@@ -139,13 +197,61 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
           stdio?.close();
           await stdio?.closed;
           await http?.close();
+          if (requests !== open.db) await requests.close().catch(() => undefined);
           await open.close();
         })();
         return stopping;
       },
     };
   } catch (error) {
+    if (requestDb !== undefined && requestDb !== open.db) await requestDb.close().catch(() => undefined);
     await open.close().catch(() => undefined);
     throw error;
   }
+}
+
+/**
+ * The embedded default serves requests as pgmcp_authenticator (NOINHERIT, granted the demo roles),
+ * never as the superuser that owns the cluster: row-level security applies to every request.
+ */
+async function authenticatorDatabase(config: Config, open: OpenDatabase, logger: Logger): Promise<DatabaseHandle> {
+  const password = stateSecret(config, 'authenticator-password');
+  const client = await open.db.connectAdmin();
+  try {
+    await enableAuthenticatorLogin(client, password);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(open.embedded?.connectionString ?? '');
+  url.username = AUTHENTICATOR_ROLE;
+  url.password = password;
+  logger.info(`requests run as ${AUTHENTICATOR_ROLE} and the roles granted to it`);
+  return createDatabase({
+    connectionString: url.toString(),
+    poolSize: config.poolSize,
+    statementTimeoutMs: config.statementTimeoutMs,
+    onError: (message, error) => logger.error(message, error),
+  });
+}
+
+/** Superusers and table owners bypass row-level security: refuse to serve HTTP as one, unless told to. */
+async function refuseUnsafeLogin(config: Config, db: DatabaseHandle, logger: Logger): Promise<void> {
+  const client = await db.pool.connect();
+  let facts;
+  try {
+    facts = await inspectLogin(client);
+  } finally {
+    client.release();
+  }
+  if (!facts.superuser && !facts.ownsResources) return;
+  const why = facts.superuser ? 'a superuser' : 'the owner of pgmcp.resources';
+  if (config.allowUnsafeLogin) {
+    logger.warn(`serving HTTP as ${why}: row-level security does not apply to the login itself (--allow-unsafe-login)`);
+    return;
+  }
+  throw new ConfigError(
+    `refusing to serve HTTP while logged in as ${why}: PostgreSQL lets it bypass row-level security. ` +
+      `Log in as ${AUTHENTICATOR_ROLE} (README "Authorization": ALTER ROLE ${AUTHENTICATOR_ROLE} LOGIN PASSWORD '…', ` +
+      `then pgmcp role grant <role>), or pass --allow-unsafe-login if every caller may see everything.`,
+  );
 }

@@ -4,6 +4,7 @@ export {
   AuthenticationError,
   createTokenVerifier,
   isAllowedRoleName,
+  mintToken,
   type TokenVerifier,
   type TokenVerifierOptions,
 } from './token.js';

@@ -1,6 +1,6 @@
 // Bearer tokens → Principal: JWTs verified with jose, HS256 with a shared secret and/or RS/ES/EdDSA
 // keys from a company identity provider's JWKS. Pure: no database, no transport.
-import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { createRemoteJWKSet, errors as joseErrors, jwtVerify, SignJWT, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { Principal } from './principal.js';
 
 const ASYMMETRIC_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
@@ -115,4 +115,23 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
       return { role, claims };
     },
   };
+}
+
+/** A development token signed with the HS256 secret (`pgmcp token`). */
+export async function mintToken(options: {
+  readonly secret: string;
+  readonly role: string;
+  readonly claims: Readonly<Record<string, string>>;
+  readonly audience: string;
+  readonly issuer: string;
+  readonly ttlSeconds: number;
+}): Promise<string> {
+  if (!isAllowedRoleName(options.role)) throw new Error(`"${options.role}" is not a role name a token may carry`);
+  return new SignJWT({ ...options.claims, role: options.role })
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setIssuedAt()
+    .setIssuer(options.issuer)
+    .setAudience(options.audience)
+    .setExpirationTime(Math.floor(Date.now() / 1000) + options.ttlSeconds)
+    .sign(new TextEncoder().encode(options.secret));
 }

@@ -17,3 +17,11 @@ export { listDatasets, loadSeed, seedLoaded, type SeedProgress } from './seed.js
 export { loadSharedSecret } from './secrets.js';
 export { SQLSTATE_RULES, toDatabaseError } from './sqlstate.js';
 export { EmbeddedPostgresError, freePort, startEmbeddedPostgres, type EmbeddedPostgres } from './embedded.js';
+export {
+  AUTHENTICATOR_ROLE,
+  createRoleChecker,
+  enableAuthenticatorLogin,
+  grantToAuthenticator,
+  inspectLogin,
+  type LoginFacts,
+} from './login.js';

@@ -22,6 +22,13 @@ export async function runMigrations(
   log: (line: string) => void,
 ): Promise<MigrationReport> {
   const files = (await readdir(directory)).filter((file) => MIGRATION_FILE.test(file)).sort();
+  // Nothing to do is decided without DDL or locks, so an unprivileged login (the authenticator)
+  // can start a server on an up-to-date database.
+  const recorded = await client.query<{ exists: boolean }>("select to_regclass('pgmcp.migrations') is not null as exists");
+  if (recorded.rows[0]?.exists === true) {
+    const applied = (await client.query<{ name: string }>('select name from pgmcp.migrations')).rows.map((row) => row.name);
+    if (files.every((file) => applied.includes(file))) return { applied: [], alreadyApplied: applied.length };
+  }
   await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
   try {
     await client.query(`create schema if not exists pgmcp`);

@@ -16,7 +16,13 @@ export interface HttpTransportOptions {
   readonly allowedHosts: readonly string[];
   /** Origins (scheme://host[:port]) accepted when a request carries Origin; loopback origins always are. */
   readonly allowedOrigins: readonly string[];
-  readonly principalFor: (request: http.IncomingMessage) => Principal;
+  /**
+   * Who the request runs as, from its headers (Authorization). Throws ProtocolError
+   * AUTHENTICATION_REQUIRED (answered 401 with a WWW-Authenticate challenge) or ROLE_FORBIDDEN (403).
+   */
+  readonly authenticate: (request: http.IncomingMessage) => Principal | Promise<Principal>;
+  /** RFC 9728 protected-resource metadata, served at /.well-known/oauth-protected-resource[/mcp]. */
+  readonly protectedResource?: { readonly metadataUrl: string; readonly document: Record<string, unknown> } | undefined;
   readonly log: (line: string) => void;
 }
 
@@ -27,6 +33,7 @@ export interface HttpTransport {
 }
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
+const WELL_KNOWN = '/.well-known/oauth-protected-resource';
 
 /** Listen and serve until closed. Resolves once the port is bound. */
 export async function startHttpTransport(options: HttpTransportOptions): Promise<HttpTransport> {
@@ -70,6 +77,10 @@ async function handle(options: HttpTransportOptions, request: http.IncomingMessa
     send(response, 200, { status: 'ok' });
     return;
   }
+  if (options.protectedResource !== undefined && (path === WELL_KNOWN || path === `${WELL_KNOWN}${options.path}`)) {
+    send(response, 200, options.protectedResource.document);
+    return;
+  }
   if (path !== options.path) {
     send(response, 404, { error: 'not found', endpoint: options.path });
     return;
@@ -97,6 +108,20 @@ async function handle(options: HttpTransportOptions, request: http.IncomingMessa
   const declared = Number(request.headers['content-length'] ?? Number.NaN);
   if (Number.isFinite(declared) && declared > options.maxBodyBytes) {
     refuseTooLarge(options, response);
+    return;
+  }
+  // Authenticate before reading the body: an unauthenticated client costs no parsing.
+  let principal: Principal;
+  try {
+    principal = await options.authenticate(request);
+  } catch (error) {
+    if (error instanceof ProtocolError && error.key === 'AUTHENTICATION_REQUIRED' && options.protectedResource !== undefined) {
+      const invalid = request.headers.authorization === undefined ? '' : 'error="invalid_token", ';
+      response.setHeader('WWW-Authenticate', `Bearer ${invalid}resource_metadata="${options.protectedResource.metadataUrl}"`);
+    }
+    const outcome = options.dispatcher.fail(error);
+    request.resume();
+    send(response, outcome.kind === 'response' ? outcome.httpStatus : 401, errorBody(outcome));
     return;
   }
   const body = await readBody(request, options.maxBodyBytes);
@@ -132,7 +157,7 @@ async function handle(options: HttpTransportOptions, request: http.IncomingMessa
     controller?.abort();
   });
   const outcome = await options.dispatcher.dispatch(message, {
-    principal: options.principalFor(request),
+    principal,
     get signal() {
       controller ??= new AbortController();
       if (cancelled) controller.abort();

@@ -22,9 +22,13 @@ async function run(): Promise<number> {
     }
   }
   const logger = createLogger();
-  const env: NodeJS.ProcessEnv = { PGMCP_STATE_DIR: mkdtempSync(path.join(os.tmpdir(), 'pgmcp-conformance-')) };
+  // The suite sends no credentials: every caller runs as the login (fixtures are readable by 'public').
+  const env: NodeJS.ProcessEnv = { PGMCP_STATE_DIR: mkdtempSync(path.join(os.tmpdir(), 'pgmcp-conformance-')), PGMCP_AUTH: 'none' };
   const base = process.env['TEST_DATABASE_URL'];
-  if (base !== undefined && base !== '') env['DATABASE_URL'] = await recreateDatabase(base, 'pgmcp_conformance');
+  if (base !== undefined && base !== '') {
+    env['DATABASE_URL'] = await recreateDatabase(base, 'pgmcp_conformance');
+    env['PGMCP_ALLOW_UNSAFE_LOGIN'] = '1'; // a test server's superuser, with nothing private in it
+  }
   const config = loadConfig({ port: '0', seed: 'conformance' }, env);
   const server = await startServer(config, logger);
   const url = (server.url ?? '').replace('127.0.0.1', 'localhost');

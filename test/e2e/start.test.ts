@@ -40,6 +40,13 @@ function cleanEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
+/** `pgmcp token` in the copy, as README tells a newcomer; the audience matches `--port 0`. */
+function bearer(role: string): Record<string, string> {
+  const result = spawnSync(process.execPath, ['bin/pgmcp.js', 'token', '--role', role], { cwd: repo, env: { ...cleanEnv(), PORT: '0' }, encoding: 'utf8' });
+  expect(result.status, result.stderr).toBe(0);
+  return { Authorization: `Bearer ${result.stdout.trim()}` };
+}
+
 /** Start a command in its own process group and wait for the serving line. */
 function serve(command: string, args: string[]): Promise<{ child: ChildProcess; url: string; output: () => string }> {
   const child = spawn(command, args, { cwd: repo, env: cleanEnv(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -122,10 +129,20 @@ describe.runIf(process.platform === 'linux')('npm start on a fresh copy (embedde
     chmodSync(workspace, 0o755);
     const { child, url } = await serve('npm', ['start', '--', '--port', '0']);
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
-    const list = await call(url, 'resources/list');
+    // Without a token: 401 and a challenge pointing at the protected-resource metadata.
+    const anonymous = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get('www-authenticate')).toMatch(/^Bearer resource_metadata="http:\/\/127\.0\.0\.1:0\/\.well-known\/oauth-protected-resource\/mcp"$/);
+    const admin = bearer('admin');
+    const list = await call(url, 'resources/list', {}, admin);
     expect((list.result?.['resources'] as { uri: string }[])[0]?.uri).toMatch(/^notes:\/\/\//);
-    const read = await call(url, 'resources/read', { uri: 'file:///handbook/' });
+    expect(list.result?.['cacheScope']).toBe('private');
+    const read = await call(url, 'resources/read', { uri: 'file:///handbook/' }, admin);
     expect((read.result?.['contents'] as unknown[]).length).toBeGreaterThan(1);
+    // Each demo role sees its own slice: support cannot read engineering's on-call guide.
+    const oncall = 'file:///handbook/teams/engineering/oncall.md';
+    expect((await call(url, 'resources/read', { uri: oncall }, bearer('engineering'))).result).toBeDefined();
+    expect((await call(url, 'resources/read', { uri: oncall }, bearer('support'))).error?.code).toBe(-32602);
     expect(postgresProcesses().length).toBeGreaterThan(0);
     process.kill(-pidOf(child), 'SIGINT'); // what Ctrl-C sends to the terminal's process group
     await exited(child);
@@ -139,7 +156,7 @@ describe.runIf(process.platform === 'linux')('npm start on a fresh copy (embedde
     await exited(first.child);
     expect(postgresProcesses().length).toBeGreaterThan(0);
     const second = await serve(process.execPath, ['bin/pgmcp.js', 'serve', '--port', '0']);
-    const discover = await call(second.url, 'server/discover');
+    const discover = await call(second.url, 'server/discover', {}, bearer('support'));
     expect(discover.result?.['supportedVersions']).toEqual(['2026-07-28']);
     // Demo data is loaded once: the second start finds it already there.
     expect(second.output()).not.toContain('loading dataset demo');
@@ -155,7 +172,7 @@ describe.runIf(process.platform === 'linux')('npm start on a fresh copy (embedde
     expect(guest.output()).toContain('using the embedded PostgreSQL already started by process');
     process.kill(pidOf(guest.child), 'SIGTERM');
     expect(await exited(guest.child), guest.output()).toBe(0);
-    const still = await call(owner.url, 'resources/list');
+    const still = await call(owner.url, 'resources/list', {}, bearer('admin'));
     expect((still.result?.['resources'] as unknown[]).length).toBe(100);
     process.kill(pidOf(owner.child), 'SIGTERM');
     expect(await exited(owner.child)).toBe(0);

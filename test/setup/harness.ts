@@ -68,7 +68,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
     allowedHosts: ['localhost', '127.0.0.1', '[::1]'],
     allowedOrigins: options.allowedOrigins ?? [],
-    principalFor: () => options.principal ?? LOGIN_PRINCIPAL,
+    authenticate: () => options.principal ?? LOGIN_PRINCIPAL,
     log: (line) => logger.warn(line),
   });
   return {
@@ -120,13 +120,14 @@ export async function call(
   url: string,
   method: string,
   params: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
 ): Promise<{ status: number; result?: Record<string, unknown>; error?: { code: number; message: string; data?: Record<string, unknown> } }> {
   const id = nextId++;
   const name = method === 'resources/read' && typeof params['uri'] === 'string' ? params['uri'] : undefined;
   const response = await postRaw(
     url,
     JSON.stringify({ jsonrpc: '2.0', id, method, params: { _meta: META, ...params } }),
-    mcpHeaders(method, name),
+    { ...mcpHeaders(method, name), ...headers },
     method,
   );
   const body = response.body ?? {};
