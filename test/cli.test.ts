@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../src/version.js';
+import { testDatabaseUrl } from './setup/harness.js';
 
 function pgmcp(args: string[], env: NodeJS.ProcessEnv = {}): { status: number | null; stdout: string; stderr: string } {
   const result = spawnSync(process.execPath, [path.join(PROJECT_ROOT, 'bin', 'pgmcp.js'), ...args], {
@@ -45,5 +46,32 @@ describe('pgmcp CLI', () => {
     expect(result.stderr).toContain('ECONNREFUSED');
     expect(result.stderr).not.toContain('s3cret-pw');
     expect(result.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('refuses to serve HTTP as a superuser, saying why and how to fix it; stdio is allowed', () => {
+    const result = pgmcp(['serve', '--port', '0', '--no-migrate'], { DATABASE_URL: testDatabaseUrl(), PGMCP_JWT_SECRET: 'x'.repeat(40) });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain('refusing to serve HTTP while logged in as a superuser');
+    expect(result.stderr).toContain('pgmcp_authenticator');
+  });
+
+  it('asks for an authentication choice before serving HTTP on a configured database', () => {
+    const result = pgmcp(['serve', '--port', '0'], { DATABASE_URL: 'postgres://x@127.0.0.1:1/x' });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain('PGMCP_JWT_SECRET');
+    expect(result.stderr).toContain('PGMCP_AUTH=none');
+  });
+
+  it('mints a development token carrying the role, extra claims and the audience', () => {
+    const result = pgmcp(['token', '--role', 'support', '--claim', 'tenant=t1', '--ttl', '5m'], {
+      PGMCP_JWT_SECRET: 'y'.repeat(40),
+      DATABASE_URL: 'postgres://x@127.0.0.1:1/x',
+      PORT: '4000',
+    });
+    expect(result.status, result.stderr).toBe(0);
+    const payload = JSON.parse(Buffer.from(result.stdout.trim().split('.')[1] ?? '', 'base64url').toString()) as Record<string, unknown>;
+    expect(payload).toMatchObject({ role: 'support', tenant: 't1', aud: 'http://127.0.0.1:4000/mcp' });
+    expect(Number(payload['exp']) - Number(payload['iat'])).toBe(300);
+    expect(pgmcp(['token', '--role', 'none'], { PGMCP_JWT_SECRET: 'y'.repeat(40), DATABASE_URL: 'postgres://x@127.0.0.1:1/x' }).status).toBe(1);
   });
 });

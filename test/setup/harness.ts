@@ -34,6 +34,9 @@ export interface TestServerOptions {
   logLines?: string[];
   /** Who every request runs as (default: the login role). */
   principal?: Principal;
+  /** Or: how each request is authenticated (overrides `principal`). */
+  authenticate?: (request: { headers: { authorization?: string | undefined } }) => Promise<Principal>;
+  protectedResource?: { metadataUrl: string; document: Record<string, unknown> };
 }
 
 /** The test database URL global setup provided. */
@@ -68,7 +71,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
     allowedHosts: ['localhost', '127.0.0.1', '[::1]'],
     allowedOrigins: options.allowedOrigins ?? [],
-    authenticate: () => options.principal ?? LOGIN_PRINCIPAL,
+    authenticate: options.authenticate ?? (() => options.principal ?? LOGIN_PRINCIPAL),
+    protectedResource: options.protectedResource,
     log: (line) => logger.warn(line),
   });
   return {
