@@ -10,7 +10,7 @@ import { Worker } from 'node:worker_threads';
 import pg from 'pg';
 import { measure, spreadId, type LoadSpec, type Run, type Workload } from './load.js';
 import { createApp } from '../src/app.js';
-import { LOGIN_PRINCIPAL } from '../src/auth/index.js';
+import { LOGIN_PRINCIPAL, type Principal } from '../src/auth/index.js';
 import { createProgress } from '../src/cli/progress.js';
 import { createDatabase, loadSeed, runMigrations, seedLoaded, startEmbeddedPostgres } from '../src/db/index.js';
 import { createLogger } from '../src/log.js';
@@ -99,6 +99,11 @@ async function main(): Promise<void> {
     await loadSeed(admin, SEEDS_DIRECTORY, 'bench', createProgress('seed bench'));
     await admin.query('analyze pgmcp.resources');
   }
+  // The bench roles (cluster-wide, idempotent): bench_reader is in the readers of 1 row in 10.
+  await admin.query(`do $$ begin
+      if not exists (select from pg_roles where rolname = 'bench_reader') then create role bench_reader nologin; end if;
+      if not exists (select from pg_roles where rolname = 'bench_all') then create role bench_all nologin; end if;
+    end $$`);
   const { rows } = await admin.query<{ min: string; max: string; count: string }>(
     `select min(id)::text as min, max(id)::text as max, count(*)::text as count from pgmcp.resources`,
   );
@@ -110,17 +115,22 @@ async function main(): Promise<void> {
 
   const silent = createLogger({ stream: { write: () => true } as unknown as NodeJS.WritableStream });
   const app = createApp({ db, cursorSecrets: [CURSOR_SECRET], pageSize: PAGE_SIZE, maxDirectoryEntries: 500, logger: silent });
-  const server = await startHttpTransport({
-    host: '127.0.0.1',
-    port: 0,
-    path: '/mcp',
-    dispatcher: app.dispatcher,
-    maxBodyBytes: 1024 * 1024,
-    allowedHosts: ['127.0.0.1', 'localhost'],
-    allowedOrigins: [],
-    authenticate: () => LOGIN_PRINCIPAL,
-    log: () => undefined,
-  });
+  // One endpoint per identity: the login (no role), and the two bench roles (RLS applies).
+  const serve = (principal: Principal) =>
+    startHttpTransport({
+      host: '127.0.0.1',
+      port: 0,
+      path: '/mcp',
+      dispatcher: app.dispatcher,
+      maxBodyBytes: 1024 * 1024,
+      allowedHosts: ['127.0.0.1', 'localhost'],
+      allowedOrigins: [],
+      authenticate: () => principal,
+      log: () => undefined,
+    });
+  const server = await serve(LOGIN_PRINCIPAL);
+  const readerServer = await serve({ role: 'bench_reader', claims: {} });
+  const allServer = await serve({ role: 'bench_all', claims: {} });
   const url = server.url;
   const results: Record<string, unknown> = {};
   const report: [string, string, string, string][] = [];
@@ -226,6 +236,45 @@ async function main(): Promise<void> {
     ]);
   }
 
+  // 5. resources/list as a role that sees 10% of the rows vs the same keyset query under the same
+  //    RLS, sent raw as one simple-protocol round trip (begin; set local role; select; commit).
+  {
+    const result = await compare(
+      () =>
+        measure(10, DURATION_MS, WARMUP_MS, async (i) => {
+          const after = spreadId(i, minId, maxId, PAGE_SIZE);
+          await db.pool.query(`begin read only; set local role bench_reader; ${RAW_KEYSET_PAGE.replace('$1', String(after)).replace('$2', String(PAGE_SIZE + 1))}; commit`);
+        }),
+      () => load(readerServer.url, 10, { kind: 'list', minId, maxId, pageSize: PAGE_SIZE, cursorSecret: CURSOR_SECRET }),
+      throughputRatio,
+    );
+    results['list_role_10pct_vs_raw_rls'] = result;
+    report.push([
+      'resources/list pages/s as a role seeing 10%, vs raw query under the same RLS',
+      `${result.served.perSecond.toFixed(0)} vs raw ${result.baseline.perSecond.toFixed(0)}`,
+      result.ratio.toFixed(2),
+      '≥ 0.80',
+    ]);
+  }
+
+  // 6. Role-filtered list p50 vs a role that sees everything, both through pgmcp, one caller.
+  {
+    const result = await compare(
+      () => load(allServer.url, 1, { kind: 'list', minId, maxId, pageSize: PAGE_SIZE, cursorSecret: CURSOR_SECRET }),
+      () => load(readerServer.url, 1, { kind: 'list', minId, maxId, pageSize: PAGE_SIZE, cursorSecret: CURSOR_SECRET }),
+      (all, reader) => reader.p50 / all.p50,
+    );
+    results['list_role_10pct_vs_all_p50'] = result;
+    report.push([
+      'resources/list p50, role seeing 10% / role seeing all',
+      `${result.served.p50.toFixed(2)} ms / ${result.baseline.p50.toFixed(2)} ms`,
+      result.ratio.toFixed(2),
+      '≤ 1.25',
+    ]);
+  }
+
+  await readerServer.close();
+  await allServer.close();
   await server.close();
   await db.close();
   await database.stop();

@@ -3,11 +3,20 @@
 -- Request roles get SELECT and nothing else. Owners and superusers bypass RLS in PostgreSQL, which
 -- is why requests must run as a dedicated authenticator's granted roles (README "Authorization").
 
--- Every role the current role is a member of, plus 'public'. Policies call it through a scalar
--- subquery, so it runs once per statement, not once per row.
+-- Every role the current role is a member of, directly or through other roles, plus 'public':
+-- a walk up pg_auth_members from current_user (a few rows), not a pg_has_role() call per role in
+-- the cluster. Policies call it through a scalar subquery, so it runs once per statement.
 create function pgmcp.member_roles() returns text[]
 language sql stable parallel safe
-return (select coalesce(array_agg(rolname::text), '{}') || array['public'] from pg_roles where pg_has_role(current_user, oid, 'MEMBER'));
+begin atomic
+  with recursive memberships(roleid) as (
+    select oid from pg_roles where rolname = current_user
+    union
+    select m.roleid from pg_auth_members m join memberships on m.member = memberships.roleid
+  )
+  select coalesce(array_agg(r.rolname::text), '{}') || array['public']
+    from memberships join pg_roles r on r.oid = memberships.roleid;
+end;
 
 alter table pgmcp.resources enable row level security;
 alter table pgmcp.resources force row level security;
