@@ -2,7 +2,7 @@
 import { parseArgs } from 'node:util';
 import { loadConfig, type ConfigFlags } from './config.js';
 import { isAllowedRoleName, mintToken } from './auth/index.js';
-import { AUTHENTICATOR_ROLE, EmbeddedPostgresError, grantToAuthenticator, listDatasets } from './db/index.js';
+import { AUTHENTICATOR_ROLE, EmbeddedPostgresError, grantToAuthenticator, listDatasets, type DatabaseHandle } from './db/index.js';
 import { ConfigError } from './errors.js';
 import { createLogger, type Logger } from './log.js';
 import { SEEDS_DIRECTORY, jwtSecret, openDatabase, prepareDatabase, startServer, tokenAudience } from './server.js';
@@ -254,7 +254,8 @@ async function serve(args: string[], logger: Logger): Promise<void> {
         `            -d '{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'\n` +
         `  connect an MCP host (Streamable HTTP) to ${server.url}; stop with Ctrl-C\n` +
         (config.auth.mode === 'jwt'
-          ? `  every request needs a bearer token; mint one with: npx pgmcp token --role support   (roles: support, engineering, finance, admin)\n` +
+          ? `  every request needs a bearer token: TOKEN=$(npx pgmcp token --role <role>)` +
+            (config.database.mode === 'embedded' ? `   (demo roles: support, engineering, finance, admin)\n` : '\n') +
             `  and add -H "Authorization: Bearer $TOKEN" to the curl above\n\n`
           : '\n'),
     );
@@ -285,7 +286,29 @@ async function oneShot(args: string[], command: 'migrate' | 'seed', logger: Logg
   const open = await openDatabase(config, logger);
   try {
     await prepareDatabase(open.db, logger, { migrate: true, seed: dataset });
+    if (command === 'migrate' && open.embedded === undefined) await explainAuthenticator(open.db, logger);
   } finally {
     await open.close();
+  }
+}
+
+/** After `pgmcp migrate`: say how requests should log in (README "Authorization"). */
+async function explainAuthenticator(db: DatabaseHandle, logger: Logger): Promise<void> {
+  const client = await db.connectAdmin();
+  try {
+    const { rows } = await client.query<{ login: boolean | null }>('select rolcanlogin as login from pg_roles where rolname = $1', [AUTHENTICATOR_ROLE]);
+    const role = rows[0];
+    if (role === undefined) {
+      logger.warn(`${AUTHENTICATOR_ROLE} does not exist (this login may not create roles): as an administrator run CREATE ROLE ${AUTHENTICATOR_ROLE} NOLOGIN NOINHERIT, then pgmcp migrate again`);
+      return;
+    }
+    process.stdout.write(
+      `Requests should log in as ${AUTHENTICATOR_ROLE}${role.login === true ? '' : ` (not yet able to log in)`}:\n` +
+        (role.login === true ? '' : `  ALTER ROLE ${AUTHENTICATOR_ROLE} LOGIN PASSWORD '<choose one>';\n`) +
+        `  pgmcp role grant <role>        # for each Postgres role a token may name\n` +
+        `  DATABASE_URL=postgres://${AUTHENTICATOR_ROLE}:<password>@<host>/<db> pgmcp serve\n`,
+    );
+  } finally {
+    await client.end();
   }
 }
