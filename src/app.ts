@@ -31,7 +31,7 @@ const INSTRUCTIONS =
 export function createApp(options: AppOptions): App {
   const cursors = createCursorCodec(options.cursorSecrets);
   const listDeps = { db: options.db, cursors, pageSize: options.pageSize };
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each handler's params type is checked by createMethod
+  // `any`: a heterogeneous map; createMethod checked each handler against its params schema.
   const methods = new Map<string, MethodHandler<any>>([
     ['server/discover', createDiscoverMethod({ capabilities: { resources: {} }, instructions: INSTRUCTIONS, ttlMs: TTL_MS.discover })],
     ['resources/list', createListResourcesMethod(listDeps)],
