@@ -20,14 +20,10 @@ export interface DatabaseHandle {
 
 /** Create the request pool. No connection is opened until the first query. */
 export function createDatabase(options: DatabaseOptions): DatabaseHandle {
-  // pg's `pipeline` option is not in @types/pg yet.
-  const config: pg.PoolConfig & { pipeline: boolean } = {
+  const config: pg.PoolConfig = {
     connectionString: options.connectionString,
     max: options.poolSize,
     application_name: 'pgmcp',
-    // Queries on one connection go out without waiting for earlier answers, so a request's
-    // transaction (begin, identity, query, commit) costs one round trip.
-    pipeline: true,
     // Session defaults, set once per connection at start-up: every request statement is read-only
     // unless a transaction says otherwise, and none runs longer than the timeout.
     options: `-c default_transaction_read_only=on -c statement_timeout=${options.statementTimeoutMs} -c TimeZone=UTC`,

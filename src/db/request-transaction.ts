@@ -1,6 +1,8 @@
 // The request transaction: the only way request handlers touch Postgres (STYLE §2).
+import type pg from 'pg';
 import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
+import { ImplicitTransaction } from './implicit-transaction.js';
 import type { DatabaseHandle } from './pool.js';
 import type { PreparedQuery } from './queries.js';
 import { toDatabaseError } from './sqlstate.js';
@@ -11,16 +13,16 @@ const TEXT_OUTPUT = { getTypeParser: () => (value: string) => value };
 const SET_IDENTITY = {
   name: 'pgmcp_set_identity',
   text: "select set_config('role', $1, true), set_config('request.jwt.claims', $2, true)",
-};
+} as const;
 
 /**
  * Run one prepared query as `principal`, in one read-only transaction and one round trip.
  *
  * Without a role the statement runs alone: the pool's sessions default to read-only, so it is its
- * own read-only transaction. With a role, `begin read only`, the transaction-local role and claims
- * (set_config(…, true), never session-level on a pooled connection) and the query go out together
- * on the pool's pipelined connection and the commit follows; PostgreSQL answers them in order.
- * Driver errors become ProtocolErrors through the SQLSTATE table.
+ * own read-only transaction. With a role, the identity statement (set_config('role', …, true) and
+ * the claims, transaction-local, never session-level on a pooled connection) and the query go out
+ * together before one Sync: PostgreSQL runs them as one implicit read-only transaction, and the
+ * role ends with it. Driver errors become ProtocolErrors through the SQLSTATE table.
  */
 export async function runRequestQuery<TArgs, TRow>(
   db: DatabaseHandle,
@@ -36,27 +38,28 @@ export async function runRequestQuery<TArgs, TRow>(
   } catch (error) {
     throw toDatabaseError(error);
   }
-  const config = {
-    name: query.name,
-    text: query.text,
-    values: query.values(args),
-    ...(query.textOutput === true ? { types: TEXT_OUTPUT } : {}),
-  };
   let broken: Error | undefined;
   try {
-    if (principal.role === null) return (await client.query(config)).rows as TRow[];
-    // Sent back to back without waiting (pipeline mode); the first failure wins and the commit
-    // of an aborted transaction is answered with a rollback.
-    const settled = await Promise.allSettled([
-      client.query('begin read only'),
-      client.query({ ...SET_IDENTITY, values: [principal.role, JSON.stringify(principal.claims)] }),
-      client.query(config),
-      client.query('commit'),
+    if (principal.role === null) {
+      const config = {
+        name: query.name,
+        text: query.text,
+        values: query.values(args),
+        ...(query.textOutput === true ? { types: TEXT_OUTPUT } : {}),
+      };
+      return (await client.query(config)).rows as TRow[];
+    }
+    const transaction = new ImplicitTransaction([
+      { ...SET_IDENTITY, values: [principal.role, JSON.stringify(principal.claims)] },
+      { name: query.name, text: query.text, values: query.values(args), textOutput: query.textOutput },
     ]);
-    const failure = settled.find((outcome) => outcome.status === 'rejected');
-    if (failure !== undefined) throw failure.reason;
-    const work = settled[2];
-    return work?.status === 'fulfilled' ? (work.value.rows as TRow[]) : [];
+    void client.query(transaction as unknown as pg.Submittable);
+    try {
+      const [, rows] = await transaction.result;
+      return (rows ?? []) as TRow[];
+    } finally {
+      if (transaction.unsafeToReuse) broken = new Error('a prepared statement may be half-made after an error');
+    }
   } catch (error) {
     if (isConnectionError(error)) broken = error instanceof Error ? error : new Error('connection error');
     throw toDatabaseError(error);
