@@ -22,8 +22,7 @@ import {
 } from './db/index.js';
 import { LOGIN_PRINCIPAL } from './auth/index.js';
 import type { Logger } from './log.js';
-import { startHttpTransport, type HttpTransport } from './transport/http.js';
-import { startStdioTransport, type StdioTransport } from './transport/stdio.js';
+import { startHttpTransport, startStdioTransport, type HttpTransport, type StdioTransport } from './transport/index.js';
 import { PROJECT_ROOT } from './version.js';
 
 export const MIGRATIONS_DIRECTORY = path.join(PROJECT_ROOT, 'migrations');

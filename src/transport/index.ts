@@ -1,0 +1,3 @@
+// Public surface of transport/: Streamable HTTP and stdio. They frame bytes and know no methods.
+export { decodeHeaderValue, startHttpTransport, type HttpTransport, type HttpTransportOptions } from './http.js';
+export { startStdioTransport, type StdioTransport, type StdioTransportOptions } from './stdio.js';
