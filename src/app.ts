@@ -83,6 +83,7 @@ export function createAuthenticate(options: AuthenticateOptions): (request: { he
       if (!(error instanceof AuthenticationError)) throw error;
       options.logger.warn(`refused a request: ${error.reason}`);
       if (error.reason === 'ROLE_NOT_ALLOWED') throw new ProtocolError('ROLE_FORBIDDEN', 'The token does not name a role this server may assume.');
+      if (error.reason === 'KEYS_UNAVAILABLE') throw new ProtocolError('UNAVAILABLE', 'The identity provider is unavailable.', { cause: error });
       throw new ProtocolError('AUTHENTICATION_REQUIRED', error.message);
     }
     if (principal.role !== null && !(await options.canAssume(principal.role))) {

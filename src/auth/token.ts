@@ -27,7 +27,7 @@ export interface TokenVerifierOptions {
 /** Why a request could not be authenticated; the transport answers 401 (or 403 for ROLE_NOT_ALLOWED). */
 export class AuthenticationError extends Error {
   constructor(
-    readonly reason: 'MISSING_TOKEN' | 'MALFORMED_TOKEN' | 'INVALID_TOKEN' | 'EXPIRED_TOKEN' | 'ROLE_NOT_ALLOWED',
+    readonly reason: 'MISSING_TOKEN' | 'MALFORMED_TOKEN' | 'INVALID_TOKEN' | 'EXPIRED_TOKEN' | 'ROLE_NOT_ALLOWED' | 'KEYS_UNAVAILABLE',
     message: string,
     options?: { cause?: unknown },
   ) {
@@ -90,6 +90,10 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
     } catch (error) {
       if (error instanceof AuthenticationError) throw error;
       if (error instanceof joseErrors.JWTExpired) throw new AuthenticationError('EXPIRED_TOKEN', 'The token has expired.', { cause: error });
+      // The identity provider's keys could not be fetched: the caller is not at fault.
+      if (error instanceof joseErrors.JWKSTimeout || (error instanceof Error && !(error instanceof joseErrors.JOSEError))) {
+        throw new AuthenticationError('KEYS_UNAVAILABLE', 'The signing keys could not be fetched.', { cause: error });
+      }
       if (error instanceof joseErrors.JWSInvalid || error instanceof joseErrors.JWTInvalid) {
         throw new AuthenticationError('MALFORMED_TOKEN', 'The token is malformed.', { cause: error });
       }

@@ -119,4 +119,11 @@ describe('bearer tokens from a JWKS (RS256/ES256) with key rotation', () => {
     const hs = await new SignJWT({ role: 'engineering' }).setProtectedHeader({ alg: 'HS256' }).setAudience(AUDIENCE).setExpirationTime('1h').sign(key);
     await expect(jwks.verify(`Bearer ${hs}`)).rejects.toMatchObject({ reason: 'INVALID_TOKEN' });
   });
+
+  it('reports an unreachable JWKS as KEYS_UNAVAILABLE (the caller is not at fault)', async () => {
+    const unreachable = createTokenVerifier({ jwksUrl: 'http://127.0.0.1:1/jwks.json', audience: AUDIENCE, roleClaim: 'role' });
+    const pair = await generateKeyPair('RS256');
+    const signed = await new SignJWT({ role: 'engineering' }).setProtectedHeader({ alg: 'RS256', kid: 'k9' }).setAudience(AUDIENCE).setExpirationTime('1h').sign(pair.privateKey);
+    await expect(unreachable.verify(`Bearer ${signed}`)).rejects.toMatchObject({ reason: 'KEYS_UNAVAILABLE' });
+  });
 });
