@@ -10,7 +10,13 @@ export interface Run {
 }
 
 export type Workload =
-  | { kind: 'list'; minId: number; maxId: number; pageSize: number; cursorSecret: string }
+  | {
+      kind: 'list';
+      minId: number;
+      maxId: number;
+      pageSize: number;
+      cursorSecret: string;
+    }
   | { kind: 'list-first' }
   | { kind: 'list-after'; afterId: number; cursorSecret: string }
   | { kind: 'discover' }
@@ -24,10 +30,18 @@ export interface LoadSpec {
   workload: Workload;
 }
 
-const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+const META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientCapabilities': {},
+};
 
 /** Run `task` from `concurrency` loops for durationMs after a warm-up; latencies in ms. */
-export async function measure(concurrency: number, durationMs: number, warmupMs: number, task: (i: number) => Promise<void>): Promise<Run> {
+export async function measure(
+  concurrency: number,
+  durationMs: number,
+  warmupMs: number,
+  task: (i: number) => Promise<void>,
+): Promise<Run> {
   const latencies: number[] = [];
   const phase = async (ms: number, record: boolean): Promise<number> => {
     const end = performance.now() + ms;
@@ -51,17 +65,33 @@ export async function measure(concurrency: number, durationMs: number, warmupMs:
   const count = await phase(durationMs, true);
   const elapsed = (performance.now() - started) / 1000;
   latencies.sort((a, b) => a - b);
-  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * q))] ?? 0;
+  const at = (q: number) =>
+    latencies[
+      Math.min(latencies.length - 1, Math.floor(latencies.length * q))
+    ] ?? 0;
   return { count, perSecond: count / elapsed, p50: at(0.5), p99: at(0.99) };
 }
 
 /** Spread keys over the table so pages hit different parts of the index. */
-export function spreadId(i: number, minId: number, maxId: number, pageSize: number): number {
+export function spreadId(
+  i: number,
+  minId: number,
+  maxId: number,
+  pageSize: number,
+): number {
   return minId - 1 + ((i * 7919) % Math.max(1, maxId - minId - pageSize));
 }
 
-function request(method: string, params: Record<string, unknown>): { body: string; headers: Record<string, string | number> } {
-  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { _meta: META, ...params } });
+function request(
+  method: string,
+  params: Record<string, unknown>,
+): { body: string; headers: Record<string, string | number> } {
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method,
+    params: { _meta: META, ...params },
+  });
   const headers: Record<string, string | number> = {
     'Content-Type': 'application/json',
     Accept: 'application/json, text/event-stream',
@@ -73,18 +103,35 @@ function request(method: string, params: Record<string, unknown>): { body: strin
   return { body, headers };
 }
 
-function builder(workload: Workload): (i: number) => { body: string; headers: Record<string, string | number> } {
+function builder(
+  workload: Workload,
+): (i: number) => { body: string; headers: Record<string, string | number> } {
   switch (workload.kind) {
     case 'list': {
       const cursors = createCursorCodec([workload.cursorSecret]);
-      return (i) => request('resources/list', { cursor: cursors.encode({ c: 'resources', k: [String(spreadId(i, workload.minId, workload.maxId, workload.pageSize))] }) });
+      return (i) =>
+        request('resources/list', {
+          cursor: cursors.encode({
+            c: 'resources',
+            k: [
+              String(
+                spreadId(i, workload.minId, workload.maxId, workload.pageSize),
+              ),
+            ],
+          }),
+        });
     }
     case 'list-first': {
       const fixed = request('resources/list', {});
       return () => fixed;
     }
     case 'list-after': {
-      const fixed = request('resources/list', { cursor: createCursorCodec([workload.cursorSecret]).encode({ c: 'resources', k: [String(workload.afterId)] }) });
+      const fixed = request('resources/list', {
+        cursor: createCursorCodec([workload.cursorSecret]).encode({
+          c: 'resources',
+          k: [String(workload.afterId)],
+        }),
+      });
       return () => fixed;
     }
     case 'discover': {
@@ -92,7 +139,10 @@ function builder(workload: Workload): (i: number) => { body: string; headers: Re
       return () => fixed;
     }
     case 'read':
-      return (i) => request('resources/read', { uri: `bench:///r/${1 + ((i * 7919) % workload.rows)}` });
+      return (i) =>
+        request('resources/read', {
+          uri: `bench:///r/${1 + ((i * 7919) % workload.rows)}`,
+        });
   }
 }
 
@@ -106,26 +156,44 @@ export async function runLoad(spec: LoadSpec): Promise<Run> {
   const url = new URL(spec.url);
   const build = builder(spec.workload);
   const connections: Connection[] = [];
-  for (let index = 0; index < spec.concurrency; index += 1) connections.push(await connect(url));
+  for (let index = 0; index < spec.concurrency; index += 1)
+    connections.push(await connect(url));
   let checked = 0;
   try {
-    return await measure(spec.concurrency, spec.durationMs, spec.warmupMs, async (i) => {
-      const { body, headers } = build(i);
-      const connection = connections[i % spec.concurrency] as Connection;
-      const response = await connection.exchange(serializeRequest(url, body, headers));
-      if (response.status !== 200 || response.body.startsWith('{"jsonrpc":"2.0","id":1,"error"')) {
-        throw new Error(`HTTP ${response.status}: ${response.body.slice(0, 200)}`);
-      }
-      if (checked++ % 50 === 0) JSON.parse(response.body);
-    });
+    return await measure(
+      spec.concurrency,
+      spec.durationMs,
+      spec.warmupMs,
+      async (i) => {
+        const { body, headers } = build(i);
+        const connection = connections[i % spec.concurrency] as Connection;
+        const response = await connection.exchange(
+          serializeRequest(url, body, headers),
+        );
+        if (
+          response.status !== 200 ||
+          response.body.startsWith('{"jsonrpc":"2.0","id":1,"error"')
+        ) {
+          throw new Error(
+            `HTTP ${response.status}: ${response.body.slice(0, 200)}`,
+          );
+        }
+        if (checked++ % 50 === 0) JSON.parse(response.body);
+      },
+    );
   } finally {
     for (const connection of connections) connection.close();
   }
 }
 
-function serializeRequest(url: URL, body: string, headers: Record<string, string | number>): Buffer {
+function serializeRequest(
+  url: URL,
+  body: string,
+  headers: Record<string, string | number>,
+): Buffer {
   let head = `POST ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nConnection: keep-alive\r\n`;
-  for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`;
+  for (const [name, value] of Object.entries(headers))
+    head += `${name}: ${value}\r\n`;
   return Buffer.concat([Buffer.from(`${head}\r\n`), Buffer.from(body)]);
 }
 
@@ -139,27 +207,39 @@ function connect(url: URL): Promise<Connection> {
     const socket = net.connect(Number(url.port), url.hostname);
     socket.setNoDelay(true);
     let buffered: Buffer = Buffer.alloc(0);
-    let pending: { resolve: (value: { status: number; body: string }) => void; reject: (error: Error) => void } | undefined;
+    let pending:
+      | {
+          resolve: (value: { status: number; body: string }) => void;
+          reject: (error: Error) => void;
+        }
+      | undefined;
     const tryComplete = (): void => {
       if (pending === undefined) return;
       const end = buffered.indexOf('\r\n\r\n');
       if (end === -1) return;
       const head = buffered.subarray(0, end).toString('latin1');
-      const length = Number(/content-length:\s*(\d+)/i.exec(head)?.[1] ?? 'NaN');
+      const length = Number(
+        /content-length:\s*(\d+)/i.exec(head)?.[1] ?? 'NaN',
+      );
       if (!Number.isFinite(length)) {
-        pending.reject(new Error(`response without Content-Length: ${head.slice(0, 200)}`));
+        pending.reject(
+          new Error(`response without Content-Length: ${head.slice(0, 200)}`),
+        );
         return;
       }
       if (buffered.length < end + 4 + length) return;
       const status = Number(head.slice(9, 12));
-      const body = buffered.subarray(end + 4, end + 4 + length).toString('utf8');
+      const body = buffered
+        .subarray(end + 4, end + 4 + length)
+        .toString('utf8');
       buffered = buffered.subarray(end + 4 + length);
       const done = pending;
       pending = undefined;
       done.resolve({ status, body });
     };
     socket.on('data', (chunk: Buffer) => {
-      buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
+      buffered =
+        buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
       tryComplete();
     });
     socket.on('error', (error) => {

@@ -8,11 +8,23 @@ import os from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import pg from 'pg';
-import { measure, spreadId, type LoadSpec, type Run, type Workload } from './load.js';
+import {
+  measure,
+  spreadId,
+  type LoadSpec,
+  type Run,
+  type Workload,
+} from './load.js';
 import { createApp } from '../src/app.js';
 import { LOGIN_PRINCIPAL, type Principal } from '../src/auth/index.js';
 import { createProgress } from '../src/cli/progress.js';
-import { createDatabase, loadSeed, runMigrations, seedLoaded, startEmbeddedPostgres } from '../src/db/index.js';
+import {
+  createDatabase,
+  loadSeed,
+  runMigrations,
+  seedLoaded,
+  startEmbeddedPostgres,
+} from '../src/db/index.js';
 import { createLogger } from '../src/log.js';
 import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../src/server.js';
 import { startHttpTransport } from '../src/transport/http.js';
@@ -33,10 +45,22 @@ const RAW_POINT_READ = `select uri, name, mime_type, text, blob, size, audience,
   from pgmcp.resources where uri = $1`;
 
 /** Run an HTTP load in a worker thread (the clients' parsing stays off the server's event loop). */
-function load(url: string, concurrency: number, workload: Workload): Promise<Run> {
-  const spec: LoadSpec = { url, concurrency, durationMs: DURATION_MS, warmupMs: WARMUP_MS, workload };
+function load(
+  url: string,
+  concurrency: number,
+  workload: Workload,
+): Promise<Run> {
+  const spec: LoadSpec = {
+    url,
+    concurrency,
+    durationMs: DURATION_MS,
+    warmupMs: WARMUP_MS,
+    workload,
+  };
   return new Promise((resolve, reject) => {
-    const worker = new Worker(new URL('./load-worker.js', import.meta.url), { workerData: spec });
+    const worker = new Worker(new URL('./load-worker.js', import.meta.url), {
+      workerData: spec,
+    });
     worker.once('message', (run: Run) => resolve(run));
     worker.once('error', reject);
     worker.once('exit', (code) => {
@@ -54,49 +78,79 @@ interface Comparison {
 }
 
 /** Alternate baseline and pgmcp ROUNDS times; medians of each side and of the per-round ratios. */
-async function compare(baseline: () => Promise<Run>, served: () => Promise<Run>, ratioOf: (base: Run, ours: Run) => number): Promise<Comparison> {
+async function compare(
+  baseline: () => Promise<Run>,
+  served: () => Promise<Run>,
+  ratioOf: (base: Run, ours: Run) => number,
+): Promise<Comparison> {
   const pairs: [Run, Run][] = [];
-  for (let round = 0; round < ROUNDS; round += 1) pairs.push([await baseline(), await served()]);
+  for (let round = 0; round < ROUNDS; round += 1)
+    pairs.push([await baseline(), await served()]);
   const median = <T>(items: T[], key: (item: T) => number): T => {
     const sorted = [...items].sort((a, b) => key(a) - key(b));
     return sorted[Math.floor(sorted.length / 2)] as T;
   };
   const ratios = pairs.map(([base, ours]) => ratioOf(base, ours));
   return {
-    baseline: median(pairs.map(([base]) => base), (run) => run.perSecond),
-    served: median(pairs.map(([, ours]) => ours), (run) => run.perSecond),
+    baseline: median(
+      pairs.map(([base]) => base),
+      (run) => run.perSecond,
+    ),
+    served: median(
+      pairs.map(([, ours]) => ours),
+      (run) => run.perSecond,
+    ),
     ratio: median(ratios, (ratio) => ratio),
     rounds: ratios,
   };
 }
 
-const throughputRatio = (base: Run, ours: Run): number => ours.perSecond / base.perSecond;
+const throughputRatio = (base: Run, ours: Run): number =>
+  ours.perSecond / base.perSecond;
 
-async function benchDatabase(log: (line: string) => void): Promise<{ url: string; stop: () => Promise<void> }> {
-  const base = process.env['BENCH_DATABASE_URL'] ?? process.env['TEST_DATABASE_URL'];
+async function benchDatabase(
+  log: (line: string) => void,
+): Promise<{ url: string; stop: () => Promise<void> }> {
+  const base =
+    process.env['BENCH_DATABASE_URL'] ?? process.env['TEST_DATABASE_URL'];
   if (base !== undefined && base !== '') {
     const admin = new pg.Client({ connectionString: base });
     await admin.connect();
-    const exists = await admin.query(`select 1 from pg_database where datname = 'pgmcp_bench'`);
+    const exists = await admin.query(
+      `select 1 from pg_database where datname = 'pgmcp_bench'`,
+    );
     if (exists.rowCount === 0) await admin.query('create database pgmcp_bench');
     await admin.end();
     const url = new URL(base);
     url.pathname = '/pgmcp_bench';
     return { url: url.toString(), stop: async () => undefined };
   }
-  const embedded = await startEmbeddedPostgres({ stateDirectory: path.join(PROJECT_ROOT, '.pgmcp', 'bench'), log });
+  const embedded = await startEmbeddedPostgres({
+    stateDirectory: path.join(PROJECT_ROOT, '.pgmcp', 'bench'),
+    log,
+  });
   return { url: embedded.connectionString, stop: () => embedded.stop() };
 }
 
 async function main(): Promise<void> {
   const logger = createLogger();
   const database = await benchDatabase((line) => logger.info(line));
-  const db = createDatabase({ connectionString: database.url, poolSize: 10, statementTimeoutMs: 60_000, onError: (m, e) => logger.error(m, e) });
+  const db = createDatabase({
+    connectionString: database.url,
+    poolSize: 10,
+    statementTimeoutMs: 60_000,
+    onError: (m, e) => logger.error(m, e),
+  });
   const admin = await db.connectAdmin();
   await runMigrations(admin, MIGRATIONS_DIRECTORY, (line) => logger.info(line));
   if (!(await seedLoaded(admin, 'bench'))) {
     logger.info('seeding 1,000,000 resources (once per bench database)');
-    await loadSeed(admin, SEEDS_DIRECTORY, 'bench', createProgress('seed bench'));
+    await loadSeed(
+      admin,
+      SEEDS_DIRECTORY,
+      'bench',
+      createProgress('seed bench'),
+    );
     await admin.query('analyze pgmcp.resources');
   }
   // The bench roles (cluster-wide, idempotent): bench_reader is in the readers of 1 row in 10.
@@ -104,7 +158,11 @@ async function main(): Promise<void> {
       if not exists (select from pg_roles where rolname = 'bench_reader') then create role bench_reader nologin; end if;
       if not exists (select from pg_roles where rolname = 'bench_all') then create role bench_all nologin; end if;
     end $$`);
-  const { rows } = await admin.query<{ min: string; max: string; count: string }>(
+  const { rows } = await admin.query<{
+    min: string;
+    max: string;
+    count: string;
+  }>(
     `select min(id)::text as min, max(id)::text as max, count(*)::text as count from pgmcp.resources`,
   );
   await admin.end();
@@ -113,8 +171,16 @@ async function main(): Promise<void> {
   const maxId = Number(stats.max);
   logger.info(`bench database holds ${stats.count} resources`);
 
-  const silent = createLogger({ stream: { write: () => true } as unknown as NodeJS.WritableStream });
-  const app = createApp({ db, cursorSecrets: [CURSOR_SECRET], pageSize: PAGE_SIZE, maxDirectoryEntries: 500, logger: silent });
+  const silent = createLogger({
+    stream: { write: () => true } as unknown as NodeJS.WritableStream,
+  });
+  const app = createApp({
+    db,
+    cursorSecrets: [CURSOR_SECRET],
+    pageSize: PAGE_SIZE,
+    maxDirectoryEntries: 500,
+    logger: silent,
+  });
   // One endpoint per identity: the login (no role), and the two bench roles (RLS applies).
   const serve = (principal: Principal) =>
     startHttpTransport({
@@ -140,9 +206,19 @@ async function main(): Promise<void> {
     const result = await compare(
       () =>
         measure(concurrency, DURATION_MS, WARMUP_MS, async (i) => {
-          await db.pool.query(RAW_KEYSET_PAGE, [spreadId(i, minId, maxId, PAGE_SIZE), PAGE_SIZE + 1]);
+          await db.pool.query(RAW_KEYSET_PAGE, [
+            spreadId(i, minId, maxId, PAGE_SIZE),
+            PAGE_SIZE + 1,
+          ]);
         }),
-      () => load(url, concurrency, { kind: 'list', minId, maxId, pageSize: PAGE_SIZE, cursorSecret: CURSOR_SECRET }),
+      () =>
+        load(url, concurrency, {
+          kind: 'list',
+          minId,
+          maxId,
+          pageSize: PAGE_SIZE,
+          cursorSecret: CURSOR_SECRET,
+        }),
       throughputRatio,
     );
     results[`list_c${concurrency}`] = result;
@@ -163,30 +239,54 @@ async function main(): Promise<void> {
          'lastModified', updated_at)))::text as json from (select * from pgmcp.resources order by id limit $1) r`,
       [PAGE_SIZE],
     );
-    const page = Buffer.from(`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","resources":${sample[0]?.json ?? '[]'},"ttlMs":60000,"cacheScope":"public"}}`);
+    const page = Buffer.from(
+      `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","resources":${sample[0]?.json ?? '[]'},"ttlMs":60000,"cacheScope":"public"}}`,
+    );
     const bare = http.createServer((request, response) => {
       request.resume();
       request.on('end', () => {
-        response.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': page.length });
+        response.writeHead(200, {
+          'Content-Type': 'application/json',
+          'Content-Length': page.length,
+        });
         response.end(page);
       });
     });
     await new Promise<void>((resolve) => bare.listen(0, '127.0.0.1', resolve));
-    const ceiling = await load(`http://127.0.0.1:${(bare.address() as { port: number }).port}/mcp`, 10, { kind: 'list-first' });
+    const ceiling = await load(
+      `http://127.0.0.1:${(bare.address() as { port: number }).port}/mcp`,
+      10,
+      { kind: 'list-first' },
+    );
     bare.close();
     results['list_http_ceiling'] = { ceiling, bytes: page.length };
-    report.push([`context: bare node:http serving a fixed ${page.length}-byte page`, `${ceiling.perSecond.toFixed(0)} pages/s`, '', '']);
+    report.push([
+      `context: bare node:http serving a fixed ${page.length}-byte page`,
+      `${ceiling.perSecond.toFixed(0)} pages/s`,
+      '',
+      '',
+    ]);
   }
 
   // 2. Last page vs first page latency, one caller.
   {
     const result = await compare(
       () => load(url, 1, { kind: 'list-first' }),
-      () => load(url, 1, { kind: 'list-after', afterId: maxId - PAGE_SIZE, cursorSecret: CURSOR_SECRET }),
+      () =>
+        load(url, 1, {
+          kind: 'list-after',
+          afterId: maxId - PAGE_SIZE,
+          cursorSecret: CURSOR_SECRET,
+        }),
       (first, last) => last.p50 / first.p50,
     );
     results['last_vs_first_page'] = result;
-    report.push(['last-page p50 / first-page p50', `${result.served.p50.toFixed(2)} ms / ${result.baseline.p50.toFixed(2)} ms`, result.ratio.toFixed(2), '≤ 1.20']);
+    report.push([
+      'last-page p50 / first-page p50',
+      `${result.served.p50.toFixed(2)} ms / ${result.baseline.p50.toFixed(2)} ms`,
+      result.ratio.toFixed(2),
+      '≤ 1.20',
+    ]);
   }
 
   // 3. server/discover vs a bare node:http JSON echo in this process, same client, 10 callers.
@@ -196,7 +296,10 @@ async function main(): Promise<void> {
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
       request.on('end', () => {
         const body = Buffer.concat(chunks);
-        response.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': body.length });
+        response.writeHead(200, {
+          'Content-Type': 'application/json',
+          'Content-Length': body.length,
+        });
         response.end(body);
       });
     });
@@ -222,7 +325,9 @@ async function main(): Promise<void> {
     const result = await compare(
       () =>
         measure(10, DURATION_MS, WARMUP_MS, async (i) => {
-          await db.pool.query(RAW_POINT_READ, [`bench:///r/${1 + ((i * 7919) % 1_000_000)}`]);
+          await db.pool.query(RAW_POINT_READ, [
+            `bench:///r/${1 + ((i * 7919) % 1_000_000)}`,
+          ]);
         }),
       () => load(url, 10, { kind: 'read', rows: 1_000_000 }),
       throughputRatio,
@@ -243,9 +348,18 @@ async function main(): Promise<void> {
       () =>
         measure(10, DURATION_MS, WARMUP_MS, async (i) => {
           const after = spreadId(i, minId, maxId, PAGE_SIZE);
-          await db.pool.query(`begin read only; set local role bench_reader; ${RAW_KEYSET_PAGE.replace('$1', String(after)).replace('$2', String(PAGE_SIZE + 1))}; commit`);
+          await db.pool.query(
+            `begin read only; set local role bench_reader; ${RAW_KEYSET_PAGE.replace('$1', String(after)).replace('$2', String(PAGE_SIZE + 1))}; commit`,
+          );
         }),
-      () => load(readerServer.url, 10, { kind: 'list', minId, maxId, pageSize: PAGE_SIZE, cursorSecret: CURSOR_SECRET }),
+      () =>
+        load(readerServer.url, 10, {
+          kind: 'list',
+          minId,
+          maxId,
+          pageSize: PAGE_SIZE,
+          cursorSecret: CURSOR_SECRET,
+        }),
       throughputRatio,
     );
     results['list_role_10pct_vs_raw_rls'] = result;
@@ -260,8 +374,22 @@ async function main(): Promise<void> {
   // 6. Role-filtered list p50 vs a role that sees everything, both through pgmcp, one caller.
   {
     const result = await compare(
-      () => load(allServer.url, 1, { kind: 'list', minId, maxId, pageSize: PAGE_SIZE, cursorSecret: CURSOR_SECRET }),
-      () => load(readerServer.url, 1, { kind: 'list', minId, maxId, pageSize: PAGE_SIZE, cursorSecret: CURSOR_SECRET }),
+      () =>
+        load(allServer.url, 1, {
+          kind: 'list',
+          minId,
+          maxId,
+          pageSize: PAGE_SIZE,
+          cursorSecret: CURSOR_SECRET,
+        }),
+      () =>
+        load(readerServer.url, 1, {
+          kind: 'list',
+          minId,
+          maxId,
+          pageSize: PAGE_SIZE,
+          cursorSecret: CURSOR_SECRET,
+        }),
       (all, reader) => reader.p50 / all.p50,
     );
     results['list_role_10pct_vs_all_p50'] = result;
@@ -282,16 +410,26 @@ async function main(): Promise<void> {
   const summary = {
     version: SERVER_INFO.version,
     date: new Date().toISOString(),
-    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version },
+    machine: {
+      cpus: os.cpus().length,
+      model: os.cpus()[0]?.model,
+      node: process.version,
+    },
     durationMs: DURATION_MS,
     rounds: ROUNDS,
     results,
   };
   const directory = path.join(PROJECT_ROOT, 'bench', 'results');
   mkdirSync(directory, { recursive: true });
-  writeFileSync(path.join(directory, 'latest.json'), `${JSON.stringify(summary, null, 2)}\n`);
-  process.stdout.write('\n| measure | pgmcp vs baseline | ratio | target |\n|---|---|---|---|\n');
-  for (const [name, detail, ratio, target] of report) process.stdout.write(`| ${name} | ${detail} | ${ratio} | ${target} |\n`);
+  writeFileSync(
+    path.join(directory, 'latest.json'),
+    `${JSON.stringify(summary, null, 2)}\n`,
+  );
+  process.stdout.write(
+    '\n| measure | pgmcp vs baseline | ratio | target |\n|---|---|---|---|\n',
+  );
+  for (const [name, detail, ratio, target] of report)
+    process.stdout.write(`| ${name} | ${detail} | ${ratio} | ${target} |\n`);
   process.stdout.write(`\nwritten to bench/results/latest.json\n`);
 }
 

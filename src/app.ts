@@ -1,11 +1,27 @@
 // Composition root: the only file that wires protocol, resources and db together.
-import { AuthenticationError, LOGIN_PRINCIPAL, createTokenVerifier, type Principal } from './auth/index.js';
+import {
+  AuthenticationError,
+  LOGIN_PRINCIPAL,
+  createTokenVerifier,
+  type Principal,
+} from './auth/index.js';
 import type { Config } from './config.js';
 import type { DatabaseHandle } from './db/index.js';
 import { ProtocolError } from './errors.js';
 import type { Logger } from './log.js';
-import { createCursorCodec, createDiscoverMethod, createDispatcher, type Dispatcher, type MethodHandler } from './protocol/index.js';
-import { createListResourcesMethod, createListTemplatesMethod, createReadResourceMethod, TTL_MS } from './resources/index.js';
+import {
+  createCursorCodec,
+  createDiscoverMethod,
+  createDispatcher,
+  type Dispatcher,
+  type MethodHandler,
+} from './protocol/index.js';
+import {
+  createListResourcesMethod,
+  createListTemplatesMethod,
+  createReadResourceMethod,
+  TTL_MS,
+} from './resources/index.js';
 import { SERVER_INFO } from './version.js';
 
 export interface AppOptions {
@@ -33,10 +49,23 @@ export function createApp(options: AppOptions): App {
   const listDeps = { db: options.db, cursors, pageSize: options.pageSize };
   // `any`: a heterogeneous map; createMethod checked each handler against its params schema.
   const methods = new Map<string, MethodHandler<any>>([
-    ['server/discover', createDiscoverMethod({ capabilities: { resources: {} }, instructions: INSTRUCTIONS, ttlMs: TTL_MS.discover })],
+    [
+      'server/discover',
+      createDiscoverMethod({
+        capabilities: { resources: {} },
+        instructions: INSTRUCTIONS,
+        ttlMs: TTL_MS.discover,
+      }),
+    ],
     ['resources/list', createListResourcesMethod(listDeps)],
     ['resources/templates/list', createListTemplatesMethod(listDeps)],
-    ['resources/read', createReadResourceMethod({ db: options.db, maxDirectoryEntries: options.maxDirectoryEntries })],
+    [
+      'resources/read',
+      createReadResourceMethod({
+        db: options.db,
+        maxDirectoryEntries: options.maxDirectoryEntries,
+      }),
+    ],
   ]);
   const dispatcher = createDispatcher({
     serverInfo: SERVER_INFO,
@@ -61,10 +90,17 @@ export interface AuthenticateOptions {
  * token must verify, and the role it names must be one the login may assume. Failures are logged by
  * reason only, never with the token or the role it named.
  */
-export function createAuthenticate(options: AuthenticateOptions): (request: { headers: { authorization?: string | undefined } }) => Promise<Principal> {
+export function createAuthenticate(
+  options: AuthenticateOptions,
+): (request: {
+  headers: { authorization?: string | undefined };
+}) => Promise<Principal> {
   const { config } = options;
   if (config.auth.mode === 'none') {
-    const principal: Principal = config.role === undefined ? LOGIN_PRINCIPAL : { role: config.role, claims: {} };
+    const principal: Principal =
+      config.role === undefined
+        ? LOGIN_PRINCIPAL
+        : { role: config.role, claims: {} };
     return async () => principal;
   }
   const verifier = createTokenVerifier({
@@ -82,13 +118,25 @@ export function createAuthenticate(options: AuthenticateOptions): (request: { he
     } catch (error) {
       if (!(error instanceof AuthenticationError)) throw error;
       options.logger.warn(`refused a request: ${error.reason}`);
-      if (error.reason === 'ROLE_NOT_ALLOWED') throw new ProtocolError('ROLE_FORBIDDEN', 'The token does not name a role this server may assume.');
-      if (error.reason === 'KEYS_UNAVAILABLE') throw new ProtocolError('UNAVAILABLE', 'The identity provider is unavailable.', { cause: error });
+      if (error.reason === 'ROLE_NOT_ALLOWED')
+        throw new ProtocolError(
+          'ROLE_FORBIDDEN',
+          'The token does not name a role this server may assume.',
+        );
+      if (error.reason === 'KEYS_UNAVAILABLE')
+        throw new ProtocolError(
+          'UNAVAILABLE',
+          'The identity provider is unavailable.',
+          { cause: error },
+        );
       throw new ProtocolError('AUTHENTICATION_REQUIRED', error.message);
     }
     if (principal.role !== null && !(await options.canAssume(principal.role))) {
       options.logger.warn('refused a request: ROLE_NOT_GRANTED');
-      throw new ProtocolError('ROLE_FORBIDDEN', 'The token does not name a role this server may assume.');
+      throw new ProtocolError(
+        'ROLE_FORBIDDEN',
+        'The token does not name a role this server may assume.',
+      );
     }
     return principal;
   };

@@ -26,12 +26,21 @@ const integer = (name: string, min: number, max: number) =>
     .string()
     .regex(/^\d+$/, `${name} must be a whole number`)
     .transform(Number)
-    .pipe(z.number().int().min(min, `${name} must be at least ${min}`).max(max, `${name} must be at most ${max}`));
+    .pipe(
+      z
+        .number()
+        .int()
+        .min(min, `${name} must be at least ${min}`)
+        .max(max, `${name} must be at most ${max}`),
+    );
 
 const ConfigSchema = z.object({
   database: z.discriminatedUnion('mode', [
     z.object({ mode: z.literal('embedded') }),
-    z.object({ mode: z.literal('external'), connectionString: z.string().optional() }),
+    z.object({
+      mode: z.literal('external'),
+      connectionString: z.string().optional(),
+    }),
   ]),
   port: integer('PORT (--port)', 0, 65535),
   host: z.string().min(1, 'HOST (--host) must not be empty'),
@@ -39,7 +48,10 @@ const ConfigSchema = z.object({
   migrate: z.boolean(),
   seed: z
     .string()
-    .regex(/^[a-z0-9_-]+$/, 'the --seed dataset name may use a-z, 0-9, "_" and "-"')
+    .regex(
+      /^[a-z0-9_-]+$/,
+      'the --seed dataset name may use a-z, 0-9, "_" and "-"',
+    )
     .optional(),
   stateDirectory: z.string().min(1),
   pageSize: integer('PGMCP_PAGE_SIZE', 1, 1000),
@@ -48,14 +60,33 @@ const ConfigSchema = z.object({
   maxBodyBytes: integer('PGMCP_MAX_BODY_BYTES', 1024, 64 * 1024 * 1024),
   maxDirectoryEntries: integer('PGMCP_MAX_DIRECTORY_ENTRIES', 1, 10_000),
   cursorSecrets: z
-    .array(z.string().min(16, 'each PGMCP_CURSOR_SECRETS entry must be at least 16 characters'))
+    .array(
+      z
+        .string()
+        .min(
+          16,
+          'each PGMCP_CURSOR_SECRETS entry must be at least 16 characters',
+        ),
+    )
     .optional(),
   allowedHosts: z.array(z.string()),
-  allowedOrigins: z.array(z.string().regex(/^(\*|https?:\/\/[^/\s]+)$/, 'PGMCP_ALLOWED_ORIGINS entries look like https://app.example.com')),
+  allowedOrigins: z.array(
+    z
+      .string()
+      .regex(
+        /^(\*|https?:\/\/[^/\s]+)$/,
+        'PGMCP_ALLOWED_ORIGINS entries look like https://app.example.com',
+      ),
+  ),
   auth: z.object({
     /** jwt: every HTTP request needs a bearer token; none: every caller runs as `role` (or the login). */
-    mode: z.enum(['jwt', 'none'], { message: 'PGMCP_AUTH must be "jwt" or "none"' }),
-    secret: z.string().min(32, 'PGMCP_JWT_SECRET must be at least 32 characters').optional(),
+    mode: z.enum(['jwt', 'none'], {
+      message: 'PGMCP_AUTH must be "jwt" or "none"',
+    }),
+    secret: z
+      .string()
+      .min(32, 'PGMCP_JWT_SECRET must be at least 32 characters')
+      .optional(),
     jwksUrl: z.url({ message: 'PGMCP_JWKS_URL must be a URL' }).optional(),
     issuer: z.string().min(1).optional(),
     audience: z.string().min(1).optional(),
@@ -76,7 +107,13 @@ const LOOPBACK_BIND = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
  * setting and how to fix it; nothing is validated later, on a request.
  */
 export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv): Config {
-  const usesPgVariables = ['PGHOST', 'PGDATABASE', 'PGUSER', 'PGPORT', 'PGSERVICE'].some((name) => env[name] !== undefined && env[name] !== '');
+  const usesPgVariables = [
+    'PGHOST',
+    'PGDATABASE',
+    'PGUSER',
+    'PGPORT',
+    'PGSERVICE',
+  ].some((name) => env[name] !== undefined && env[name] !== '');
   const databaseUrl = env['DATABASE_URL'];
   const host = flags.host ?? env['HOST'] ?? '127.0.0.1';
   const raw = {
@@ -98,7 +135,9 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv): Config {
     maxBodyBytes: env['PGMCP_MAX_BODY_BYTES'] ?? String(1024 * 1024),
     maxDirectoryEntries: env['PGMCP_MAX_DIRECTORY_ENTRIES'] ?? '500',
     cursorSecrets: csv(env['PGMCP_CURSOR_SECRETS']),
-    allowedHosts: (csv(env['PGMCP_ALLOWED_HOSTS']) ?? ['localhost', '127.0.0.1', '[::1]']).map((name) => name.toLowerCase()),
+    allowedHosts: (
+      csv(env['PGMCP_ALLOWED_HOSTS']) ?? ['localhost', '127.0.0.1', '[::1]']
+    ).map((name) => name.toLowerCase()),
     allowedOrigins: csv(env['PGMCP_ALLOWED_ORIGINS']) ?? [],
     auth: {
       // Bearer tokens by default over HTTP; `none` must be asked for.
@@ -111,15 +150,26 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv): Config {
       anonymousRole: nonEmpty(env['PGMCP_ANONYMOUS_ROLE']),
     },
     role: flags.role ?? nonEmpty(env['PGMCP_ROLE']),
-    allowUnsafeLogin: flags.allowUnsafeLogin ?? env['PGMCP_ALLOW_UNSAFE_LOGIN'] === '1',
+    allowUnsafeLogin:
+      flags.allowUnsafeLogin ?? env['PGMCP_ALLOW_UNSAFE_LOGIN'] === '1',
   };
   const parsed = ConfigSchema.safeParse(raw);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => `  - ${issue.message}`).join('\n');
-    throw new ConfigError(`invalid configuration:\n${problems}\nSee README "Configuration" for every setting.`);
+    const problems = parsed.error.issues
+      .map((issue) => `  - ${issue.message}`)
+      .join('\n');
+    throw new ConfigError(
+      `invalid configuration:\n${problems}\nSee README "Configuration" for every setting.`,
+    );
   }
-  if (databaseUrl !== undefined && databaseUrl !== '' && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
-    throw new ConfigError('DATABASE_URL must be a postgres:// or postgresql:// URL, e.g. postgres://user:password@host:5432/dbname');
+  if (
+    databaseUrl !== undefined &&
+    databaseUrl !== '' &&
+    !/^postgres(ql)?:\/\//.test(databaseUrl)
+  ) {
+    throw new ConfigError(
+      'DATABASE_URL must be a postgres:// or postgresql:// URL, e.g. postgres://user:password@host:5432/dbname',
+    );
   }
   if (!LOOPBACK_BIND.has(host) && env['PGMCP_ALLOWED_HOSTS'] === undefined) {
     throw new ConfigError(

@@ -42,7 +42,10 @@ export const ERROR_KEYS = {
   INVALID_URI: { code: JSONRPC.INVALID_PARAMS, httpStatus: 200 },
   RESOURCE_NOT_FOUND: { code: JSONRPC.INVALID_PARAMS, httpStatus: 200 },
   HEADER_MISMATCH: { code: JSONRPC.HEADER_MISMATCH, httpStatus: 400 },
-  UNSUPPORTED_PROTOCOL_VERSION: { code: JSONRPC.UNSUPPORTED_PROTOCOL_VERSION, httpStatus: 400 },
+  UNSUPPORTED_PROTOCOL_VERSION: {
+    code: JSONRPC.UNSUPPORTED_PROTOCOL_VERSION,
+    httpStatus: 400,
+  },
   FORBIDDEN: { code: JSONRPC.INTERNAL_ERROR, httpStatus: 200 },
   UNAUTHENTICATED: { code: JSONRPC.INTERNAL_ERROR, httpStatus: 200 },
   TIMEOUT: { code: JSONRPC.INTERNAL_ERROR, httpStatus: 200 },
@@ -61,8 +64,15 @@ export class ProtocolError extends Error {
   readonly key: ErrorKey;
   readonly data: Record<string, unknown> | undefined;
 
-  constructor(key: ErrorKey, message: string, options?: { data?: Record<string, unknown>; cause?: unknown }) {
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+  constructor(
+    key: ErrorKey,
+    message: string,
+    options?: { data?: Record<string, unknown>; cause?: unknown },
+  ) {
+    super(
+      message,
+      options?.cause === undefined ? undefined : { cause: options.cause },
+    );
     this.name = 'ProtocolError';
     this.key = key;
     this.data = options?.data;

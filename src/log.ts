@@ -7,7 +7,9 @@ export interface Logger {
 }
 
 /** A logger writing `time level message` lines to `stream` (stderr by default). */
-export function createLogger(options: { stream?: NodeJS.WritableStream; debug?: boolean } = {}): Logger {
+export function createLogger(
+  options: { stream?: NodeJS.WritableStream; debug?: boolean } = {},
+): Logger {
   const stream = options.stream ?? process.stderr;
   const write = (level: string, message: string): void => {
     stream.write(`${new Date().toISOString()} ${level} ${message}\n`);
@@ -17,7 +19,14 @@ export function createLogger(options: { stream?: NodeJS.WritableStream; debug?: 
     warn: (message) => write('warn', message),
     error: (message, error) => {
       // The cause (with SQL text or a stack) stays in the log; clients got a generic message.
-      const detail = error instanceof Error ? (options.debug === true ? (error.stack ?? error.message) : describeError(error)) : error === undefined ? '' : String(error);
+      const detail =
+        error instanceof Error
+          ? options.debug === true
+            ? (error.stack ?? error.message)
+            : describeError(error)
+          : error === undefined
+            ? ''
+            : String(error);
       write('error', detail === '' ? message : `${message}: ${detail}`);
     },
   };
@@ -28,7 +37,9 @@ function describeError(error: Error): string {
   let cause: unknown = error.cause;
   while (cause instanceof Error && parts.length < 4) {
     const code = (cause as { code?: unknown }).code;
-    parts.push(typeof code === 'string' ? `${cause.message} [${code}]` : cause.message);
+    parts.push(
+      typeof code === 'string' ? `${cause.message} [${code}]` : cause.message,
+    );
     cause = cause.cause;
   }
   return parts.join(' <- ');

@@ -2,10 +2,23 @@
 import { parseArgs } from 'node:util';
 import { loadConfig, type ConfigFlags } from './config.js';
 import { isAllowedRoleName, mintToken } from './auth/index.js';
-import { AUTHENTICATOR_ROLE, EmbeddedPostgresError, grantToAuthenticator, listDatasets, type DatabaseHandle } from './db/index.js';
+import {
+  AUTHENTICATOR_ROLE,
+  EmbeddedPostgresError,
+  grantToAuthenticator,
+  listDatasets,
+  type DatabaseHandle,
+} from './db/index.js';
 import { ConfigError } from './errors.js';
 import { createLogger, type Logger } from './log.js';
-import { SEEDS_DIRECTORY, jwtSecret, openDatabase, prepareDatabase, startServer, tokenAudience } from './server.js';
+import {
+  SEEDS_DIRECTORY,
+  jwtSecret,
+  openDatabase,
+  prepareDatabase,
+  startServer,
+  tokenAudience,
+} from './server.js';
 import { SERVER_INFO } from './version.js';
 
 const USAGE = `pgmcp ${SERVER_INFO.version}: an MCP resource server over PostgreSQL
@@ -65,10 +78,17 @@ Apply migrations, then load seeds/<dataset>/ (idempotent). Datasets: demo, confo
 export async function main(argv: string[]): Promise<void> {
   const logger = createLogger();
   // A bug that leaks a rejection must not take the server down with every open request: log it.
-  process.on('unhandledRejection', (reason) => logger.error('unhandled rejection (a bug; please report it)', reason));
+  process.on('unhandledRejection', (reason) =>
+    logger.error('unhandled rejection (a bug; please report it)', reason),
+  );
   const [command, ...rest] = argv;
   try {
-    if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    if (
+      command === undefined ||
+      command === '--help' ||
+      command === '-h' ||
+      command === 'help'
+    ) {
       process.stdout.write(USAGE);
       return;
     }
@@ -102,19 +122,28 @@ async function token(args: string[]): Promise<void> {
     return;
   }
   const roleName = values['role'];
-  if (typeof roleName !== 'string' || positionals.length > 0) throw new UsageError('token needs --role <role>');
-  const ttl = /^(\d+)([smhd])$/.exec(typeof values['ttl'] === 'string' ? values['ttl'] : '1h');
-  if (ttl === null) throw new UsageError('--ttl takes a number and a unit: 30m, 1h, 7d');
+  if (typeof roleName !== 'string' || positionals.length > 0)
+    throw new UsageError('token needs --role <role>');
+  const ttl = /^(\d+)([smhd])$/.exec(
+    typeof values['ttl'] === 'string' ? values['ttl'] : '1h',
+  );
+  if (ttl === null)
+    throw new UsageError('--ttl takes a number and a unit: 30m, 1h, 7d');
   const claims: Record<string, string> = {};
   for (const pair of (values['claim'] as string[] | undefined) ?? []) {
     const equals = pair.indexOf('=');
-    if (equals <= 0) throw new UsageError(`--claim takes key=value (got ${JSON.stringify(pair)})`);
+    if (equals <= 0)
+      throw new UsageError(
+        `--claim takes key=value (got ${JSON.stringify(pair)})`,
+      );
     claims[pair.slice(0, equals)] = pair.slice(equals + 1);
   }
   const config = loadConfig({}, process.env);
   const secret = jwtSecret(config);
   if (secret === undefined) {
-    throw new ConfigError('pgmcp token signs with PGMCP_JWT_SECRET; with PGMCP_JWKS_URL, tokens come from your identity provider.');
+    throw new ConfigError(
+      'pgmcp token signs with PGMCP_JWT_SECRET; with PGMCP_JWKS_URL, tokens come from your identity provider.',
+    );
   }
   const audience = tokenAudience(config);
   const minted = await mintToken({
@@ -135,8 +164,12 @@ async function role(args: string[], logger: Logger): Promise<void> {
     return;
   }
   const [action, roleName] = positionals;
-  if (action !== 'grant' || roleName === undefined || positionals.length !== 2) throw new UsageError('usage: pgmcp role grant <role>');
-  if (!isAllowedRoleName(roleName)) throw new UsageError(`${JSON.stringify(roleName)} is not a role requests may run as`);
+  if (action !== 'grant' || roleName === undefined || positionals.length !== 2)
+    throw new UsageError('usage: pgmcp role grant <role>');
+  if (!isAllowedRoleName(roleName))
+    throw new UsageError(
+      `${JSON.stringify(roleName)} is not a role requests may run as`,
+    );
   const config = loadConfig({}, process.env);
   const open = await openDatabase(config, logger);
   try {
@@ -169,14 +202,20 @@ function report(error: unknown, logger: Logger): number {
   return 1;
 }
 
-type OptionSpec = Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }>;
+type OptionSpec = Record<
+  string,
+  { type: 'string' | 'boolean'; short?: string; multiple?: boolean }
+>;
 
 /** Parse flags strictly; unknown flags are a usage error. Values are strings or booleans. */
 function parse(
   command: string,
   args: string[],
   options: OptionSpec,
-): { values: Record<string, string | boolean | string[] | undefined>; positionals: string[] } {
+): {
+  values: Record<string, string | boolean | string[] | undefined>;
+  positionals: string[];
+} {
   try {
     const parsed = parseArgs({
       args,
@@ -184,9 +223,17 @@ function parse(
       allowPositionals: true,
       strict: true,
     });
-    return { values: parsed.values as Record<string, string | boolean | string[] | undefined>, positionals: parsed.positionals };
+    return {
+      values: parsed.values as Record<
+        string,
+        string | boolean | string[] | undefined
+      >,
+      positionals: parsed.positionals,
+    };
   } catch (error) {
-    throw new UsageError(`${command}: ${error instanceof Error ? error.message : String(error)}`);
+    throw new UsageError(
+      `${command}: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
 }
 
@@ -204,7 +251,10 @@ async function serve(args: string[], logger: Logger): Promise<void> {
     process.stdout.write(COMMAND_HELP['serve'] ?? '');
     return;
   }
-  if (positionals.length > 0) throw new UsageError(`serve takes no arguments (got ${positionals.join(' ')})`);
+  if (positionals.length > 0)
+    throw new UsageError(
+      `serve takes no arguments (got ${positionals.join(' ')})`,
+    );
   const flags: ConfigFlags = {
     port: values['port'] as string | undefined,
     host: values['host'] as string | undefined,
@@ -255,7 +305,9 @@ async function serve(args: string[], logger: Logger): Promise<void> {
         `  connect an MCP host (Streamable HTTP) to ${server.url}; stop with Ctrl-C\n` +
         (config.auth.mode === 'jwt'
           ? `  every request needs a bearer token: TOKEN=$(npx pgmcp token --role <role>)` +
-            (config.database.mode === 'embedded' ? `   (demo roles: support, engineering, finance, admin)\n` : '\n') +
+            (config.database.mode === 'embedded'
+              ? `   (demo roles: support, engineering, finance, admin)\n`
+              : '\n') +
             `  and add -H "Authorization: Bearer $TOKEN" to the curl above\n\n`
           : '\n'),
     );
@@ -266,7 +318,11 @@ async function serve(args: string[], logger: Logger): Promise<void> {
   await server.stop();
 }
 
-async function oneShot(args: string[], command: 'migrate' | 'seed', logger: Logger): Promise<void> {
+async function oneShot(
+  args: string[],
+  command: 'migrate' | 'seed',
+  logger: Logger,
+): Promise<void> {
   const { values, positionals } = parse(command, args, {});
   if (values['help'] === true) {
     process.stdout.write(COMMAND_HELP[command] ?? '');
@@ -286,25 +342,36 @@ async function oneShot(args: string[], command: 'migrate' | 'seed', logger: Logg
   const open = await openDatabase(config, logger);
   try {
     await prepareDatabase(open.db, logger, { migrate: true, seed: dataset });
-    if (command === 'migrate' && open.embedded === undefined) await explainAuthenticator(open.db, logger);
+    if (command === 'migrate' && open.embedded === undefined)
+      await explainAuthenticator(open.db, logger);
   } finally {
     await open.close();
   }
 }
 
 /** After `pgmcp migrate`: say how requests should log in (README "Authorization"). */
-async function explainAuthenticator(db: DatabaseHandle, logger: Logger): Promise<void> {
+async function explainAuthenticator(
+  db: DatabaseHandle,
+  logger: Logger,
+): Promise<void> {
   const client = await db.connectAdmin();
   try {
-    const { rows } = await client.query<{ login: boolean | null }>('select rolcanlogin as login from pg_roles where rolname = $1', [AUTHENTICATOR_ROLE]);
+    const { rows } = await client.query<{ login: boolean | null }>(
+      'select rolcanlogin as login from pg_roles where rolname = $1',
+      [AUTHENTICATOR_ROLE],
+    );
     const role = rows[0];
     if (role === undefined) {
-      logger.warn(`${AUTHENTICATOR_ROLE} does not exist (this login may not create roles): as an administrator run CREATE ROLE ${AUTHENTICATOR_ROLE} NOLOGIN NOINHERIT, then pgmcp migrate again`);
+      logger.warn(
+        `${AUTHENTICATOR_ROLE} does not exist (this login may not create roles): as an administrator run CREATE ROLE ${AUTHENTICATOR_ROLE} NOLOGIN NOINHERIT, then pgmcp migrate again`,
+      );
       return;
     }
     process.stdout.write(
       `Requests should log in as ${AUTHENTICATOR_ROLE}${role.login === true ? '' : ` (not yet able to log in)`}:\n` +
-        (role.login === true ? '' : `  ALTER ROLE ${AUTHENTICATOR_ROLE} LOGIN PASSWORD '<choose one>';\n`) +
+        (role.login === true
+          ? ''
+          : `  ALTER ROLE ${AUTHENTICATOR_ROLE} LOGIN PASSWORD '<choose one>';\n`) +
         `  pgmcp role grant <role>        # for each Postgres role a token may name\n` +
         `  DATABASE_URL=postgres://${AUTHENTICATOR_ROLE}:<password>@<host>/<db> pgmcp serve\n`,
     );

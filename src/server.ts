@@ -22,7 +22,12 @@ import {
 } from './db/index.js';
 import { LOGIN_PRINCIPAL } from './auth/index.js';
 import type { Logger } from './log.js';
-import { startHttpTransport, startStdioTransport, type HttpTransport, type StdioTransport } from './transport/index.js';
+import {
+  startHttpTransport,
+  startStdioTransport,
+  type HttpTransport,
+  type StdioTransport,
+} from './transport/index.js';
 import { PROJECT_ROOT } from './version.js';
 
 export const MIGRATIONS_DIRECTORY = path.join(PROJECT_ROOT, 'migrations');
@@ -36,16 +41,26 @@ export interface OpenDatabase {
 }
 
 /** Open the database named by config, starting the embedded PostgreSQL when none is configured. */
-export async function openDatabase(config: Config, logger: Logger): Promise<OpenDatabase> {
+export async function openDatabase(
+  config: Config,
+  logger: Logger,
+): Promise<OpenDatabase> {
   let embedded: EmbeddedPostgres | undefined;
   let connectionString: string | undefined;
   if (config.database.mode === 'embedded') {
-    embedded = await startEmbeddedPostgres({ stateDirectory: config.stateDirectory, log: (line) => logger.info(line) });
+    embedded = await startEmbeddedPostgres({
+      stateDirectory: config.stateDirectory,
+      log: (line) => logger.info(line),
+    });
     connectionString = embedded.connectionString;
-    logger.info(`embedded PostgreSQL on 127.0.0.1:${embedded.port} (data in ${path.resolve(config.stateDirectory, 'data')})`);
+    logger.info(
+      `embedded PostgreSQL on 127.0.0.1:${embedded.port} (data in ${path.resolve(config.stateDirectory, 'data')})`,
+    );
   } else {
     connectionString = config.database.connectionString;
-    logger.info(`database ${connectionString === undefined ? 'from PG* environment variables' : redactConnectionString(connectionString)}`);
+    logger.info(
+      `database ${connectionString === undefined ? 'from PG* environment variables' : redactConnectionString(connectionString)}`,
+    );
   }
   const db = createDatabase({
     connectionString,
@@ -57,7 +72,11 @@ export async function openDatabase(config: Config, logger: Logger): Promise<Open
     db,
     embedded,
     async close() {
-      await db.close().catch((error: unknown) => logger.error('closing the pool failed', error));
+      await db
+        .close()
+        .catch((error: unknown) =>
+          logger.error('closing the pool failed', error),
+        );
       if (embedded !== undefined) {
         logger.info('stopping embedded PostgreSQL');
         await embedded.stop();
@@ -70,18 +89,33 @@ export async function openDatabase(config: Config, logger: Logger): Promise<Open
 export async function prepareDatabase(
   db: DatabaseHandle,
   logger: Logger,
-  options: { migrate: boolean; seed?: string | undefined; seedUnlessLoaded?: string | undefined },
+  options: {
+    migrate: boolean;
+    seed?: string | undefined;
+    seedUnlessLoaded?: string | undefined;
+  },
 ): Promise<{ cursorSecret: string }> {
   const client = await db.connectAdmin();
   try {
     if (options.migrate) {
-      const report = await runMigrations(client, MIGRATIONS_DIRECTORY, (line) => logger.info(line));
-      if (report.applied.length === 0) logger.info(`migrations up to date (${report.alreadyApplied} applied)`);
+      const report = await runMigrations(client, MIGRATIONS_DIRECTORY, (line) =>
+        logger.info(line),
+      );
+      if (report.applied.length === 0)
+        logger.info(`migrations up to date (${report.alreadyApplied} applied)`);
     }
     const dataset = options.seed ?? options.seedUnlessLoaded;
-    if (dataset !== undefined && (options.seed !== undefined || !(await seedLoaded(client, dataset)))) {
+    if (
+      dataset !== undefined &&
+      (options.seed !== undefined || !(await seedLoaded(client, dataset)))
+    ) {
       logger.info(`loading dataset ${dataset}`);
-      await loadSeed(client, SEEDS_DIRECTORY, dataset, createProgress(`seed ${dataset}`));
+      await loadSeed(
+        client,
+        SEEDS_DIRECTORY,
+        dataset,
+        createProgress(`seed ${dataset}`),
+      );
     }
     return { cursorSecret: await loadSharedSecret(client, 'cursor') };
   } finally {
@@ -110,18 +144,32 @@ export function stateSecret(config: Config, name: string): string {
 
 /** The audience tokens must carry: this server's resource URL (RFC 8707). */
 export function tokenAudience(config: Config): string {
-  return config.auth.audience ?? `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}/mcp`;
+  return (
+    config.auth.audience ??
+    `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}/mcp`
+  );
 }
 
 /** The HS256 secret: configured, or (embedded default, no JWKS) generated once in .pgmcp/. */
 export function jwtSecret(config: Config): string | undefined {
-  if (config.auth.secret !== undefined || config.auth.jwksUrl !== undefined) return config.auth.secret;
-  return config.database.mode === 'embedded' ? stateSecret(config, 'jwt-secret') : undefined;
+  if (config.auth.secret !== undefined || config.auth.jwksUrl !== undefined)
+    return config.auth.secret;
+  return config.database.mode === 'embedded'
+    ? stateSecret(config, 'jwt-secret')
+    : undefined;
 }
 
 /** Start serving per config. The caller owns signals and calls stop(). */
-export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
-  if (!config.stdio && config.auth.mode === 'jwt' && jwtSecret(config) === undefined && config.auth.jwksUrl === undefined) {
+export async function startServer(
+  config: Config,
+  logger: Logger,
+): Promise<RunningServer> {
+  if (
+    !config.stdio &&
+    config.auth.mode === 'jwt' &&
+    jwtSecret(config) === undefined &&
+    config.auth.jwksUrl === undefined
+  ) {
     throw new ConfigError(
       'HTTP requests need authentication: set PGMCP_JWT_SECRET (HS256, 32+ characters) or PGMCP_JWKS_URL (your identity provider), ' +
         'or PGMCP_AUTH=none to serve every caller as one role (PGMCP_ROLE). See README "Authorization".',
@@ -135,7 +183,10 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       seed: config.seed,
       seedUnlessLoaded: open.embedded !== undefined ? 'demo' : undefined,
     });
-    requestDb = open.embedded === undefined ? open.db : await authenticatorDatabase(config, open, logger);
+    requestDb =
+      open.embedded === undefined
+        ? open.db
+        : await authenticatorDatabase(config, open, logger);
     if (!config.stdio) await refuseUnsafeLogin(config, requestDb, logger);
     const app = createApp({
       db: requestDb,
@@ -151,7 +202,10 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
         input: process.stdin,
         output: process.stdout,
         dispatcher: app.dispatcher,
-        principal: config.role === undefined ? LOGIN_PRINCIPAL : { role: config.role, claims: {} },
+        principal:
+          config.role === undefined
+            ? LOGIN_PRINCIPAL
+            : { role: config.role, claims: {} },
         maxMessageBytes: config.maxBodyBytes,
       });
     } else {
@@ -178,7 +232,9 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
                 metadataUrl: `${new URL(audience).origin}/.well-known/oauth-protected-resource/mcp`,
                 document: {
                   resource: audience,
-                  authorization_servers: [config.auth.issuer ?? new URL(audience).origin],
+                  authorization_servers: [
+                    config.auth.issuer ?? new URL(audience).origin,
+                  ],
                   bearer_methods_supported: ['header'],
                 },
               }
@@ -190,20 +246,26 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     const requests = requestDb;
     return {
       url: http?.url,
-      done: stdio?.closed ?? new Promise<void>((resolve) => http?.server.once('close', () => resolve())),
+      done:
+        stdio?.closed ??
+        new Promise<void>((resolve) =>
+          http?.server.once('close', () => resolve()),
+        ),
       stop() {
         stopping ??= (async () => {
           stdio?.close();
           await stdio?.closed;
           await http?.close();
-          if (requests !== open.db) await requests.close().catch(() => undefined);
+          if (requests !== open.db)
+            await requests.close().catch(() => undefined);
           await open.close();
         })();
         return stopping;
       },
     };
   } catch (error) {
-    if (requestDb !== undefined && requestDb !== open.db) await requestDb.close().catch(() => undefined);
+    if (requestDb !== undefined && requestDb !== open.db)
+      await requestDb.close().catch(() => undefined);
     await open.close().catch(() => undefined);
     throw error;
   }
@@ -213,7 +275,11 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
  * The embedded default serves requests as pgmcp_authenticator (NOINHERIT, granted the demo roles),
  * never as the superuser that owns the cluster: row-level security applies to every request.
  */
-async function authenticatorDatabase(config: Config, open: OpenDatabase, logger: Logger): Promise<DatabaseHandle> {
+async function authenticatorDatabase(
+  config: Config,
+  open: OpenDatabase,
+  logger: Logger,
+): Promise<DatabaseHandle> {
   const password = stateSecret(config, 'authenticator-password');
   const client = await open.db.connectAdmin();
   try {
@@ -224,7 +290,9 @@ async function authenticatorDatabase(config: Config, open: OpenDatabase, logger:
   const url = new URL(open.embedded?.connectionString ?? '');
   url.username = AUTHENTICATOR_ROLE;
   url.password = password;
-  logger.info(`requests run as ${AUTHENTICATOR_ROLE} and the roles granted to it`);
+  logger.info(
+    `requests run as ${AUTHENTICATOR_ROLE} and the roles granted to it`,
+  );
   return createDatabase({
     connectionString: url.toString(),
     poolSize: config.poolSize,
@@ -234,7 +302,11 @@ async function authenticatorDatabase(config: Config, open: OpenDatabase, logger:
 }
 
 /** Superusers and table owners bypass row-level security: refuse to serve HTTP as one, unless told to. */
-async function refuseUnsafeLogin(config: Config, db: DatabaseHandle, logger: Logger): Promise<void> {
+async function refuseUnsafeLogin(
+  config: Config,
+  db: DatabaseHandle,
+  logger: Logger,
+): Promise<void> {
   const client = await db.pool.connect();
   let facts;
   try {
@@ -245,7 +317,9 @@ async function refuseUnsafeLogin(config: Config, db: DatabaseHandle, logger: Log
   if (!facts.superuser && !facts.ownsResources) return;
   const why = facts.superuser ? 'a superuser' : 'the owner of pgmcp.resources';
   if (config.allowUnsafeLogin) {
-    logger.warn(`serving HTTP as ${why}: row-level security does not apply to the login itself (--allow-unsafe-login)`);
+    logger.warn(
+      `serving HTTP as ${why}: row-level security does not apply to the login itself (--allow-unsafe-login)`,
+    );
     return;
   }
   throw new ConfigError(

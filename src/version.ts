@@ -5,9 +5,13 @@ import { fileURLToPath } from 'node:url';
 import type { Implementation } from './protocol/index.js';
 
 /** Repository root (package.json, migrations/, seeds/), found from src/ or dist/src/ alike. */
-export const PROJECT_ROOT = findProjectRoot(path.dirname(fileURLToPath(import.meta.url)));
+export const PROJECT_ROOT = findProjectRoot(
+  path.dirname(fileURLToPath(import.meta.url)),
+);
 
-const packageJson = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string };
+const packageJson = JSON.parse(
+  readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8'),
+) as { version: string };
 
 export const SERVER_INFO: Implementation = Object.freeze({
   name: 'pgmcp',
@@ -17,7 +21,12 @@ export const SERVER_INFO: Implementation = Object.freeze({
 
 function findProjectRoot(start: string): string {
   for (let current = start; ; current = path.dirname(current)) {
-    if (existsSync(path.join(current, 'package.json')) && existsSync(path.join(current, 'migrations'))) return current;
-    if (path.dirname(current) === current) throw new Error(`pgmcp: no project root above ${start}`);
+    if (
+      existsSync(path.join(current, 'package.json')) &&
+      existsSync(path.join(current, 'migrations'))
+    )
+      return current;
+    if (path.dirname(current) === current)
+      throw new Error(`pgmcp: no project root above ${start}`);
   }
 }

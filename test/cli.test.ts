@@ -5,43 +5,80 @@ import { describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../src/version.js';
 import { testDatabaseUrl } from './setup/harness.js';
 
-function pgmcp(args: string[], env: NodeJS.ProcessEnv = {}): { status: number | null; stdout: string; stderr: string } {
-  const result = spawnSync(process.execPath, [path.join(PROJECT_ROOT, 'bin', 'pgmcp.js'), ...args], {
-    env: { PATH: process.env['PATH'], ...env },
-    encoding: 'utf8',
-    timeout: 30_000,
-  });
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+function pgmcp(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): { status: number | null; stdout: string; stderr: string } {
+  const result = spawnSync(
+    process.execPath,
+    [path.join(PROJECT_ROOT, 'bin', 'pgmcp.js'), ...args],
+    {
+      env: { PATH: process.env['PATH'], ...env },
+      encoding: 'utf8',
+      timeout: 30_000,
+    },
+  );
+  return {
+    status: result.status,
+    stdout: result.stdout,
+    stderr: result.stderr,
+  };
 }
 
 describe('pgmcp CLI', () => {
-  it.each([[['--help']], [['serve', '--help']], [['migrate', '--help']], [['seed', '--help']]])('prints help for %j', (args) => {
+  it.each([
+    [['--help']],
+    [['serve', '--help']],
+    [['migrate', '--help']],
+    [['seed', '--help']],
+  ])('prints help for %j', (args) => {
     const result = pgmcp(args);
     expect(result.status).toBe(0);
     expect(result.stdout).toMatch(/Usage: pgmcp/);
   });
 
   it('rejects an unknown command or flag with exit code 2 and the usage', () => {
-    expect(pgmcp(['frobnicate'])).toMatchObject({ status: 2, stderr: expect.stringContaining('unknown command "frobnicate"') });
-    expect(pgmcp(['serve', '--prot', '1'])).toMatchObject({ status: 2, stderr: expect.stringContaining("Unknown option '--prot'") });
-    expect(pgmcp(['seed', 'nope'])).toMatchObject({ status: 2, stderr: expect.stringContaining('demo') });
+    expect(pgmcp(['frobnicate'])).toMatchObject({
+      status: 2,
+      stderr: expect.stringContaining('unknown command "frobnicate"'),
+    });
+    expect(pgmcp(['serve', '--prot', '1'])).toMatchObject({
+      status: 2,
+      stderr: expect.stringContaining("Unknown option '--prot'"),
+    });
+    expect(pgmcp(['seed', 'nope'])).toMatchObject({
+      status: 2,
+      stderr: expect.stringContaining('demo'),
+    });
   });
 
   it('fails at start-up on bad configuration, naming the setting', () => {
-    const badPort = pgmcp(['serve'], { PORT: 'abc', DATABASE_URL: 'postgres://x@127.0.0.1:1/x' });
+    const badPort = pgmcp(['serve'], {
+      PORT: 'abc',
+      DATABASE_URL: 'postgres://x@127.0.0.1:1/x',
+    });
     expect(badPort.status).toBe(2);
     expect(badPort.stderr).toContain('PORT (--port) must be a whole number');
     const badUrl = pgmcp(['serve'], { DATABASE_URL: 'mysql://x' });
-    expect(badUrl.stderr).toContain('DATABASE_URL must be a postgres:// or postgresql:// URL');
-    const exposed = pgmcp(['serve', '--host', '0.0.0.0'], { DATABASE_URL: 'postgres://x@127.0.0.1:1/x' });
+    expect(badUrl.stderr).toContain(
+      'DATABASE_URL must be a postgres:// or postgresql:// URL',
+    );
+    const exposed = pgmcp(['serve', '--host', '0.0.0.0'], {
+      DATABASE_URL: 'postgres://x@127.0.0.1:1/x',
+    });
     expect(exposed.status).toBe(2);
     expect(exposed.stderr).toContain('PGMCP_ALLOWED_HOSTS');
-    const secret = pgmcp(['serve'], { DATABASE_URL: 'postgres://x@127.0.0.1:1/x', PGMCP_CURSOR_SECRETS: 'short' });
+    const secret = pgmcp(['serve'], {
+      DATABASE_URL: 'postgres://x@127.0.0.1:1/x',
+      PGMCP_CURSOR_SECRETS: 'short',
+    });
     expect(secret.stderr).toContain('at least 16 characters');
   });
 
   it('reports an unreachable database without a stack trace and without the password', () => {
-    const result = pgmcp(['migrate'], { DATABASE_URL: 'postgres://someone:s3cret-pw@127.0.0.1:1/nowhere' });
+    const result = pgmcp(['migrate'], {
+      DATABASE_URL: 'postgres://someone:s3cret-pw@127.0.0.1:1/nowhere',
+    });
     expect(result.status).toBe(1);
     expect(result.stderr).toContain('ECONNREFUSED');
     expect(result.stderr).not.toContain('s3cret-pw');
@@ -49,29 +86,53 @@ describe('pgmcp CLI', () => {
   });
 
   it('refuses to serve HTTP as a superuser, saying why and how to fix it; stdio is allowed', () => {
-    const result = pgmcp(['serve', '--port', '0', '--no-migrate'], { DATABASE_URL: testDatabaseUrl(), PGMCP_JWT_SECRET: 'x'.repeat(40) });
+    const result = pgmcp(['serve', '--port', '0', '--no-migrate'], {
+      DATABASE_URL: testDatabaseUrl(),
+      PGMCP_JWT_SECRET: 'x'.repeat(40),
+    });
     expect(result.status).toBe(2);
-    expect(result.stderr).toContain('refusing to serve HTTP while logged in as a superuser');
+    expect(result.stderr).toContain(
+      'refusing to serve HTTP while logged in as a superuser',
+    );
     expect(result.stderr).toContain('pgmcp_authenticator');
   });
 
   it('asks for an authentication choice before serving HTTP on a configured database', () => {
-    const result = pgmcp(['serve', '--port', '0'], { DATABASE_URL: 'postgres://x@127.0.0.1:1/x' });
+    const result = pgmcp(['serve', '--port', '0'], {
+      DATABASE_URL: 'postgres://x@127.0.0.1:1/x',
+    });
     expect(result.status).toBe(2);
     expect(result.stderr).toContain('PGMCP_JWT_SECRET');
     expect(result.stderr).toContain('PGMCP_AUTH=none');
   });
 
   it('mints a development token carrying the role, extra claims and the audience', () => {
-    const result = pgmcp(['token', '--role', 'support', '--claim', 'tenant=t1', '--ttl', '5m'], {
-      PGMCP_JWT_SECRET: 'y'.repeat(40),
-      DATABASE_URL: 'postgres://x@127.0.0.1:1/x',
-      PORT: '4000',
-    });
+    const result = pgmcp(
+      ['token', '--role', 'support', '--claim', 'tenant=t1', '--ttl', '5m'],
+      {
+        PGMCP_JWT_SECRET: 'y'.repeat(40),
+        DATABASE_URL: 'postgres://x@127.0.0.1:1/x',
+        PORT: '4000',
+      },
+    );
     expect(result.status, result.stderr).toBe(0);
-    const payload = JSON.parse(Buffer.from(result.stdout.trim().split('.')[1] ?? '', 'base64url').toString()) as Record<string, unknown>;
-    expect(payload).toMatchObject({ role: 'support', tenant: 't1', aud: 'http://127.0.0.1:4000/mcp' });
+    const payload = JSON.parse(
+      Buffer.from(
+        result.stdout.trim().split('.')[1] ?? '',
+        'base64url',
+      ).toString(),
+    ) as Record<string, unknown>;
+    expect(payload).toMatchObject({
+      role: 'support',
+      tenant: 't1',
+      aud: 'http://127.0.0.1:4000/mcp',
+    });
     expect(Number(payload['exp']) - Number(payload['iat'])).toBe(300);
-    expect(pgmcp(['token', '--role', 'none'], { PGMCP_JWT_SECRET: 'y'.repeat(40), DATABASE_URL: 'postgres://x@127.0.0.1:1/x' }).status).toBe(1);
+    expect(
+      pgmcp(['token', '--role', 'none'], {
+        PGMCP_JWT_SECRET: 'y'.repeat(40),
+        DATABASE_URL: 'postgres://x@127.0.0.1:1/x',
+      }).status,
+    ).toBe(1);
   });
 });

@@ -9,4 +9,7 @@ export interface Principal {
 }
 
 /** The principal of a server that runs without authorization: the login role, no claims. */
-export const LOGIN_PRINCIPAL: Principal = Object.freeze({ role: null, claims: Object.freeze({}) });
+export const LOGIN_PRINCIPAL: Principal = Object.freeze({
+  role: null,
+  claims: Object.freeze({}),
+});

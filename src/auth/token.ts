@@ -1,9 +1,27 @@
 // Bearer tokens → Principal: JWTs verified with jose, HS256 with a shared secret and/or RS/ES/EdDSA
 // keys from a company identity provider's JWKS. Pure: no database, no transport.
-import { createRemoteJWKSet, errors as joseErrors, jwtVerify, SignJWT, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import {
+  createRemoteJWKSet,
+  errors as joseErrors,
+  jwtVerify,
+  SignJWT,
+  type JWTPayload,
+  type JWTVerifyGetKey,
+} from 'jose';
 import type { Principal } from './principal.js';
 
-const ASYMMETRIC_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
+const ASYMMETRIC_ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+];
 
 export interface TokenVerifierOptions {
   /** HS256 shared secret (at least 32 bytes). */
@@ -27,7 +45,13 @@ export interface TokenVerifierOptions {
 /** Why a request could not be authenticated; the transport answers 401 (or 403 for ROLE_NOT_ALLOWED). */
 export class AuthenticationError extends Error {
   constructor(
-    readonly reason: 'MISSING_TOKEN' | 'MALFORMED_TOKEN' | 'INVALID_TOKEN' | 'EXPIRED_TOKEN' | 'ROLE_NOT_ALLOWED' | 'KEYS_UNAVAILABLE',
+    readonly reason:
+      | 'MISSING_TOKEN'
+      | 'MALFORMED_TOKEN'
+      | 'INVALID_TOKEN'
+      | 'EXPIRED_TOKEN'
+      | 'ROLE_NOT_ALLOWED'
+      | 'KEYS_UNAVAILABLE',
     message: string,
     options?: { cause?: unknown },
   ) {
@@ -56,7 +80,9 @@ export function isAllowedRoleName(role: string): boolean {
 }
 
 /** Build the verifier; throws at start-up when neither a secret nor a JWKS URL is given. */
-export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifier {
+export function createTokenVerifier(
+  options: TokenVerifierOptions,
+): TokenVerifier {
   if (options.secret === undefined && options.jwksUrl === undefined) {
     throw new Error('token verification needs a secret or a JWKS URL');
   }
@@ -64,17 +90,33 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
     throw new Error('the JWT secret must be at least 32 bytes');
   }
   const maxTokenBytes = options.maxTokenBytes ?? 8192;
-  const secretKey = options.secret === undefined ? undefined : new TextEncoder().encode(options.secret);
+  const secretKey =
+    options.secret === undefined
+      ? undefined
+      : new TextEncoder().encode(options.secret);
   const jwks =
     options.jwksUrl === undefined
       ? undefined
-      : createRemoteJWKSet(new URL(options.jwksUrl), { cooldownDuration: options.jwksCooldownMs ?? 30_000 });
+      : createRemoteJWKSet(new URL(options.jwksUrl), {
+          cooldownDuration: options.jwksCooldownMs ?? 30_000,
+        });
   // Each key source only verifies its own algorithm family: no HS/RS confusion, and `none` never.
-  const algorithms = [...(secretKey === undefined ? [] : ['HS256']), ...(jwks === undefined ? [] : ASYMMETRIC_ALGORITHMS)];
+  const algorithms = [
+    ...(secretKey === undefined ? [] : ['HS256']),
+    ...(jwks === undefined ? [] : ASYMMETRIC_ALGORITHMS),
+  ];
   const getKey: JWTVerifyGetKey = async (header, token) => {
     if (header.alg === 'HS256' && secretKey !== undefined) return secretKey;
-    if (jwks !== undefined && header.alg !== undefined && ASYMMETRIC_ALGORITHMS.includes(header.alg)) return jwks(header, token);
-    throw new AuthenticationError('INVALID_TOKEN', 'The token is signed with an algorithm this server does not accept.');
+    if (
+      jwks !== undefined &&
+      header.alg !== undefined &&
+      ASYMMETRIC_ALGORITHMS.includes(header.alg)
+    )
+      return jwks(header, token);
+    throw new AuthenticationError(
+      'INVALID_TOKEN',
+      'The token is signed with an algorithm this server does not accept.',
+    );
   };
 
   async function verifyToken(token: string): Promise<JWTPayload> {
@@ -89,32 +131,73 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
       return payload;
     } catch (error) {
       if (error instanceof AuthenticationError) throw error;
-      if (error instanceof joseErrors.JWTExpired) throw new AuthenticationError('EXPIRED_TOKEN', 'The token has expired.', { cause: error });
+      if (error instanceof joseErrors.JWTExpired)
+        throw new AuthenticationError(
+          'EXPIRED_TOKEN',
+          'The token has expired.',
+          { cause: error },
+        );
       // The identity provider's keys could not be fetched: the caller is not at fault.
-      if (error instanceof joseErrors.JWKSTimeout || (error instanceof Error && !(error instanceof joseErrors.JOSEError))) {
-        throw new AuthenticationError('KEYS_UNAVAILABLE', 'The signing keys could not be fetched.', { cause: error });
+      if (
+        error instanceof joseErrors.JWKSTimeout ||
+        (error instanceof Error && !(error instanceof joseErrors.JOSEError))
+      ) {
+        throw new AuthenticationError(
+          'KEYS_UNAVAILABLE',
+          'The signing keys could not be fetched.',
+          { cause: error },
+        );
       }
-      if (error instanceof joseErrors.JWSInvalid || error instanceof joseErrors.JWTInvalid) {
-        throw new AuthenticationError('MALFORMED_TOKEN', 'The token is malformed.', { cause: error });
+      if (
+        error instanceof joseErrors.JWSInvalid ||
+        error instanceof joseErrors.JWTInvalid
+      ) {
+        throw new AuthenticationError(
+          'MALFORMED_TOKEN',
+          'The token is malformed.',
+          { cause: error },
+        );
       }
-      throw new AuthenticationError('INVALID_TOKEN', 'The token is not valid for this server.', { cause: error });
+      throw new AuthenticationError(
+        'INVALID_TOKEN',
+        'The token is not valid for this server.',
+        { cause: error },
+      );
     }
   }
 
   return {
     async verify(authorization) {
       if (authorization === undefined || authorization === '') {
-        if (options.anonymousRole !== undefined) return { role: options.anonymousRole, claims: {} };
-        throw new AuthenticationError('MISSING_TOKEN', 'A bearer token is required.');
+        if (options.anonymousRole !== undefined)
+          return { role: options.anonymousRole, claims: {} };
+        throw new AuthenticationError(
+          'MISSING_TOKEN',
+          'A bearer token is required.',
+        );
       }
-      const match = /^Bearer ([A-Za-z0-9\-_]+\.[A-Za-z0-9\-_]*\.[A-Za-z0-9\-_]*)$/i.exec(authorization);
-      if (match === null) throw new AuthenticationError('MALFORMED_TOKEN', 'Send the token as "Authorization: Bearer <JWT>".');
+      const match =
+        /^Bearer ([A-Za-z0-9\-_]+\.[A-Za-z0-9\-_]*\.[A-Za-z0-9\-_]*)$/i.exec(
+          authorization,
+        );
+      if (match === null)
+        throw new AuthenticationError(
+          'MALFORMED_TOKEN',
+          'Send the token as "Authorization: Bearer <JWT>".',
+        );
       const token = match[1] as string;
-      if (token.length > maxTokenBytes) throw new AuthenticationError('MALFORMED_TOKEN', 'The token is too large.');
+      if (token.length > maxTokenBytes)
+        throw new AuthenticationError(
+          'MALFORMED_TOKEN',
+          'The token is too large.',
+        );
       const claims = await verifyToken(token);
       const role = claims[options.roleClaim];
       if (typeof role !== 'string' || !isAllowedRoleName(role)) {
-        throw new AuthenticationError('ROLE_NOT_ALLOWED', 'The token does not name a role this server may assume.');
+        throw new AuthenticationError(
+          'ROLE_NOT_ALLOWED',
+          'The token does not name a role this server may assume.',
+        );
       }
       return { role, claims };
     },
@@ -130,7 +213,8 @@ export async function mintToken(options: {
   readonly issuer: string;
   readonly ttlSeconds: number;
 }): Promise<string> {
-  if (!isAllowedRoleName(options.role)) throw new Error(`"${options.role}" is not a role name a token may carry`);
+  if (!isAllowedRoleName(options.role))
+    throw new Error(`"${options.role}" is not a role name a token may carry`);
   return new SignJWT({ ...options.claims, role: options.role })
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
     .setIssuedAt()

@@ -1,7 +1,14 @@
 // Processes of an embedded cluster: who runs in its data directory, whether a live pgmcp owns
 // it, and how to clear an orphan left by a crashed run. Linux /proc based; elsewhere a no-op.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
+import {
+  existsSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+} from 'node:fs';
 import path from 'node:path';
 
 /** The OS user the embedded binaries run as (root runs them as "postgres"). */
@@ -27,10 +34,14 @@ export function reclaimOrphan(
   if (holders.length > 0) {
     log('stopping an embedded PostgreSQL left running by an earlier pgmcp');
     if (holders.includes(postmaster)) {
-      spawnSync(pgCtl, ['stop', '-D', dataDirectory, '-m', 'fast', '-w', '-t', '20'], {
-        stdio: 'ignore',
-        ...(user === undefined ? {} : { uid: user.uid, gid: user.gid }),
-      });
+      spawnSync(
+        pgCtl,
+        ['stop', '-D', dataDirectory, '-m', 'fast', '-w', '-t', '20'],
+        {
+          stdio: 'ignore',
+          ...(user === undefined ? {} : { uid: user.uid, gid: user.gid }),
+        },
+      );
     }
     for (const pid of processesIn(dataDirectory)) {
       try {
@@ -51,13 +62,20 @@ export function reclaimOrphan(
  * The cluster's postmaster when it is alive and its parent (the pgmcp that started it) is too.
  * An orphan, re-parented after its pgmcp crashed, has init (or a subreaper) as parent instead.
  */
-export function runningOwner(dataDirectory: string): { ownerPid: number; port: number } | undefined {
+export function runningOwner(
+  dataDirectory: string,
+): { ownerPid: number; port: number } | undefined {
   const pidFile = path.join(dataDirectory, 'postmaster.pid');
   if (!existsSync(pidFile)) return undefined;
   const lines = readFileSync(pidFile, 'utf8').split('\n');
   const postmaster = Number(lines[0]);
   const port = Number(lines[3]);
-  if (!Number.isInteger(postmaster) || !Number.isInteger(port) || !processesIn(dataDirectory).includes(postmaster)) return undefined;
+  if (
+    !Number.isInteger(postmaster) ||
+    !Number.isInteger(port) ||
+    !processesIn(dataDirectory).includes(postmaster)
+  )
+    return undefined;
   const parent = parentOf(postmaster);
   if (parent === undefined || parent <= 1) return undefined;
   const command = readProc(`/proc/${parent}/cmdline`).replace(/\0/g, ' ');
@@ -93,7 +111,8 @@ function processesIn(dataDirectory: string): number[] {
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (readlinkSync(`/proc/${entry}/cwd`) === target) pids.push(Number(entry));
+      if (readlinkSync(`/proc/${entry}/cwd`) === target)
+        pids.push(Number(entry));
     } catch {
       // not ours to read, or exited
     }

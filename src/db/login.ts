@@ -13,8 +13,14 @@ export interface LoginFacts {
 }
 
 /** Facts about the login role of `client`'s session. */
-export async function inspectLogin(client: pg.Client | pg.PoolClient): Promise<LoginFacts> {
-  const { rows } = await client.query<{ name: string; superuser: boolean; owns: boolean }>(
+export async function inspectLogin(
+  client: pg.Client | pg.PoolClient,
+): Promise<LoginFacts> {
+  const { rows } = await client.query<{
+    name: string;
+    superuser: boolean;
+    owns: boolean;
+  }>(
     `select current_user as name, r.rolsuper as superuser,
             pg_has_role(current_user, c.relowner, 'MEMBER') as owns
        from pg_roles r, pg_class c
@@ -29,7 +35,10 @@ export async function inspectLogin(client: pg.Client | pg.PoolClient): Promise<L
  * Whether the login may switch to `role` (the role exists and is granted to it). Answers are
  * cached for `ttlMs`, so a grant or revoke takes effect within that time without a query per request.
  */
-export function createRoleChecker(db: DatabaseHandle, ttlMs: number): (role: string) => Promise<boolean> {
+export function createRoleChecker(
+  db: DatabaseHandle,
+  ttlMs: number,
+): (role: string) => Promise<boolean> {
   const cache = new Map<string, { allowed: boolean; until: number }>();
   return async function canAssume(role) {
     const now = Date.now();
@@ -53,13 +62,29 @@ export function createRoleChecker(db: DatabaseHandle, ttlMs: number): (role: str
 }
 
 /** GRANT `role` TO pgmcp_authenticator, as the (administrative) `client`. */
-export async function grantToAuthenticator(client: pg.Client, role: string): Promise<void> {
-  const { rows } = await client.query<{ exists: boolean }>('select to_regrole($1) is not null as exists', [role]);
-  if (rows[0]?.exists !== true) throw new Error(`role ${JSON.stringify(role)} does not exist; create it first (CREATE ROLE … NOLOGIN)`);
-  await client.query(`grant ${client.escapeIdentifier(role)} to ${AUTHENTICATOR_ROLE}`);
+export async function grantToAuthenticator(
+  client: pg.Client,
+  role: string,
+): Promise<void> {
+  const { rows } = await client.query<{ exists: boolean }>(
+    'select to_regrole($1) is not null as exists',
+    [role],
+  );
+  if (rows[0]?.exists !== true)
+    throw new Error(
+      `role ${JSON.stringify(role)} does not exist; create it first (CREATE ROLE … NOLOGIN)`,
+    );
+  await client.query(
+    `grant ${client.escapeIdentifier(role)} to ${AUTHENTICATOR_ROLE}`,
+  );
 }
 
 /** Let pgmcp_authenticator log in with `password` (embedded default; the password is pgmcp's own). */
-export async function enableAuthenticatorLogin(client: pg.Client, password: string): Promise<void> {
-  await client.query(`alter role ${AUTHENTICATOR_ROLE} login password ${client.escapeLiteral(password)}`);
+export async function enableAuthenticatorLogin(
+  client: pg.Client,
+  password: string,
+): Promise<void> {
+  await client.query(
+    `alter role ${AUTHENTICATOR_ROLE} login password ${client.escapeLiteral(password)}`,
+  );
 }

@@ -21,13 +21,20 @@ export async function runMigrations(
   directory: string,
   log: (line: string) => void,
 ): Promise<MigrationReport> {
-  const files = (await readdir(directory)).filter((file) => MIGRATION_FILE.test(file)).sort();
+  const files = (await readdir(directory))
+    .filter((file) => MIGRATION_FILE.test(file))
+    .sort();
   // Nothing to do is decided without DDL or locks, so an unprivileged login (the authenticator)
   // can start a server on an up-to-date database.
-  const recorded = await client.query<{ exists: boolean }>("select to_regclass('pgmcp.migrations') is not null as exists");
+  const recorded = await client.query<{ exists: boolean }>(
+    "select to_regclass('pgmcp.migrations') is not null as exists",
+  );
   if (recorded.rows[0]?.exists === true) {
-    const applied = (await client.query<{ name: string }>('select name from pgmcp.migrations')).rows.map((row) => row.name);
-    if (files.every((file) => applied.includes(file))) return { applied: [], alreadyApplied: applied.length };
+    const applied = (
+      await client.query<{ name: string }>('select name from pgmcp.migrations')
+    ).rows.map((row) => row.name);
+    if (files.every((file) => applied.includes(file)))
+      return { applied: [], alreadyApplied: applied.length };
   }
   await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
   try {
@@ -36,11 +43,17 @@ export async function runMigrations(
       `create table if not exists pgmcp.migrations (name text primary key, applied_at timestamptz not null default now())`,
     );
     const done = new Set(
-      (await client.query<{ name: string }>('select name from pgmcp.migrations')).rows.map((row) => row.name),
+      (
+        await client.query<{ name: string }>(
+          'select name from pgmcp.migrations',
+        )
+      ).rows.map((row) => row.name),
     );
     const unknown = [...done].filter((name) => !files.includes(name));
     if (unknown.length > 0) {
-      log(`warning: the database has migrations this pgmcp does not know (${unknown.join(', ')}); is it older than the last one that migrated?`);
+      log(
+        `warning: the database has migrations this pgmcp does not know (${unknown.join(', ')}); is it older than the last one that migrated?`,
+      );
     }
     const applied: string[] = [];
     for (const file of files) {
@@ -49,13 +62,18 @@ export async function runMigrations(
       await client.query('begin');
       try {
         await client.query(text);
-        await client.query('insert into pgmcp.migrations (name) values ($1)', [file]);
+        await client.query('insert into pgmcp.migrations (name) values ($1)', [
+          file,
+        ]);
         await client.query('commit');
       } catch (error) {
         await client.query('rollback');
-        throw new Error(`migration ${file} failed: ${error instanceof Error ? error.message : String(error)}`, {
-          cause: error,
-        });
+        throw new Error(
+          `migration ${file} failed: ${error instanceof Error ? error.message : String(error)}`,
+          {
+            cause: error,
+          },
+        );
       }
       log(`applied migration ${file}`);
       applied.push(file);

@@ -30,7 +30,9 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
   };
   const pool = new pg.Pool(config);
   // An idle client that loses its connection emits here; without a listener the process would crash.
-  pool.on('error', (error) => options.onError('idle database connection failed', error));
+  pool.on('error', (error) =>
+    options.onError('idle database connection failed', error),
+  );
 
   async function connectAdmin(): Promise<pg.Client> {
     const client = new pg.Client({
@@ -38,7 +40,9 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
       application_name: 'pgmcp-admin',
       options: '-c TimeZone=UTC',
     });
-    client.on('error', (error) => options.onError('admin database connection failed', error));
+    client.on('error', (error) =>
+      options.onError('admin database connection failed', error),
+    );
     await client.connect();
     return client;
   }

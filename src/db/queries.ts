@@ -55,26 +55,53 @@ const PROBE_ARGS: Record<string, unknown> = new Proxy({}, { get: () => '' });
 // "2026-11-30 05:53:46.761+00"; render.ts turns that into ISO 8601 with string operations.
 
 /** A row whose values are Postgres text output: `TRequired` columns are NOT NULL, the rest may be null. */
-export type TextRow<TRequired extends string, TNullable extends string> = { readonly [K in TRequired]: string } & {
+export type TextRow<TRequired extends string, TNullable extends string> = {
+  readonly [K in TRequired]: string;
+} & {
   readonly [K in TNullable]: string | null;
 };
 
 /** A pgmcp.resources row for listing: bigint, double precision and text[] as Postgres prints them. */
-export type ResourceListingRow = TextRow<'id' | 'uri' | 'name' | 'size' | 'updated_at', 'title' | 'description' | 'mime_type' | 'audience' | 'priority'>;
+export type ResourceListingRow = TextRow<
+  'id' | 'uri' | 'name' | 'size' | 'updated_at',
+  'title' | 'description' | 'mime_type' | 'audience' | 'priority'
+>;
 /** A listing row plus its content: exactly one of text or blob (bytea in hex form, \x…) is set. */
-export type ResourceContentRow = ResourceListingRow & TextRow<never, 'text' | 'blob'>;
+export type ResourceContentRow = ResourceListingRow &
+  TextRow<never, 'text' | 'blob'>;
 
-const LISTING_COLUMNS = ['id', 'uri', 'name', 'title', 'description', 'mime_type', 'size', 'audience', 'priority', 'updated_at'] as const;
+const LISTING_COLUMNS = [
+  'id',
+  'uri',
+  'name',
+  'title',
+  'description',
+  'mime_type',
+  'size',
+  'audience',
+  'priority',
+  'updated_at',
+] as const;
 
-function textRows<TArgs, TRow>(query: PreparedQuery<TArgs, unknown>): PreparedQuery<TArgs, TRow> {
+function textRows<TArgs, TRow>(
+  query: PreparedQuery<TArgs, unknown>,
+): PreparedQuery<TArgs, TRow> {
   return { ...query, textOutput: true } as PreparedQuery<TArgs, TRow>;
 }
 
 /** One keyset page of stored resources, in primary-key order. */
-export const LIST_RESOURCES_PAGE = textRows<{ afterId: string; limit: number }, ResourceListingRow>(
+export const LIST_RESOURCES_PAGE = textRows<
+  { afterId: string; limit: number },
+  ResourceListingRow
+>(
   prepare(
     'pgmcp_list_resources_page',
-    builder.selectFrom('pgmcp.resources').select([...LISTING_COLUMNS]).where('id', '>', '0').orderBy('id').limit(1),
+    builder
+      .selectFrom('pgmcp.resources')
+      .select([...LISTING_COLUMNS])
+      .where('id', '>', '0')
+      .orderBy('id')
+      .limit(1),
     (args: { afterId: string; limit: number }) => [args.afterId, args.limit],
   ),
 );
@@ -83,7 +110,10 @@ export const LIST_RESOURCES_PAGE = textRows<{ afterId: string; limit: number }, 
 export const READ_RESOURCE = textRows<{ uri: string }, ResourceContentRow>(
   prepare(
     'pgmcp_read_resource',
-    builder.selectFrom('pgmcp.resources').select([...LISTING_COLUMNS, 'text', 'blob']).where('uri', '=', ''),
+    builder
+      .selectFrom('pgmcp.resources')
+      .select([...LISTING_COLUMNS, 'text', 'blob'])
+      .where('uri', '=', ''),
     (args: { uri: string }) => [args.uri],
   ),
 );
@@ -93,7 +123,10 @@ export const READ_RESOURCE = textRows<{ uri: string }, ResourceContentRow>(
  * (it sorts before everything under it). `upperBound` is the exclusive end of the prefix range, so
  * the C-collated unique index serves it as a range scan.
  */
-export const READ_DIRECTORY = textRows<{ directoryUri: string; upperBound: string; limit: number }, ResourceContentRow>(
+export const READ_DIRECTORY = textRows<
+  { directoryUri: string; upperBound: string; limit: number },
+  ResourceContentRow
+>(
   prepare(
     'pgmcp_read_directory',
     builder
@@ -102,7 +135,9 @@ export const READ_DIRECTORY = textRows<{ directoryUri: string; upperBound: strin
       .where('uri', '>=', '')
       .where('uri', '<', '')
       // Immediate children only: after the prefix, no "/" except one trailing (a subdirectory).
-      .where(sql<boolean>`strpos(rtrim(substr(uri, length(${''}) + 1), '/'), '/') = 0`)
+      .where(
+        sql<boolean>`strpos(rtrim(substr(uri, length(${''}) + 1), '/'), '/') = 0`,
+      )
       .orderBy('uri')
       .limit(1),
     (args: { directoryUri: string; upperBound: string; limit: number }) => [
@@ -126,4 +161,6 @@ export const LIST_TEMPLATES_PAGE = prepare(
   (args: { afterId: string; limit: number }) => [args.afterId, args.limit],
 );
 
-export type TemplateListingRow = NonNullable<(typeof LIST_TEMPLATES_PAGE)['row']>;
+export type TemplateListingRow = NonNullable<
+  (typeof LIST_TEMPLATES_PAGE)['row']
+>;

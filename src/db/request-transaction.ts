@@ -31,7 +31,8 @@ export async function runRequestQuery<TArgs, TRow>(
   query: PreparedQuery<TArgs, TRow>,
   args: TArgs,
 ): Promise<TRow[]> {
-  if (signal.aborted) throw new ProtocolError('TIMEOUT', 'The request was cancelled.');
+  if (signal.aborted)
+    throw new ProtocolError('TIMEOUT', 'The request was cancelled.');
   let client;
   try {
     client = await db.pool.connect();
@@ -50,18 +51,30 @@ export async function runRequestQuery<TArgs, TRow>(
       return (await client.query(config)).rows as TRow[];
     }
     const transaction = new ImplicitTransaction([
-      { ...SET_IDENTITY, values: [principal.role, JSON.stringify(principal.claims)] },
-      { name: query.name, text: query.text, values: query.values(args), textOutput: query.textOutput },
+      {
+        ...SET_IDENTITY,
+        values: [principal.role, JSON.stringify(principal.claims)],
+      },
+      {
+        name: query.name,
+        text: query.text,
+        values: query.values(args),
+        textOutput: query.textOutput,
+      },
     ]);
     void client.query(transaction as unknown as pg.Submittable);
     try {
       const [, rows] = await transaction.result;
       return (rows ?? []) as TRow[];
     } finally {
-      if (transaction.unsafeToReuse) broken = new Error('a prepared statement may be half-made after an error');
+      if (transaction.unsafeToReuse)
+        broken = new Error(
+          'a prepared statement may be half-made after an error',
+        );
     }
   } catch (error) {
-    if (isConnectionError(error)) broken = error instanceof Error ? error : new Error('connection error');
+    if (isConnectionError(error))
+      broken = error instanceof Error ? error : new Error('connection error');
     throw toDatabaseError(error);
   } finally {
     client.release(broken);
@@ -71,7 +84,10 @@ export async function runRequestQuery<TArgs, TRow>(
 /** True when the client must not go back to the pool: no SQLSTATE (a socket failure) or a connection class. */
 function isConnectionError(error: unknown): boolean {
   if (error instanceof ProtocolError) return false;
-  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+  const code =
+    typeof error === 'object' && error !== null
+      ? (error as { code?: unknown }).code
+      : undefined;
   if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return true;
   return code.startsWith('08') || code.startsWith('57P');
 }

@@ -15,7 +15,10 @@ export interface SeedProgress {
 /** The datasets seeds/ offers (its subfolders). */
 export async function listDatasets(seedsDirectory: string): Promise<string[]> {
   const entries = await readdir(seedsDirectory, { withFileTypes: true });
-  return entries.filter((entry) => entry.isDirectory()).map((entry) => entry.name).sort();
+  return entries
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => entry.name)
+    .sort();
 }
 
 /**
@@ -30,15 +33,23 @@ export async function loadSeed(
 ): Promise<void> {
   const available = await listDatasets(seedsDirectory);
   if (!available.includes(dataset)) {
-    throw new Error(`unknown dataset "${dataset}"; available: ${available.join(', ')}`);
+    throw new Error(
+      `unknown dataset "${dataset}"; available: ${available.join(', ')}`,
+    );
   }
   const directory = path.join(seedsDirectory, dataset);
-  const files = (await readdir(directory)).filter((file) => SEED_FILE.test(file)).sort();
+  const files = (await readdir(directory))
+    .filter((file) => SEED_FILE.test(file))
+    .sort();
   const steps = await Promise.all(
     files.map(async (file) => {
       const text = await readFile(path.join(directory, file), 'utf8');
       const batches = BATCHES_HEADER.exec(text.split('\n', 1)[0] ?? '');
-      return { file, text, batches: batches === null ? null : Number(batches[1]) };
+      return {
+        file,
+        text,
+        batches: batches === null ? null : Number(batches[1]),
+      };
     }),
   );
   const total = steps.reduce((sum, step) => sum + (step.batches ?? 1), 0);
@@ -60,9 +71,12 @@ export async function loadSeed(
       await client.query('commit');
     } catch (error) {
       await client.query('rollback');
-      throw new Error(`seed ${dataset}/${step.file} failed: ${error instanceof Error ? error.message : String(error)}`, {
-        cause: error,
-      });
+      throw new Error(
+        `seed ${dataset}/${step.file} failed: ${error instanceof Error ? error.message : String(error)}`,
+        {
+          cause: error,
+        },
+      );
     }
   }
   await client.query(
@@ -72,7 +86,13 @@ export async function loadSeed(
 }
 
 /** Whether `dataset` was loaded into this database before. */
-export async function seedLoaded(client: pg.Client, dataset: string): Promise<boolean> {
-  const { rowCount } = await client.query('select 1 from pgmcp.seed_runs where dataset = $1', [dataset]);
+export async function seedLoaded(
+  client: pg.Client,
+  dataset: string,
+): Promise<boolean> {
+  const { rowCount } = await client.query(
+    'select 1 from pgmcp.seed_runs where dataset = $1',
+    [dataset],
+  );
   return (rowCount ?? 0) > 0;
 }

@@ -11,31 +11,77 @@ interface SqlStateRule {
 /** First match wins; anything unmatched is INTERNAL (-32603, generic message). */
 export const SQLSTATE_RULES: readonly SqlStateRule[] = [
   { match: '42501', key: 'FORBIDDEN', message: 'Permission denied.' },
-  { match: '28', key: 'UNAUTHENTICATED', message: 'The database refused the credentials.' },
-  { match: '57014', key: 'TIMEOUT', message: 'The database query timed out or was cancelled.' },
+  {
+    match: '28',
+    key: 'UNAUTHENTICATED',
+    message: 'The database refused the credentials.',
+  },
+  {
+    match: '57014',
+    key: 'TIMEOUT',
+    message: 'The database query timed out or was cancelled.',
+  },
   { match: '08', key: 'UNAVAILABLE', message: 'The database is unavailable.' },
-  { match: '57P01', key: 'UNAVAILABLE', message: 'The database is unavailable.' },
-  { match: '57P02', key: 'UNAVAILABLE', message: 'The database is unavailable.' },
-  { match: '57P03', key: 'UNAVAILABLE', message: 'The database is unavailable.' },
-  { match: '53300', key: 'UNAVAILABLE', message: 'The database is unavailable.' },
+  {
+    match: '57P01',
+    key: 'UNAVAILABLE',
+    message: 'The database is unavailable.',
+  },
+  {
+    match: '57P02',
+    key: 'UNAVAILABLE',
+    message: 'The database is unavailable.',
+  },
+  {
+    match: '57P03',
+    key: 'UNAVAILABLE',
+    message: 'The database is unavailable.',
+  },
+  {
+    match: '53300',
+    key: 'UNAVAILABLE',
+    message: 'The database is unavailable.',
+  },
 ];
 
 /** Node socket errors that mean the database cannot be reached. */
-const UNAVAILABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH']);
+const UNAVAILABLE_ERRNOS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+]);
 
 /** Map a driver error to a safe ProtocolError, keeping the original as `cause` (logged, never sent). */
 export function toDatabaseError(error: unknown): ProtocolError {
   if (error instanceof ProtocolError) return error;
-  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+  const code =
+    typeof error === 'object' && error !== null
+      ? (error as { code?: unknown }).code
+      : undefined;
   if (typeof code === 'string') {
-    const rule = SQLSTATE_RULES.find((candidate) => code.startsWith(candidate.match));
-    if (rule !== undefined) return new ProtocolError(rule.key, rule.message, { cause: error });
+    const rule = SQLSTATE_RULES.find((candidate) =>
+      code.startsWith(candidate.match),
+    );
+    if (rule !== undefined)
+      return new ProtocolError(rule.key, rule.message, { cause: error });
     if (UNAVAILABLE_ERRNOS.has(code)) {
-      return new ProtocolError('UNAVAILABLE', 'The database is unavailable.', { cause: error });
+      return new ProtocolError('UNAVAILABLE', 'The database is unavailable.', {
+        cause: error,
+      });
     }
   }
-  if (error instanceof Error && /Connection terminated|connection timeout|Client has encountered a connection error/i.test(error.message)) {
-    return new ProtocolError('UNAVAILABLE', 'The database is unavailable.', { cause: error });
+  if (
+    error instanceof Error &&
+    /Connection terminated|connection timeout|Client has encountered a connection error/i.test(
+      error.message,
+    )
+  ) {
+    return new ProtocolError('UNAVAILABLE', 'The database is unavailable.', {
+      cause: error,
+    });
   }
   return new ProtocolError('INTERNAL', 'Internal error.', { cause: error });
 }

@@ -43,7 +43,8 @@ export function createCursorCodec(secrets: readonly string[]): CursorCodec {
     const invalid = (): never => {
       throw new ProtocolError('INVALID_CURSOR', 'Invalid cursor.');
     };
-    if (cursor.length === 0 || cursor.length > MAX_CURSOR_LENGTH) return invalid();
+    if (cursor.length === 0 || cursor.length > MAX_CURSOR_LENGTH)
+      return invalid();
     const parts = cursor.split('.');
     if (parts.length !== 3 || parts[0] !== VERSION) return invalid();
     const [version, payload, mac] = parts as [string, string, string];
@@ -51,7 +52,9 @@ export function createCursorCodec(secrets: readonly string[]): CursorCodec {
     const given = Buffer.from(mac, 'base64url');
     const valid = keys.some((key) => {
       const expected = sign(key, body);
-      return given.length === expected.length && timingSafeEqual(given, expected);
+      return (
+        given.length === expected.length && timingSafeEqual(given, expected)
+      );
     });
     if (!valid) return invalid();
     let value: unknown;
@@ -73,6 +76,8 @@ function isPosition(value: unknown): value is CursorPosition {
   return (
     typeof record['c'] === 'string' &&
     Array.isArray(record['k']) &&
-    record['k'].every((part) => typeof part === 'string' || typeof part === 'number')
+    record['k'].every(
+      (part) => typeof part === 'string' || typeof part === 'number',
+    )
   );
 }

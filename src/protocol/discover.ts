@@ -9,7 +9,9 @@ export interface DiscoverOptions {
 }
 
 /** The discover answer is the same for every caller, so it is `public`. */
-export function createDiscoverMethod(options: DiscoverOptions): MethodHandler<Record<string, never>> {
+export function createDiscoverMethod(
+  options: DiscoverOptions,
+): MethodHandler<Record<string, never>> {
   return createMethod({
     params: EmptyParamsSchema,
     // The same for every caller and the life of the process: the dispatcher serializes it once.

@@ -28,7 +28,10 @@ export interface RequestContext {
 /** A method handler: validated params in, result payload out (without resultType/_meta, added here). */
 export interface MethodHandler<TParams> {
   readonly params: z.ZodType<TParams>;
-  handle(params: TParams, ctx: RequestContext): Promise<Record<string, unknown>>;
+  handle(
+    params: TParams,
+    ctx: RequestContext,
+  ): Promise<Record<string, unknown>>;
   /**
    * The result never changes for the life of the process (server/discover): it is computed and
    * serialized once, and every request still passes all the checks before getting it.
@@ -49,7 +52,10 @@ export interface Dispatcher {
   /** Validate one parsed JSON value as a JSON-RPC message; throws ProtocolError for bad envelopes. */
   parse(value: unknown): InboundMessage;
   /** Run a request or notification to completion. Never throws. */
-  dispatch(message: InboundMessage, transport: TransportContext): Promise<DispatchOutcome>;
+  dispatch(
+    message: InboundMessage,
+    transport: TransportContext,
+  ): Promise<DispatchOutcome>;
   /** Build the error outcome for something thrown before dispatch (parse errors, header checks). */
   fail(error: unknown, id?: RequestId): DispatchOutcome;
 }
@@ -75,7 +81,9 @@ export interface DispatcherOptions {
 }
 
 /** Type-checks a handler against its params schema at the registration site. */
-export function createMethod<TParams>(handler: MethodHandler<TParams>): MethodHandler<TParams> {
+export function createMethod<TParams>(
+  handler: MethodHandler<TParams>,
+): MethodHandler<TParams> {
   return handler;
 }
 
@@ -84,12 +92,16 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   // `any`: keyed by handler identity, whatever its params type.
   const constantResults = new Map<MethodHandler<any>, RawJson>();
   // The same on every result: serialize it once.
-  const serverMeta = new RawJson(JSON.stringify({ [META_SERVER_INFO]: options.serverInfo }));
+  const serverMeta = new RawJson(
+    JSON.stringify({ [META_SERVER_INFO]: options.serverInfo }),
+  );
 
   function fail(error: unknown, id?: RequestId): DispatchOutcome {
     const wire = toWireError(error, options.logError);
     const response: JsonRpcResponse =
-      id === undefined ? { jsonrpc: '2.0', error: wire.error } : { jsonrpc: '2.0', id, error: wire.error };
+      id === undefined
+        ? { jsonrpc: '2.0', error: wire.error }
+        : { jsonrpc: '2.0', id, error: wire.error };
     return { kind: 'response', response, httpStatus: wire.httpStatus };
   }
 
@@ -97,21 +109,38 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   // of a schema parse on the hot path. Params and results keep their zod schemas.
   function parse(value: unknown): InboundMessage {
     if (Array.isArray(value)) {
-      throw new ProtocolError('BATCH_NOT_SUPPORTED', 'JSON-RPC batches are not supported; send one message per request.');
+      throw new ProtocolError(
+        'BATCH_NOT_SUPPORTED',
+        'JSON-RPC batches are not supported; send one message per request.',
+      );
     }
     const invalid = (problem: string): never => {
-      throw new ProtocolError('INVALID_REQUEST', `Invalid JSON-RPC request: ${problem}.`);
+      throw new ProtocolError(
+        'INVALID_REQUEST',
+        `Invalid JSON-RPC request: ${problem}.`,
+      );
     };
-    if (typeof value !== 'object' || value === null) return invalid('expected a JSON object');
+    if (typeof value !== 'object' || value === null)
+      return invalid('expected a JSON object');
     const record = value as Record<string, unknown>;
     const { id, method, params } = record;
     if (record['jsonrpc'] !== '2.0') invalid('jsonrpc must be "2.0"');
-    if (id !== undefined && typeof id !== 'string' && !Number.isSafeInteger(id)) invalid('id must be a string or an integer');
-    if (typeof method !== 'string' || method === '') return invalid('method must be a non-empty string');
-    if (params !== undefined && (typeof params !== 'object' || params === null || Array.isArray(params))) {
+    if (id !== undefined && typeof id !== 'string' && !Number.isSafeInteger(id))
+      invalid('id must be a string or an integer');
+    if (typeof method !== 'string' || method === '')
+      return invalid('method must be a non-empty string');
+    if (
+      params !== undefined &&
+      (typeof params !== 'object' || params === null || Array.isArray(params))
+    ) {
       invalid('params must be an object');
     }
-    return { jsonrpc: '2.0', id: id as RequestId | undefined, method, params: params as Record<string, unknown> | undefined };
+    return {
+      jsonrpc: '2.0',
+      id: id as RequestId | undefined,
+      method,
+      params: params as Record<string, unknown> | undefined,
+    };
   }
 
   async function dispatchRequest(
@@ -122,7 +151,10 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     // shape, then transport headers against the body, then protocol version, then params.
     const method = options.methods.get(message.method);
     if (method === undefined) {
-      throw new ProtocolError('METHOD_NOT_FOUND', `Method not found: ${truncate(message.method)}.`);
+      throw new ProtocolError(
+        'METHOD_NOT_FOUND',
+        `Method not found: ${truncate(message.method)}.`,
+      );
     }
     const meta = validateMetaShape(message.params?.['_meta']);
     transport.verifyRequest?.(message);
@@ -130,10 +162,18 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     const { _meta: _ignored, ...rest } = message.params ?? {};
     const params = method.params.safeParse(rest);
     if (!params.success) {
-      throw new ProtocolError('INVALID_PARAMS', `Invalid params: ${describeIssues(params.error)}.`);
+      throw new ProtocolError(
+        'INVALID_PARAMS',
+        `Invalid params: ${describeIssues(params.error)}.`,
+      );
     }
     const cached = constantResults.get(method);
-    if (cached !== undefined) return { kind: 'response', response: { jsonrpc: '2.0', id: message.id, result: cached }, httpStatus: 200 };
+    if (cached !== undefined)
+      return {
+        kind: 'response',
+        response: { jsonrpc: '2.0', id: message.id, result: cached },
+        httpStatus: 200,
+      };
     const payload = await method.handle(params.data, {
       id: message.id,
       meta,
@@ -145,14 +185,27 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     });
     const result = { resultType: 'complete', ...payload, _meta: serverMeta };
     if (method.constant === true) {
-      const serialized = new RawJson(serializeMessage({ result }).slice('{"result":'.length, -1));
+      const serialized = new RawJson(
+        serializeMessage({ result }).slice('{"result":'.length, -1),
+      );
       constantResults.set(method, serialized);
-      return { kind: 'response', response: { jsonrpc: '2.0', id: message.id, result: serialized }, httpStatus: 200 };
+      return {
+        kind: 'response',
+        response: { jsonrpc: '2.0', id: message.id, result: serialized },
+        httpStatus: 200,
+      };
     }
-    return { kind: 'response', response: { jsonrpc: '2.0', id: message.id, result }, httpStatus: 200 };
+    return {
+      kind: 'response',
+      response: { jsonrpc: '2.0', id: message.id, result },
+      httpStatus: 200,
+    };
   }
 
-  async function dispatch(message: InboundMessage, transport: TransportContext): Promise<DispatchOutcome> {
+  async function dispatch(
+    message: InboundMessage,
+    transport: TransportContext,
+  ): Promise<DispatchOutcome> {
     // Client notifications need no answer; the only one defined (notifications/cancelled) is a
     // transport concern (stdio handles it; on HTTP, closing the stream is the cancel).
     if (message.id === undefined) return { kind: 'accepted' };
@@ -191,9 +244,13 @@ function validateMetaShape(value: unknown): RequestMeta {
 function validateVersion(meta: RequestMeta): void {
   const requested = meta[META_PROTOCOL_VERSION];
   if (!SUPPORTED_VERSIONS.includes(requested)) {
-    throw new ProtocolError('UNSUPPORTED_PROTOCOL_VERSION', 'Unsupported protocol version.', {
-      data: { supported: [...SUPPORTED_VERSIONS], requested },
-    });
+    throw new ProtocolError(
+      'UNSUPPORTED_PROTOCOL_VERSION',
+      'Unsupported protocol version.',
+      {
+        data: { supported: [...SUPPORTED_VERSIONS], requested },
+      },
+    );
   }
 }
 

@@ -10,7 +10,11 @@ export {
   type TransportContext,
 } from './dispatch.js';
 export { createDiscoverMethod, type DiscoverOptions } from './discover.js';
-export { createCursorCodec, type CursorCodec, type CursorPosition } from './cursor.js';
+export {
+  createCursorCodec,
+  type CursorCodec,
+  type CursorPosition,
+} from './cursor.js';
 export { RawJson, serializeMessage } from './raw-json.js';
 export { toWireError } from './wire-error.js';
 export {

@@ -6,7 +6,9 @@ export class RawJson {
   constructor(readonly json: string) {}
 
   toJSON(): never {
-    throw new Error('RawJson is only supported as a direct member of a result (see serializeMessage)');
+    throw new Error(
+      'RawJson is only supported as a direct member of a result (see serializeMessage)',
+    );
   }
 }
 
@@ -20,7 +22,8 @@ export function serializeMessage(message: object): string {
     const head = JSON.stringify(envelope);
     return `${head.slice(0, -1)}${head.length > 2 ? ',' : ''}"result":${result.json}}`;
   }
-  if (typeof result !== 'object' || result === null) return JSON.stringify(message);
+  if (typeof result !== 'object' || result === null)
+    return JSON.stringify(message);
   let members = '';
   for (const [key, value] of Object.entries(result)) {
     if (value === undefined) continue;

@@ -6,7 +6,8 @@ export const PROTOCOL_VERSION = '2026-07-28';
 export const SUPPORTED_VERSIONS: readonly string[] = [PROTOCOL_VERSION];
 
 export const META_PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';
-export const META_CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
+export const META_CLIENT_CAPABILITIES =
+  'io.modelcontextprotocol/clientCapabilities';
 export const META_CLIENT_INFO = 'io.modelcontextprotocol/clientInfo';
 export const META_SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
 export const META_SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
@@ -29,7 +30,9 @@ export interface RequestMeta {
   [key: string]: unknown;
 }
 
-export const PaginatedParamsSchema = z.object({ cursor: z.string().optional() });
+export const PaginatedParamsSchema = z.object({
+  cursor: z.string().optional(),
+});
 export type PaginatedParams = z.infer<typeof PaginatedParamsSchema>;
 
 export const ReadResourceParamsSchema = z.object({
@@ -41,7 +44,10 @@ export type ReadResourceParams = z.infer<typeof ReadResourceParamsSchema>;
 
 export const EmptyParamsSchema = z.object({});
 
-export const CancelledParamsSchema = z.object({ requestId: RequestIdSchema, reason: z.string().optional() });
+export const CancelledParamsSchema = z.object({
+  requestId: RequestIdSchema,
+  reason: z.string().optional(),
+});
 
 /** Result fields every cacheable complete result carries (CacheableResult). */
 export interface Cacheable {
@@ -84,8 +90,18 @@ export interface ResourceTemplate {
 }
 
 export type ResourceContents =
-  | { uri: string; mimeType?: string; text: string; _meta?: Record<string, unknown> }
-  | { uri: string; mimeType?: string; blob: string; _meta?: Record<string, unknown> };
+  | {
+      uri: string;
+      mimeType?: string;
+      text: string;
+      _meta?: Record<string, unknown>;
+    }
+  | {
+      uri: string;
+      mimeType?: string;
+      blob: string;
+      _meta?: Record<string, unknown>;
+    };
 
 /**
  * Headers a Streamable HTTP request must carry, derived from its body (spec §14.2):
@@ -99,9 +115,12 @@ export function expectedHttpHeaders(message: InboundMessage): {
 } {
   const meta = message.params?.['_meta'];
   const protocolVersion =
-    typeof meta === 'object' && meta !== null ? (meta as Record<string, unknown>)[META_PROTOCOL_VERSION] : undefined;
+    typeof meta === 'object' && meta !== null
+      ? (meta as Record<string, unknown>)[META_PROTOCOL_VERSION]
+      : undefined;
   let name: { field: 'uri' | 'name'; value: unknown } | undefined;
-  if (message.method === 'resources/read') name = { field: 'uri', value: message.params?.['uri'] };
+  if (message.method === 'resources/read')
+    name = { field: 'uri', value: message.params?.['uri'] };
   else if (message.method === 'prompts/get' || message.method === 'tools/call')
     name = { field: 'name', value: message.params?.['name'] };
   return { protocolVersion, method: message.method, name };
@@ -109,7 +128,10 @@ export function expectedHttpHeaders(message: InboundMessage): {
 
 /** The id of a malformed message when it is still readable, so its error can echo it. */
 export function readableId(value: unknown): RequestId | undefined {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
-  const parsed = RequestIdSchema.safeParse((value as Record<string, unknown>)['id']);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return undefined;
+  const parsed = RequestIdSchema.safeParse(
+    (value as Record<string, unknown>)['id'],
+  );
   return parsed.success ? parsed.data : undefined;
 }

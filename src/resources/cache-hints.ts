@@ -14,6 +14,12 @@ export const TTL_MS = {
  * `private` whenever the answer depends on who asks (a request role is set); `public` only when
  * every caller sees the same thing (no authorization configured).
  */
-export function cacheHints(kind: keyof typeof TTL_MS, principal: Principal): Cacheable {
-  return { ttlMs: TTL_MS[kind], cacheScope: principal.role === null ? 'public' : 'private' };
+export function cacheHints(
+  kind: keyof typeof TTL_MS,
+  principal: Principal,
+): Cacheable {
+  return {
+    ttlMs: TTL_MS[kind],
+    cacheScope: principal.role === null ? 'public' : 'private',
+  };
 }

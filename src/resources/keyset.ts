@@ -1,7 +1,18 @@
 // The one keyset cursor design every collection lists through (ROADMAP design rules).
-import { runRequestQuery, type DatabaseHandle, type PreparedQuery } from '../db/index.js';
+import {
+  runRequestQuery,
+  type DatabaseHandle,
+  type PreparedQuery,
+} from '../db/index.js';
 import { ProtocolError } from '../errors.js';
-import { createMethod, PaginatedParamsSchema, RawJson, type CursorCodec, type MethodHandler, type PaginatedParams } from '../protocol/index.js';
+import {
+  createMethod,
+  PaginatedParamsSchema,
+  RawJson,
+  type CursorCodec,
+  type MethodHandler,
+  type PaginatedParams,
+} from '../protocol/index.js';
 import { cacheHints, type TTL_MS } from './cache-hints.js';
 
 /** What every list method needs. */
@@ -12,11 +23,20 @@ export interface ListDependencies {
 }
 
 /** The last primary key a cursor of `collection` points after; anything else is an invalid cursor. */
-export function decodeAfterId(cursors: CursorCodec, cursor: string | undefined, collection: string): string {
+export function decodeAfterId(
+  cursors: CursorCodec,
+  cursor: string | undefined,
+  collection: string,
+): string {
   if (cursor === undefined) return '0';
   const position = cursors.decode(cursor);
   const key = position.k[0];
-  if (position.c !== collection || position.k.length !== 1 || typeof key !== 'string' || !/^\d{1,19}$/.test(key)) {
+  if (
+    position.c !== collection ||
+    position.k.length !== 1 ||
+    typeof key !== 'string' ||
+    !/^\d{1,19}$/.test(key)
+  ) {
     throw new ProtocolError('INVALID_CURSOR', 'Invalid cursor.');
   }
   return key;
@@ -43,14 +63,30 @@ export function createKeysetListMethod<TRow extends { readonly id: string }>(
   return createMethod({
     params: PaginatedParamsSchema,
     async handle(params, ctx) {
-      const afterId = decodeAfterId(deps.cursors, params.cursor, options.collection);
-      const rows = await runRequestQuery(deps.db, ctx.principal, ctx.signal, options.query, { afterId, limit: deps.pageSize + 1 });
-      const page = rows.length > deps.pageSize ? rows.slice(0, deps.pageSize) : rows;
+      const afterId = decodeAfterId(
+        deps.cursors,
+        params.cursor,
+        options.collection,
+      );
+      const rows = await runRequestQuery(
+        deps.db,
+        ctx.principal,
+        ctx.signal,
+        options.query,
+        { afterId, limit: deps.pageSize + 1 },
+      );
+      const page =
+        rows.length > deps.pageSize ? rows.slice(0, deps.pageSize) : rows;
       const last = page.at(-1);
       return {
         [options.field]: new RawJson(`[${page.map(options.render).join(',')}]`),
         ...(rows.length > deps.pageSize && last !== undefined
-          ? { nextCursor: deps.cursors.encode({ c: options.collection, k: [last.id] }) }
+          ? {
+              nextCursor: deps.cursors.encode({
+                c: options.collection,
+                k: [last.id],
+              }),
+            }
           : {}),
         ...cacheHints(options.cache, ctx.principal),
       };

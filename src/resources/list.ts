@@ -5,7 +5,9 @@ import { createKeysetListMethod, type ListDependencies } from './keyset.js';
 import { renderResource } from './render.js';
 
 /** Every stored resource, keyset-paginated on pgmcp.resources.id. */
-export function createListResourcesMethod(deps: ListDependencies): MethodHandler<PaginatedParams> {
+export function createListResourcesMethod(
+  deps: ListDependencies,
+): MethodHandler<PaginatedParams> {
   return createKeysetListMethod(deps, {
     collection: 'resources',
     query: LIST_RESOURCES_PAGE,

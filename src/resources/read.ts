@@ -1,11 +1,27 @@
 // resources/read: one stored resource by URI, or a file: directory with its immediate children.
 import type { Principal } from '../auth/index.js';
-import { READ_DIRECTORY, READ_RESOURCE, runRequestQuery, type DatabaseHandle, type ResourceContentRow } from '../db/index.js';
+import {
+  READ_DIRECTORY,
+  READ_RESOURCE,
+  runRequestQuery,
+  type DatabaseHandle,
+  type ResourceContentRow,
+} from '../db/index.js';
 import { ProtocolError } from '../errors.js';
-import { createMethod, RawJson, ReadResourceParamsSchema, type MethodHandler, type ReadResourceParams } from '../protocol/index.js';
+import {
+  createMethod,
+  RawJson,
+  ReadResourceParamsSchema,
+  type MethodHandler,
+  type ReadResourceParams,
+} from '../protocol/index.js';
 import { cacheHints } from './cache-hints.js';
 import { renderContents } from './render.js';
-import { isDirectoryUri, prefixUpperBound, validateResourceUri } from './uri.js';
+import {
+  isDirectoryUri,
+  prefixUpperBound,
+  validateResourceUri,
+} from './uri.js';
 
 /** Set in a directory entry's `_meta` when the read cut its children (size and annotations ride
  * in `dev.pgmcp/size` and `dev.pgmcp/annotations`, built in db/queries.ts). */
@@ -21,7 +37,9 @@ export interface ReadDependencies {
  * The URI is validated (and file: paths normalized) before any query. A missing resource is
  * -32602 with the URI in `data`, never an empty `contents`.
  */
-export function createReadResourceMethod(deps: ReadDependencies): MethodHandler<ReadResourceParams> {
+export function createReadResourceMethod(
+  deps: ReadDependencies,
+): MethodHandler<ReadResourceParams> {
   return createMethod({
     params: ReadResourceParamsSchema,
     async handle(params, ctx) {
@@ -30,27 +48,54 @@ export function createReadResourceMethod(deps: ReadDependencies): MethodHandler<
         ? await readDirectory(deps, uri, ctx.principal, ctx.signal)
         : await readOne(deps, uri, ctx.principal, ctx.signal);
       if (contents.length === 0) {
-        throw new ProtocolError('RESOURCE_NOT_FOUND', 'Resource not found.', { data: { uri: params.uri } });
+        throw new ProtocolError('RESOURCE_NOT_FOUND', 'Resource not found.', {
+          data: { uri: params.uri },
+        });
       }
-      return { contents: new RawJson(`[${contents.join(',')}]`), ...cacheHints('read', ctx.principal) };
+      return {
+        contents: new RawJson(`[${contents.join(',')}]`),
+        ...cacheHints('read', ctx.principal),
+      };
     },
   });
 }
 
 /** The contents JSON of one stored resource, or none. */
-async function readOne(deps: ReadDependencies, uri: string, principal: Principal, signal: AbortSignal): Promise<string[]> {
-  const rows = await runRequestQuery(deps.db, principal, signal, READ_RESOURCE, { uri });
+async function readOne(
+  deps: ReadDependencies,
+  uri: string,
+  principal: Principal,
+  signal: AbortSignal,
+): Promise<string[]> {
+  const rows = await runRequestQuery(
+    deps.db,
+    principal,
+    signal,
+    READ_RESOURCE,
+    { uri },
+  );
   return rows.map((row) => renderContents(row));
 }
 
 /** The directory entry (stored or synthesized) followed by its immediate children, as contents JSON. */
-async function readDirectory(deps: ReadDependencies, uri: string, principal: Principal, signal: AbortSignal): Promise<string[]> {
+async function readDirectory(
+  deps: ReadDependencies,
+  uri: string,
+  principal: Principal,
+  signal: AbortSignal,
+): Promise<string[]> {
   // One statement: the directory row (if stored) sorts first, then up to max + 1 children.
-  const rows = await runRequestQuery(deps.db, principal, signal, READ_DIRECTORY, {
-    directoryUri: uri,
-    upperBound: prefixUpperBound(uri),
-    limit: deps.maxDirectoryEntries + 2,
-  });
+  const rows = await runRequestQuery(
+    deps.db,
+    principal,
+    signal,
+    READ_DIRECTORY,
+    {
+      directoryUri: uri,
+      upperBound: prefixUpperBound(uri),
+      limit: deps.maxDirectoryEntries + 2,
+    },
+  );
   const stored = rows[0]?.uri === uri ? rows[0] : undefined;
   const children = rows.filter((row) => row.uri !== uri);
   if (stored === undefined && children.length === 0) return [];
@@ -69,10 +114,16 @@ async function readDirectory(deps: ReadDependencies, uri: string, principal: Pri
 }
 
 /** A plain-text listing for a directory that has children but no stored row of its own. */
-function listing(uri: string, children: readonly ResourceContentRow[], truncated: boolean): string {
+function listing(
+  uri: string,
+  children: readonly ResourceContentRow[],
+  truncated: boolean,
+): string {
   const lines = children.map((child) => {
     const name = child.uri.slice(uri.length);
-    return child.mime_type === 'inode/directory' || name.endsWith('/') ? name : `${name}\t${child.size} bytes`;
+    return child.mime_type === 'inode/directory' || name.endsWith('/')
+      ? name
+      : `${name}\t${child.size} bytes`;
   });
   if (truncated) lines.push('… (more entries not shown)');
   return lines.join('\n');

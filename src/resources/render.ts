@@ -10,7 +10,12 @@ function audienceJson(value: string): string {
   let json = audienceCache.get(value);
   if (json === undefined) {
     const inner = value.slice(1, -1);
-    json = inner === '' ? '[]' : JSON.stringify(inner.split(',').map((item) => item.replace(/^"|"$/g, '')));
+    json =
+      inner === ''
+        ? '[]'
+        : JSON.stringify(
+            inner.split(',').map((item) => item.replace(/^"|"$/g, '')),
+          );
     if (audienceCache.size < 64) audienceCache.set(value, json);
   }
   return json;
@@ -22,18 +27,26 @@ function audienceJson(value: string): string {
  * (another session time zone) goes through Date.
  */
 export function isoTimestamp(value: string): string {
-  if (value.length >= 22 && value.endsWith('+00') && value.charCodeAt(10) === 32) {
+  if (
+    value.length >= 22 &&
+    value.endsWith('+00') &&
+    value.charCodeAt(10) === 32
+  ) {
     const time = value.slice(11, -3);
     const dot = time.indexOf('.');
-    const fraction = dot === -1 ? '.000' : time.slice(dot, dot + 4).padEnd(4, '0');
+    const fraction =
+      dot === -1 ? '.000' : time.slice(dot, dot + 4).padEnd(4, '0');
     return `${value.slice(0, 10)}T${dot === -1 ? time : time.slice(0, dot)}${fraction}Z`;
   }
-  return new Date(value.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00')).toISOString();
+  return new Date(
+    value.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00'),
+  ).toISOString();
 }
 
 function annotationsJson(row: ResourceListingRow): string {
   let json = '{';
-  if (row.audience !== null) json += `"audience":${audienceJson(row.audience)},`;
+  if (row.audience !== null)
+    json += `"audience":${audienceJson(row.audience)},`;
   // float8 output is a valid JSON number ("0.91", "1e-05"); the check constraint keeps it in 0..1.
   if (row.priority !== null) json += `"priority":${row.priority},`;
   return `${json}"lastModified":"${isoTimestamp(row.updated_at)}"}`;
@@ -43,8 +56,10 @@ function annotationsJson(row: ResourceListingRow): string {
 export function renderResource(row: ResourceListingRow): string {
   let json = `{"uri":${JSON.stringify(row.uri)},"name":${JSON.stringify(row.name)}`;
   if (row.title !== null) json += `,"title":${JSON.stringify(row.title)}`;
-  if (row.description !== null) json += `,"description":${JSON.stringify(row.description)}`;
-  if (row.mime_type !== null) json += `,"mimeType":${JSON.stringify(row.mime_type)}`;
+  if (row.description !== null)
+    json += `,"description":${JSON.stringify(row.description)}`;
+  if (row.mime_type !== null)
+    json += `,"mimeType":${JSON.stringify(row.mime_type)}`;
   return `${json},"size":${row.size},"annotations":${annotationsJson(row)}}`;
 }
 
@@ -53,11 +68,16 @@ export function renderResource(row: ResourceListingRow): string {
  * standard base64. Size and annotations, which ResourceContents has no fields for, ride in
  * `_meta` as `dev.pgmcp/size` and `dev.pgmcp/annotations`.
  */
-export function renderContents(row: ResourceContentRow, extraMeta = ''): string {
+export function renderContents(
+  row: ResourceContentRow,
+  extraMeta = '',
+): string {
   let json = `{"uri":${JSON.stringify(row.uri)}`;
-  if (row.mime_type !== null) json += `,"mimeType":${JSON.stringify(row.mime_type)}`;
+  if (row.mime_type !== null)
+    json += `,"mimeType":${JSON.stringify(row.mime_type)}`;
   // bytea arrives in hex output form: "\x" followed by two hex digits per byte.
-  if (row.blob !== null) json += `,"blob":"${Buffer.from(row.blob.slice(2), 'hex').toString('base64')}"`;
+  if (row.blob !== null)
+    json += `,"blob":"${Buffer.from(row.blob.slice(2), 'hex').toString('base64')}"`;
   else json += `,"text":${JSON.stringify(row.text ?? '')}`;
   return `${json},"_meta":{"dev.pgmcp/size":${row.size},"dev.pgmcp/annotations":${annotationsJson(row)}${extraMeta}}}`;
 }

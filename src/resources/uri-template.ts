@@ -10,7 +10,10 @@ interface Expression {
 
 type Part = string | Expression;
 
-const OPERATORS: Record<Operator, { first: string; separator: string; named: boolean; reserved: boolean }> = {
+const OPERATORS: Record<
+  Operator,
+  { first: string; separator: string; named: boolean; reserved: boolean }
+> = {
   '': { first: '', separator: ',', named: false, reserved: false },
   '+': { first: '', separator: ',', named: false, reserved: true },
   '#': { first: '#', separator: ',', named: false, reserved: true },
@@ -21,7 +24,8 @@ const OPERATORS: Record<Operator, { first: string; separator: string; named: boo
   '&': { first: '&', separator: '&', named: true, reserved: false },
 };
 
-const VARNAME = /^(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})(?:\.?(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2}))*$/;
+const VARNAME =
+  /^(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})(?:\.?(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2}))*$/;
 
 /** A parsed RFC 6570 template. */
 export interface UriTemplate {
@@ -45,17 +49,25 @@ export function parseUriTemplate(template: string): UriTemplate {
     }
     if (open > index) parts.push(template.slice(index, open));
     const close = template.indexOf('}', open);
-    if (close === -1) throw new Error(`unclosed expression in URI template ${template}`);
+    if (close === -1)
+      throw new Error(`unclosed expression in URI template ${template}`);
     parts.push(parseExpression(template.slice(open + 1, close), template));
     index = close + 1;
   }
-  const variables = parts.flatMap((part) => (typeof part === 'string' ? [] : part.names));
+  const variables = parts.flatMap((part) =>
+    typeof part === 'string' ? [] : part.names,
+  );
   const matcher = buildMatcher(parts);
 
   return {
     template,
     variables,
-    expand: (values) => parts.map((part) => (typeof part === 'string' ? part : expandExpression(part, values))).join(''),
+    expand: (values) =>
+      parts
+        .map((part) =>
+          typeof part === 'string' ? part : expandExpression(part, values),
+        )
+        .join(''),
     match(uri) {
       const found = matcher.regex.exec(uri);
       if (found === null) return undefined;
@@ -76,10 +88,14 @@ export function parseUriTemplate(template: string): UriTemplate {
 
 function parseExpression(body: string, template: string): Expression {
   const first = body.charAt(0);
-  const operator: Operator = first in OPERATORS && first !== '' ? (first as Operator) : '';
+  const operator: Operator =
+    first in OPERATORS && first !== '' ? (first as Operator) : '';
   const names = (operator === '' ? body : body.slice(1)).split(',');
   for (const name of names) {
-    if (!VARNAME.test(name)) throw new Error(`unsupported variable "${name}" in URI template ${template}`);
+    if (!VARNAME.test(name))
+      throw new Error(
+        `unsupported variable "${name}" in URI template ${template}`,
+      );
   }
   return { operator, names };
 }
@@ -88,10 +104,16 @@ function encode(value: string, reserved: boolean): string {
   // Reserved expansion keeps reserved characters and existing escapes; simple expansion escapes all
   // but unreserved characters (RFC 6570 §3.2.1).
   if (reserved) return encodeURI(value).replace(/%25([0-9A-Fa-f]{2})/g, '%$1');
-  return encodeURIComponent(value).replace(/[!'()*]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`);
+  return encodeURIComponent(value).replace(
+    /[!'()*]/g,
+    (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
 }
 
-function expandExpression(expression: Expression, values: Readonly<Record<string, string | undefined>>): string {
+function expandExpression(
+  expression: Expression,
+  values: Readonly<Record<string, string | undefined>>,
+): string {
   const spec = OPERATORS[expression.operator];
   const pieces: string[] = [];
   for (const name of expression.names) {
@@ -109,7 +131,10 @@ function escapeRegex(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 }
 
-function buildMatcher(parts: readonly Part[]): { regex: RegExp; names: string[] } {
+function buildMatcher(parts: readonly Part[]): {
+  regex: RegExp;
+  names: string[];
+} {
   const names: string[] = [];
   // Simple values hold unreserved characters, escapes and non-ASCII; reserved values anything but
   // what ends the component they sit in.
@@ -120,7 +145,8 @@ function buildMatcher(parts: readonly Part[]): { regex: RegExp; names: string[] 
     .map((part) => {
       if (typeof part === 'string') return escapeRegex(part);
       const spec = OPERATORS[part.operator];
-      const value = part.operator === '#' ? fragment : spec.reserved ? reserved : simple;
+      const value =
+        part.operator === '#' ? fragment : spec.reserved ? reserved : simple;
       const pieces = part.names.map((name) => {
         names.push(name);
         return spec.named ? `${escapeRegex(name)}=${value}` : value;

@@ -5,7 +5,8 @@ import { ProtocolError } from '../errors.js';
 export const MAX_URI_LENGTH = 2048;
 
 // scheme ":" then RFC 3986 characters, percent-escapes, or non-ASCII (IRI) characters past C1.
-const URI_SYNTAX = /^[A-Za-z][A-Za-z0-9+.-]*:(?:[A-Za-z0-9._~!$&'()*+,;=:@/?#[\]-]|%[0-9A-Fa-f]{2}|[^\u0000-\u009f])*$/u;
+const URI_SYNTAX =
+  /^[A-Za-z][A-Za-z0-9+.-]*:(?:[A-Za-z0-9._~!$&'()*+,;=:@/?#[\]-]|%[0-9A-Fa-f]{2}|[^\u0000-\u009f])*$/u;
 const UNRESERVED = /[A-Za-z0-9\-._~]/;
 
 /**
@@ -22,31 +23,44 @@ export function validateResourceUri(uri: string): string {
     });
   };
   if (uri.length === 0) return invalid('empty');
-  if (uri.length > MAX_URI_LENGTH) return invalid(`longer than ${MAX_URI_LENGTH} characters`);
+  if (uri.length > MAX_URI_LENGTH)
+    return invalid(`longer than ${MAX_URI_LENGTH} characters`);
   // Control characters, spaces and backslashes are reported by name before the general syntax.
-  if (/[\u0000-\u001f\u007f-\u009f]/u.test(uri)) return invalid('control characters are not allowed');
+  if (/[\u0000-\u001f\u007f-\u009f]/u.test(uri))
+    return invalid('control characters are not allowed');
   if (uri.includes('\\')) return invalid('backslashes are not allowed');
   if (!URI_SYNTAX.test(uri)) return invalid('not RFC 3986 syntax');
-  if (uri.indexOf('#') !== uri.lastIndexOf('#')) return invalid('more than one "#"');
+  if (uri.indexOf('#') !== uri.lastIndexOf('#'))
+    return invalid('more than one "#"');
   if (/^file:/i.test(uri)) return normalizeFileUri(uri, invalid);
   return uri;
 }
 
-function normalizeFileUri(uri: string, invalid: (reason: string) => never): string {
+function normalizeFileUri(
+  uri: string,
+  invalid: (reason: string) => never,
+): string {
   const match = /^file:\/\/([^/?#]*)(\/[^?#]*)?([?#].*)?$/i.exec(uri);
-  if (match === null || match[2] === undefined) return invalid('file: URIs must be absolute, like file:///path');
+  if (match === null || match[2] === undefined)
+    return invalid('file: URIs must be absolute, like file:///path');
   const [, host = '', rawPath, rest = ''] = match;
-  if (/%(?:00|5c|2f)/i.test(rawPath)) return invalid('encoded NUL, backslash or "/" in a file path');
+  if (/%(?:00|5c|2f)/i.test(rawPath))
+    return invalid('encoded NUL, backslash or "/" in a file path');
   // Decode escapes of unreserved characters (RFC 3986 §6.2.2.2) so %2e%2e is seen as "..".
-  const path = rawPath.replace(/%([0-9A-Fa-f]{2})/g, (escape: string, hex: string) => {
-    const char = String.fromCharCode(parseInt(hex, 16));
-    return UNRESERVED.test(char) ? char : `%${hex.toUpperCase()}`;
-  });
+  const path = rawPath.replace(
+    /%([0-9A-Fa-f]{2})/g,
+    (escape: string, hex: string) => {
+      const char = String.fromCharCode(parseInt(hex, 16));
+      return UNRESERVED.test(char) ? char : `%${hex.toUpperCase()}`;
+    },
+  );
   const segments = path.slice(1).split('/');
   // A trailing "/" (a directory) leaves one empty last segment; any other empty segment is refused.
   const inner = path.endsWith('/') ? segments.slice(0, -1) : segments;
-  if (path !== '/' && inner.some((segment) => segment === '')) return invalid('empty path segments ("//")');
-  if (inner.some((segment) => segment === '.' || segment === '..')) return invalid('"." and ".." path segments');
+  if (path !== '/' && inner.some((segment) => segment === ''))
+    return invalid('empty path segments ("//")');
+  if (inner.some((segment) => segment === '.' || segment === '..'))
+    return invalid('"." and ".." path segments');
   return `file://${host}${path}${rest}`;
 }
 

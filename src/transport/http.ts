@@ -4,7 +4,14 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Principal } from '../auth/index.js';
 import { ProtocolError, type ErrorKey } from '../errors.js';
-import { expectedHttpHeaders, readableId, serializeMessage, type DispatchOutcome, type Dispatcher, type InboundMessage } from '../protocol/index.js';
+import {
+  expectedHttpHeaders,
+  readableId,
+  serializeMessage,
+  type DispatchOutcome,
+  type Dispatcher,
+  type InboundMessage,
+} from '../protocol/index.js';
 
 export interface HttpTransportOptions {
   readonly host: string;
@@ -20,9 +27,16 @@ export interface HttpTransportOptions {
    * Who the request runs as, from its headers (Authorization). Throws ProtocolError
    * AUTHENTICATION_REQUIRED (answered 401 with a WWW-Authenticate challenge) or ROLE_FORBIDDEN (403).
    */
-  readonly authenticate: (request: http.IncomingMessage) => Principal | Promise<Principal>;
+  readonly authenticate: (
+    request: http.IncomingMessage,
+  ) => Principal | Promise<Principal>;
   /** RFC 9728 protected-resource metadata, served at /.well-known/oauth-protected-resource[/mcp]. */
-  readonly protectedResource?: { readonly metadataUrl: string; readonly document: Record<string, unknown> } | undefined;
+  readonly protectedResource?:
+    | {
+        readonly metadataUrl: string;
+        readonly document: Record<string, unknown>;
+      }
+    | undefined;
   readonly log: (line: string) => void;
 }
 
@@ -36,11 +50,16 @@ const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 const WELL_KNOWN = '/.well-known/oauth-protected-resource';
 
 /** Listen and serve until closed. Resolves once the port is bound. */
-export async function startHttpTransport(options: HttpTransportOptions): Promise<HttpTransport> {
+export async function startHttpTransport(
+  options: HttpTransportOptions,
+): Promise<HttpTransport> {
   const server = http.createServer((request, response) => {
     handle(options, request, response).catch((error: unknown) => {
-      options.log(`http handler failed: ${error instanceof Error ? error.message : String(error)}`);
-      if (!response.headersSent) send(response, 500, errorBody(options.dispatcher.fail(error)));
+      options.log(
+        `http handler failed: ${error instanceof Error ? error.message : String(error)}`,
+      );
+      if (!response.headersSent)
+        send(response, 500, errorBody(options.dispatcher.fail(error)));
       else response.destroy();
     });
   });
@@ -48,7 +67,10 @@ export async function startHttpTransport(options: HttpTransportOptions): Promise
   server.headersTimeout = 66_000;
   server.requestTimeout = 120_000;
   server.on('clientError', (_error, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+    if (socket.writable)
+      socket.end(
+        'HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n',
+      );
     else socket.destroy();
   });
   await new Promise<void>((resolve, reject) => {
@@ -59,7 +81,8 @@ export async function startHttpTransport(options: HttpTransportOptions): Promise
     });
   });
   const address = server.address() as AddressInfo;
-  const hostForUrl = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const hostForUrl =
+    address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
     url: `http://${hostForUrl}:${address.port}${options.path}`,
     server,
@@ -71,13 +94,20 @@ export async function startHttpTransport(options: HttpTransportOptions): Promise
   };
 }
 
-async function handle(options: HttpTransportOptions, request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
+async function handle(
+  options: HttpTransportOptions,
+  request: http.IncomingMessage,
+  response: http.ServerResponse,
+): Promise<void> {
   const path = (request.url ?? '/').split('?', 1)[0];
   if (path === '/healthz') {
     send(response, 200, { status: 'ok' });
     return;
   }
-  if (options.protectedResource !== undefined && (path === WELL_KNOWN || path === `${WELL_KNOWN}${options.path}`)) {
+  if (
+    options.protectedResource !== undefined &&
+    (path === WELL_KNOWN || path === `${WELL_KNOWN}${options.path}`)
+  ) {
     send(response, 200, options.protectedResource.document);
     return;
   }
@@ -86,23 +116,50 @@ async function handle(options: HttpTransportOptions, request: http.IncomingMessa
     return;
   }
   // DNS rebinding (spec §14.2 Security): both Host and Origin, before anything else is looked at.
-  if (!hostAllowed(request.headers.host, options.allowedHosts) || !originAllowed(request.headers.origin, options.allowedOrigins)) {
-    refuse(options, response, 'FORBIDDEN_ORIGIN', 'Forbidden: Host or Origin not allowed.');
+  if (
+    !hostAllowed(request.headers.host, options.allowedHosts) ||
+    !originAllowed(request.headers.origin, options.allowedOrigins)
+  ) {
+    refuse(
+      options,
+      response,
+      'FORBIDDEN_ORIGIN',
+      'Forbidden: Host or Origin not allowed.',
+    );
     return;
   }
   if (request.method !== 'POST') {
     response.setHeader('Allow', 'POST');
-    refuse(options, response, 'HTTP_METHOD_NOT_ALLOWED', 'Method not allowed: the MCP endpoint accepts POST only.');
+    refuse(
+      options,
+      response,
+      'HTTP_METHOD_NOT_ALLOWED',
+      'Method not allowed: the MCP endpoint accepts POST only.',
+    );
     return;
   }
   const contentType = request.headers['content-type'] ?? '';
   if (!/^application\/json\s*(;|$)/i.test(contentType)) {
-    refuse(options, response, 'UNSUPPORTED_MEDIA_TYPE', 'Unsupported Content-Type: send application/json.');
+    refuse(
+      options,
+      response,
+      'UNSUPPORTED_MEDIA_TYPE',
+      'Unsupported Content-Type: send application/json.',
+    );
     return;
   }
   const accept = request.headers.accept;
-  if (accept !== undefined && accept !== '' && !/application\/json|text\/event-stream|\*\/\*|application\/\*/i.test(accept)) {
-    refuse(options, response, 'NOT_ACCEPTABLE', 'Not acceptable: accept application/json or text/event-stream.');
+  if (
+    accept !== undefined &&
+    accept !== '' &&
+    !/application\/json|text\/event-stream|\*\/\*|application\/\*/i.test(accept)
+  ) {
+    refuse(
+      options,
+      response,
+      'NOT_ACCEPTABLE',
+      'Not acceptable: accept application/json or text/event-stream.',
+    );
     return;
   }
   const declared = Number(request.headers['content-length'] ?? Number.NaN);
@@ -115,13 +172,27 @@ async function handle(options: HttpTransportOptions, request: http.IncomingMessa
   try {
     principal = await options.authenticate(request);
   } catch (error) {
-    if (error instanceof ProtocolError && error.key === 'AUTHENTICATION_REQUIRED' && options.protectedResource !== undefined) {
-      const invalid = request.headers.authorization === undefined ? '' : 'error="invalid_token", ';
-      response.setHeader('WWW-Authenticate', `Bearer ${invalid}resource_metadata="${options.protectedResource.metadataUrl}"`);
+    if (
+      error instanceof ProtocolError &&
+      error.key === 'AUTHENTICATION_REQUIRED' &&
+      options.protectedResource !== undefined
+    ) {
+      const invalid =
+        request.headers.authorization === undefined
+          ? ''
+          : 'error="invalid_token", ';
+      response.setHeader(
+        'WWW-Authenticate',
+        `Bearer ${invalid}resource_metadata="${options.protectedResource.metadataUrl}"`,
+      );
     }
     const outcome = options.dispatcher.fail(error);
     request.resume();
-    send(response, outcome.kind === 'response' ? outcome.httpStatus : 401, errorBody(outcome));
+    send(
+      response,
+      outcome.kind === 'response' ? outcome.httpStatus : 401,
+      errorBody(outcome),
+    );
     return;
   }
   const body = await readBody(request, options.maxBodyBytes);
@@ -135,7 +206,12 @@ async function handle(options: HttpTransportOptions, request: http.IncomingMessa
   try {
     value = JSON.parse(body);
   } catch {
-    refuse(options, response, 'PARSE_ERROR', 'Parse error: the body is not valid JSON.');
+    refuse(
+      options,
+      response,
+      'PARSE_ERROR',
+      'Parse error: the body is not valid JSON.',
+    );
     return;
   }
   let message: InboundMessage;
@@ -143,7 +219,11 @@ async function handle(options: HttpTransportOptions, request: http.IncomingMessa
     message = options.dispatcher.parse(value);
   } catch (error) {
     const outcome = options.dispatcher.fail(error, readableId(value));
-    send(response, outcome.kind === 'response' ? outcome.httpStatus : 400, errorBody(outcome));
+    send(
+      response,
+      outcome.kind === 'response' ? outcome.httpStatus : 400,
+      errorBody(outcome),
+    );
     return;
   }
 
@@ -174,23 +254,33 @@ async function handle(options: HttpTransportOptions, request: http.IncomingMessa
 }
 
 /** MCP-Protocol-Version, Mcp-Method and Mcp-Name must be present and equal the body (-32020, 400). */
-function verifyHeaders(request: http.IncomingMessage, message: InboundMessage): void {
+function verifyHeaders(
+  request: http.IncomingMessage,
+  message: InboundMessage,
+): void {
   const expected = expectedHttpHeaders(message);
   const mismatch = (header: string, problem: string): never => {
-    throw new ProtocolError('HEADER_MISMATCH', `Header mismatch: ${header} ${problem}.`, { data: { header } });
+    throw new ProtocolError(
+      'HEADER_MISMATCH',
+      `Header mismatch: ${header} ${problem}.`,
+      { data: { header } },
+    );
   };
   const version = single(request.headers['mcp-protocol-version']);
   if (version === undefined) mismatch('MCP-Protocol-Version', 'is missing');
-  if (version !== expected.protocolVersion) mismatch('MCP-Protocol-Version', 'does not match params._meta');
+  if (version !== expected.protocolVersion)
+    mismatch('MCP-Protocol-Version', 'does not match params._meta');
   const method = single(request.headers['mcp-method']);
   if (method === undefined) mismatch('Mcp-Method', 'is missing');
-  if (method !== expected.method) mismatch('Mcp-Method', 'does not match the body method');
+  if (method !== expected.method)
+    mismatch('Mcp-Method', 'does not match the body method');
   if (expected.name !== undefined) {
     const raw = single(request.headers['mcp-name']);
     if (raw === undefined) mismatch('Mcp-Name', 'is missing');
     const name = decodeHeaderValue(raw as string);
     if (name === undefined) mismatch('Mcp-Name', 'is not a valid value');
-    if (name !== expected.name.value) mismatch('Mcp-Name', `does not match params.${expected.name.field}`);
+    if (name !== expected.name.value)
+      mismatch('Mcp-Name', `does not match params.${expected.name.field}`);
   }
 }
 
@@ -206,25 +296,39 @@ function single(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-function hostAllowed(host: string | undefined, allowed: readonly string[]): boolean {
+function hostAllowed(
+  host: string | undefined,
+  allowed: readonly string[],
+): boolean {
   if (host === undefined) return false;
   if (allowed.includes('*')) return true;
-  const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':', 1)[0] ?? '';
+  const name = host.startsWith('[')
+    ? host.slice(0, host.indexOf(']') + 1)
+    : (host.split(':', 1)[0] ?? '');
   return allowed.includes(name.toLowerCase());
 }
 
-function originAllowed(origin: string | undefined, allowed: readonly string[]): boolean {
+function originAllowed(
+  origin: string | undefined,
+  allowed: readonly string[],
+): boolean {
   if (origin === undefined) return true; // non-browser clients send none
   if (allowed.includes('*') || allowed.includes(origin)) return true;
   try {
     const url = new URL(origin);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && LOOPBACK_HOSTS.has(url.hostname);
+    return (
+      (url.protocol === 'http:' || url.protocol === 'https:') &&
+      LOOPBACK_HOSTS.has(url.hostname)
+    );
   } catch {
     return false;
   }
 }
 
-function readBody(request: http.IncomingMessage, limit: number): Promise<string | 'too-large' | 'aborted'> {
+function readBody(
+  request: http.IncomingMessage,
+  limit: number,
+): Promise<string | 'too-large' | 'aborted'> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -259,25 +363,53 @@ function readBody(request: http.IncomingMessage, limit: number): Promise<string 
   });
 }
 
-function refuseTooLarge(options: HttpTransportOptions, response: http.ServerResponse): void {
+function refuseTooLarge(
+  options: HttpTransportOptions,
+  response: http.ServerResponse,
+): void {
   response.setHeader('Connection', 'close');
-  refuse(options, response, 'PAYLOAD_TOO_LARGE', `Request body too large: the limit is ${options.maxBodyBytes} bytes.`);
+  refuse(
+    options,
+    response,
+    'PAYLOAD_TOO_LARGE',
+    `Request body too large: the limit is ${options.maxBodyBytes} bytes.`,
+  );
 }
 
 /** Refuse before dispatch; the dispatcher still builds the error body (one error path). */
-function refuse(options: HttpTransportOptions, response: http.ServerResponse, key: ErrorKey, message: string): void {
+function refuse(
+  options: HttpTransportOptions,
+  response: http.ServerResponse,
+  key: ErrorKey,
+  message: string,
+): void {
   const outcome = options.dispatcher.fail(new ProtocolError(key, message));
-  send(response, outcome.kind === 'response' ? outcome.httpStatus : 400, errorBody(outcome));
+  send(
+    response,
+    outcome.kind === 'response' ? outcome.httpStatus : 400,
+    errorBody(outcome),
+  );
 }
 
 function errorBody(outcome: DispatchOutcome): object {
   return outcome.kind === 'response' ? outcome.response : {};
 }
 
-function send(response: http.ServerResponse, status: number, body: object): void {
+function send(
+  response: http.ServerResponse,
+  status: number,
+  body: object,
+): void {
   // Encode once: the length and the bytes written come from the same buffer.
   const bytes = Buffer.from(serializeMessage(body), 'utf8');
   // A flat [name, value, …] list skips the header object's key walk.
-  response.writeHead(status, ['Content-Type', 'application/json', 'Content-Length', String(bytes.length), 'Cache-Control', 'no-store']);
+  response.writeHead(status, [
+    'Content-Type',
+    'application/json',
+    'Content-Length',
+    String(bytes.length),
+    'Cache-Control',
+    'no-store',
+  ]);
   response.end(bytes);
 }

@@ -1,3 +1,12 @@
 // Public surface of transport/: Streamable HTTP and stdio. They frame bytes and know no methods.
-export { decodeHeaderValue, startHttpTransport, type HttpTransport, type HttpTransportOptions } from './http.js';
-export { startStdioTransport, type StdioTransport, type StdioTransportOptions } from './stdio.js';
+export {
+  decodeHeaderValue,
+  startHttpTransport,
+  type HttpTransport,
+  type HttpTransportOptions,
+} from './http.js';
+export {
+  startStdioTransport,
+  type StdioTransport,
+  type StdioTransportOptions,
+} from './stdio.js';

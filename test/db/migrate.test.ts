@@ -29,20 +29,35 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await admin((client) => client.query(`drop database if exists ${SCRATCH} with (force)`));
+  await admin((client) =>
+    client.query(`drop database if exists ${SCRATCH} with (force)`),
+  );
 });
 
 describe('migrations', () => {
   it('two processes migrating at once serialize on the advisory lock: each migration runs once', async () => {
-    const clients = [new pg.Client({ connectionString: scratchUrl }), new pg.Client({ connectionString: scratchUrl })];
+    const clients = [
+      new pg.Client({ connectionString: scratchUrl }),
+      new pg.Client({ connectionString: scratchUrl }),
+    ];
     await Promise.all(clients.map((client) => client.connect()));
     try {
-      const reports = await Promise.all(clients.map((client) => runMigrations(client, MIGRATIONS_DIRECTORY, () => undefined)));
+      const reports = await Promise.all(
+        clients.map((client) =>
+          runMigrations(client, MIGRATIONS_DIRECTORY, () => undefined),
+        ),
+      );
       const applied = reports.flatMap((report) => report.applied);
-      const { rows } = await clients[0]!.query<{ name: string }>('select name from pgmcp.migrations order by name');
+      const { rows } = await clients[0]!.query<{ name: string }>(
+        'select name from pgmcp.migrations order by name',
+      );
       expect(applied.sort()).toEqual(rows.map((row) => row.name));
       expect(reports.some((report) => report.applied.length === 0)).toBe(true);
-      const again = await runMigrations(clients[1]!, MIGRATIONS_DIRECTORY, () => undefined);
+      const again = await runMigrations(
+        clients[1]!,
+        MIGRATIONS_DIRECTORY,
+        () => undefined,
+      );
       expect(again.applied).toEqual([]);
     } finally {
       await Promise.all(clients.map((client) => client.end()));
@@ -70,7 +85,10 @@ describe('pgmcp.resources constraints', () => {
       );
       throw new Error('row accepted');
     } catch (error) {
-      return (error as { constraint?: string }).constraint ?? (error as Error).message;
+      return (
+        (error as { constraint?: string }).constraint ??
+        (error as Error).message
+      );
     } finally {
       await sql.query('rollback');
     }
@@ -79,15 +97,33 @@ describe('pgmcp.resources constraints', () => {
   it.each([
     [{ uri: 'not a uri', name: 'x', text: 't' }, 'resources_uri_valid'],
     [{ uri: 'file:///a/../b', name: 'x', text: 't' }, 'resources_uri_valid'],
-    [{ uri: 'file:///a/%2e%2e/b', name: 'x', text: 't' }, 'resources_uri_valid'],
+    [
+      { uri: 'file:///a/%2e%2e/b', name: 'x', text: 't' },
+      'resources_uri_valid',
+    ],
     [{ uri: 'file:///a//b', name: 'x', text: 't' }, 'resources_uri_valid'],
     [{ uri: 'notes:///x', name: 'x' }, 'resources_exactly_one_of_text_or_blob'],
-    [{ uri: 'notes:///x', name: 'x', text: 't', blob: Buffer.from('b') }, 'resources_exactly_one_of_text_or_blob'],
-    [{ uri: 'notes:///x', name: 'x', text: 't', priority: 1.5 }, 'resources_priority_range'],
-    [{ uri: 'notes:///x', name: 'x', text: 't', audience: ['robots'] }, 'resources_audience_valid'],
+    [
+      { uri: 'notes:///x', name: 'x', text: 't', blob: Buffer.from('b') },
+      'resources_exactly_one_of_text_or_blob',
+    ],
+    [
+      { uri: 'notes:///x', name: 'x', text: 't', priority: 1.5 },
+      'resources_priority_range',
+    ],
+    [
+      { uri: 'notes:///x', name: 'x', text: 't', audience: ['robots'] },
+      'resources_audience_valid',
+    ],
     [{ uri: 'notes:///x', name: '', text: 't' }, 'resources_name_not_empty'],
-    [{ uri: 'notes:///x', name: 'x', text: 't', mime_type: 'not a mime' }, 'resources_mime_type_valid'],
-    [{ uri: 'test://static-text', name: 'dup', text: 't' }, 'resources_uri_key'],
+    [
+      { uri: 'notes:///x', name: 'x', text: 't', mime_type: 'not a mime' },
+      'resources_mime_type_valid',
+    ],
+    [
+      { uri: 'test://static-text', name: 'dup', text: 't' },
+      'resources_uri_key',
+    ],
   ])('rejects %j with %s', async (values, constraint) => {
     expect(await rejects(values)).toBe(constraint);
   });
@@ -107,7 +143,9 @@ describe('pgmcp.resources constraints', () => {
   it('keeps updated_at with a trigger on every real change', async () => {
     await sql.query('begin');
     try {
-      await sql.query(`insert into pgmcp.resources (uri, name, text, updated_at) values ('notes:///contract/touch', 'x', 'a', '2000-01-01')`);
+      await sql.query(
+        `insert into pgmcp.resources (uri, name, text, updated_at) values ('notes:///contract/touch', 'x', 'a', '2000-01-01')`,
+      );
       const { rows } = await sql.query<{ updated_at: Date }>(
         `update pgmcp.resources set text = 'b' where uri = 'notes:///contract/touch' returning updated_at`,
       );

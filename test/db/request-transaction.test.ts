@@ -2,7 +2,12 @@
 import net from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDatabase, runRequestQuery, type DatabaseHandle, type PreparedQuery } from '../../src/db/index.js';
+import {
+  createDatabase,
+  runRequestQuery,
+  type DatabaseHandle,
+  type PreparedQuery,
+} from '../../src/db/index.js';
 import { ProtocolError } from '../../src/errors.js';
 import { testDatabaseUrl } from '../setup/harness.js';
 
@@ -12,16 +17,28 @@ let sql: pg.Client;
 let db: DatabaseHandle;
 const signal = new AbortController().signal;
 
-function statement<TRow>(name: string, text: string): PreparedQuery<Record<string, never>, TRow> {
+function statement<TRow>(
+  name: string,
+  text: string,
+): PreparedQuery<Record<string, never>, TRow> {
   return { name, text, values: () => [] };
 }
 
-const ITEMS = statement<{ id: number; tenant: string; who: string; tenant_claim: string | null }>(
+const ITEMS = statement<{
+  id: number;
+  tenant: string;
+  who: string;
+  tenant_claim: string | null;
+}>(
   'test_items',
   `select id, tenant, current_user as who, current_setting('request.jwt.claims', true)::json->>'tenant' as tenant_claim
      from rt_test.items order by id`,
 );
-const WHO = statement<{ who: string; claims: string | null; read_only: string }>(
+const WHO = statement<{
+  who: string;
+  claims: string | null;
+  read_only: string;
+}>(
   'test_who',
   `select current_user as who, current_setting('request.jwt.claims', true) as claims, current_setting('transaction_read_only') as read_only`,
 );
@@ -43,57 +60,131 @@ beforeAll(async () => {
     grant usage on schema rt_test to ${READER}, ${OUTSIDER};
     grant select on rt_test.items to ${READER};
   `);
-  db = createDatabase({ connectionString: testDatabaseUrl(), poolSize: 1, statementTimeoutMs: 5000, onError: () => undefined });
+  db = createDatabase({
+    connectionString: testDatabaseUrl(),
+    poolSize: 1,
+    statementTimeoutMs: 5000,
+    onError: () => undefined,
+  });
 });
 
 afterAll(async () => {
   await db.close();
-  await sql.query(`drop schema if exists rt_test cascade; drop owned by ${READER}, ${OUTSIDER}; drop role if exists ${READER}; drop role if exists ${OUTSIDER};`);
+  await sql.query(
+    `drop schema if exists rt_test cascade; drop owned by ${READER}, ${OUTSIDER}; drop role if exists ${READER}; drop role if exists ${OUTSIDER};`,
+  );
   await sql.end();
 });
 
 describe('runRequestQuery', () => {
   it('runs as the principal role with its claims visible to row-level security', async () => {
-    const rows = await runRequestQuery(db, { role: READER, claims: { tenant: 'a' } }, signal, ITEMS, {});
+    const rows = await runRequestQuery(
+      db,
+      { role: READER, claims: { tenant: 'a' } },
+      signal,
+      ITEMS,
+      {},
+    );
     expect(rows).toEqual([
       { id: 1, tenant: 'a', who: READER, tenant_claim: 'a' },
       { id: 3, tenant: 'a', who: READER, tenant_claim: 'a' },
     ]);
-    const other = await runRequestQuery(db, { role: READER, claims: { tenant: 'b' } }, signal, ITEMS, {});
+    const other = await runRequestQuery(
+      db,
+      { role: READER, claims: { tenant: 'b' } },
+      signal,
+      ITEMS,
+      {},
+    );
     expect(other.map((row) => row.id)).toEqual([2]);
   });
 
   it('sets identity transaction-locally: the pooled connection is the login role again afterwards', async () => {
-    await runRequestQuery(db, { role: READER, claims: { tenant: 'a' } }, signal, ITEMS, {});
-    const [after] = await runRequestQuery(db, { role: null, claims: {} }, signal, WHO, {});
-    const { rows } = await sql.query<{ who: string }>('select current_user as who');
+    await runRequestQuery(
+      db,
+      { role: READER, claims: { tenant: 'a' } },
+      signal,
+      ITEMS,
+      {},
+    );
+    const [after] = await runRequestQuery(
+      db,
+      { role: null, claims: {} },
+      signal,
+      WHO,
+      {},
+    );
+    const { rows } = await sql.query<{ who: string }>(
+      'select current_user as who',
+    );
     expect(after?.who).toBe(rows[0]?.who);
     expect(after?.claims ?? '').toBe('');
   });
 
   it('is read-only with and without a role', async () => {
-    const [withRole] = await runRequestQuery(db, { role: READER, claims: {} }, signal, WHO, {});
-    const [withoutRole] = await runRequestQuery(db, { role: null, claims: {} }, signal, WHO, {});
+    const [withRole] = await runRequestQuery(
+      db,
+      { role: READER, claims: {} },
+      signal,
+      WHO,
+      {},
+    );
+    const [withoutRole] = await runRequestQuery(
+      db,
+      { role: null, claims: {} },
+      signal,
+      WHO,
+      {},
+    );
     expect(withRole?.read_only).toBe('on');
     expect(withoutRole?.read_only).toBe('on');
-    const write = statement('test_write', `insert into rt_test.items values (9, 'z') returning id`);
-    await expect(runRequestQuery(db, { role: null, claims: {} }, signal, write, {})).rejects.toBeInstanceOf(ProtocolError);
+    const write = statement(
+      'test_write',
+      `insert into rt_test.items values (9, 'z') returning id`,
+    );
+    await expect(
+      runRequestQuery(db, { role: null, claims: {} }, signal, write, {}),
+    ).rejects.toBeInstanceOf(ProtocolError);
   });
 
   it('maps permission denied to FORBIDDEN without SQL or role names, and the connection stays usable', async () => {
-    const error = await runRequestQuery(db, { role: OUTSIDER, claims: {} }, signal, ITEMS, {}).catch((caught: unknown) => caught);
+    const error = await runRequestQuery(
+      db,
+      { role: OUTSIDER, claims: {} },
+      signal,
+      ITEMS,
+      {},
+    ).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ProtocolError);
     expect((error as ProtocolError).key).toBe('FORBIDDEN');
     expect((error as ProtocolError).message).not.toContain(OUTSIDER);
     expect((error as ProtocolError).message).not.toContain('rt_test');
-    const rows = await runRequestQuery(db, { role: READER, claims: { tenant: 'a' } }, signal, ITEMS, {});
+    const rows = await runRequestQuery(
+      db,
+      { role: READER, claims: { tenant: 'a' } },
+      signal,
+      ITEMS,
+      {},
+    );
     expect(rows).toHaveLength(2);
   });
 
   it('fails a role that does not exist and rolls the whole transaction back', async () => {
-    const error = await runRequestQuery(db, { role: 'pgmcp_no_such_role', claims: {} }, signal, WHO, {}).catch((caught: unknown) => caught);
+    const error = await runRequestQuery(
+      db,
+      { role: 'pgmcp_no_such_role', claims: {} },
+      signal,
+      WHO,
+      {},
+    ).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ProtocolError);
-    const [after] = await runRequestQuery(db, { role: null, claims: {} }, signal, WHO, {});
+    const [after] = await runRequestQuery(
+      db,
+      { role: null, claims: {} },
+      signal,
+      WHO,
+      {},
+    );
     expect(after?.claims ?? '').toBe('');
   });
 
@@ -103,7 +194,10 @@ describe('runRequestQuery', () => {
     const directions: ('up' | 'down')[] = [];
     const target = new URL(testDatabaseUrl());
     const proxy = net.createServer((client) => {
-      const upstream = net.connect(Number(target.port || 5432), target.hostname);
+      const upstream = net.connect(
+        Number(target.port || 5432),
+        target.hostname,
+      );
       client.setNoDelay(true);
       upstream.setNoDelay(true);
       client.on('data', (chunk) => {
@@ -125,12 +219,23 @@ describe('runRequestQuery', () => {
     const proxied = new URL(testDatabaseUrl());
     proxied.hostname = '127.0.0.1';
     proxied.port = String((proxy.address() as net.AddressInfo).port);
-    const viaProxy = createDatabase({ connectionString: proxied.toString(), poolSize: 1, statementTimeoutMs: 5000, onError: () => undefined });
+    const viaProxy = createDatabase({
+      connectionString: proxied.toString(),
+      poolSize: 1,
+      statementTimeoutMs: 5000,
+      onError: () => undefined,
+    });
     try {
       const principal = { role: READER, claims: { tenant: 'a' } };
       await runRequestQuery(viaProxy, principal, signal, ITEMS, {}); // connect and prepare
       directions.length = 0;
-      const rows = await runRequestQuery(viaProxy, principal, signal, ITEMS, {});
+      const rows = await runRequestQuery(
+        viaProxy,
+        principal,
+        signal,
+        ITEMS,
+        {},
+      );
       expect(rows).toHaveLength(2);
       const firstDown = directions.indexOf('down');
       expect(firstDown).toBeGreaterThan(0);
@@ -144,6 +249,14 @@ describe('runRequestQuery', () => {
   it('refuses to start for a request that was already cancelled', async () => {
     const controller = new AbortController();
     controller.abort();
-    await expect(runRequestQuery(db, { role: null, claims: {} }, controller.signal, WHO, {})).rejects.toMatchObject({ key: 'TIMEOUT' });
+    await expect(
+      runRequestQuery(
+        db,
+        { role: null, claims: {} },
+        controller.signal,
+        WHO,
+        {},
+      ),
+    ).rejects.toMatchObject({ key: 'TIMEOUT' });
   });
 });

@@ -1,7 +1,10 @@
 // Independent clients against pgmcp over Streamable HTTP: the official TypeScript client pinned to
 // 2026-07-28, and the AI SDK's MCP client (which must not fall back to the 2025 handshake).
 import { createMCPClient } from '@ai-sdk/mcp';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import {
+  Client,
+  StreamableHTTPClientTransport,
+} from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../setup/harness.js';
 
@@ -24,23 +27,51 @@ afterAll(async () => {
 
 describe('@modelcontextprotocol/client pinned to 2026-07-28', () => {
   it('discovers, walks every page, lists templates and reads text and blobs', async () => {
-    const client = new Client({ name: 'pgmcp-test', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-    await client.connect(new StreamableHTTPClientTransport(new URL(server.url)));
+    const client = new Client(
+      { name: 'pgmcp-test', version: '1' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    );
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(server.url)),
+    );
     try {
       // Without a cursor the client follows every nextCursor itself.
       const all = await client.listResources();
       expect(all.resources.length).toBeGreaterThan(3000);
-      expect(new Set(all.resources.map((resource) => resource.uri)).size).toBe(all.resources.length);
-      expect(seenMethods.filter((method) => method === 'resources/list').length).toBe(Math.ceil(all.resources.length / 100));
+      expect(new Set(all.resources.map((resource) => resource.uri)).size).toBe(
+        all.resources.length,
+      );
+      expect(
+        seenMethods.filter((method) => method === 'resources/list').length,
+      ).toBe(Math.ceil(all.resources.length / 100));
       const templates = await client.listResourceTemplates();
-      expect(templates.resourceTemplates.map((template) => template.uriTemplate)).toContain('notes:///{tag}/{slug}');
-      const text = await client.readResource({ uri: 'test://static-text' }, { cacheMode: 'bypass' });
-      expect(text.contents[0]).toMatchObject({ text: 'This is the content of the static text resource.' });
-      const blob = await client.readResource({ uri: 'file:///assets/logo.png' }, { cacheMode: 'bypass' });
+      expect(
+        templates.resourceTemplates.map((template) => template.uriTemplate),
+      ).toContain('notes:///{tag}/{slug}');
+      const text = await client.readResource(
+        { uri: 'test://static-text' },
+        { cacheMode: 'bypass' },
+      );
+      expect(text.contents[0]).toMatchObject({
+        text: 'This is the content of the static text resource.',
+      });
+      const blob = await client.readResource(
+        { uri: 'file:///assets/logo.png' },
+        { cacheMode: 'bypass' },
+      );
       const content = blob.contents[0] as { blob?: string };
-      expect(Buffer.from(content.blob ?? '', 'base64').subarray(1, 4).toString()).toBe('PNG');
-      const unicode = await client.readResource({ uri: 'notes:///café/menü' }, { cacheMode: 'bypass' }).catch((error: unknown) => error);
-      expect(unicode).toMatchObject({ code: -32602, data: { uri: 'notes:///café/menü' } });
+      expect(
+        Buffer.from(content.blob ?? '', 'base64')
+          .subarray(1, 4)
+          .toString(),
+      ).toBe('PNG');
+      const unicode = await client
+        .readResource({ uri: 'notes:///café/menü' }, { cacheMode: 'bypass' })
+        .catch((error: unknown) => error);
+      expect(unicode).toMatchObject({
+        code: -32602,
+        data: { uri: 'notes:///café/menü' },
+      });
     } finally {
       await client.close();
     }
@@ -51,15 +82,24 @@ describe('@modelcontextprotocol/client pinned to 2026-07-28', () => {
 describe('@ai-sdk/mcp', () => {
   it('connects with server/discover (no legacy fallback) and lists and reads resources', async () => {
     seenMethods.length = 0;
-    const client = await createMCPClient({ transport: { type: 'http', url: server.url } });
+    const client = await createMCPClient({
+      transport: { type: 'http', url: server.url },
+    });
     try {
       const page = await client.listResources();
       expect(page.resources).toHaveLength(100);
       expect(typeof page.nextCursor).toBe('string');
-      const next = await client.listResources({ params: { cursor: page.nextCursor } });
+      const next = await client.listResources({
+        params: { cursor: page.nextCursor },
+      });
       expect(next.resources[0]?.uri).not.toBe(page.resources[0]?.uri);
-      const read = await client.readResource({ uri: 'file:///handbook/README.md' });
-      expect(read.contents[0]).toMatchObject({ uri: 'file:///handbook/README.md', mimeType: 'text/markdown' });
+      const read = await client.readResource({
+        uri: 'file:///handbook/README.md',
+      });
+      expect(read.contents[0]).toMatchObject({
+        uri: 'file:///handbook/README.md',
+        mimeType: 'text/markdown',
+      });
       const templates = await client.listResourceTemplates();
       expect(templates.resourceTemplates.length).toBeGreaterThanOrEqual(2);
     } finally {

@@ -2,7 +2,13 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCursorCodec } from '../../src/protocol/index.js';
-import { TEST_CURSOR_SECRET, call, startTestServer, testDatabaseUrl, type TestServer } from '../setup/harness.js';
+import {
+  TEST_CURSOR_SECRET,
+  call,
+  startTestServer,
+  testDatabaseUrl,
+  type TestServer,
+} from '../setup/harness.js';
 
 let server: TestServer;
 let sql: pg.Client;
@@ -19,12 +25,19 @@ afterAll(async () => {
   await server.close();
 });
 
-async function walk(url: string, onPage?: (page: number) => Promise<void>): Promise<{ uris: string[]; pages: number }> {
+async function walk(
+  url: string,
+  onPage?: (page: number) => Promise<void>,
+): Promise<{ uris: string[]; pages: number }> {
   const uris: string[] = [];
   let cursor: string | undefined;
   let pages = 0;
   do {
-    const { result, error } = await call(url, 'resources/list', cursor === undefined ? {} : { cursor });
+    const { result, error } = await call(
+      url,
+      'resources/list',
+      cursor === undefined ? {} : { cursor },
+    );
     expect(error).toBeUndefined();
     const resources = result?.['resources'] as { uri: string }[];
     uris.push(...resources.map((resource) => resource.uri));
@@ -37,7 +50,9 @@ async function walk(url: string, onPage?: (page: number) => Promise<void>): Prom
 
 describe('resources/list', () => {
   it('walks every stored resource exactly once, in primary-key order, with the count SQL gives', async () => {
-    const { rows } = await sql.query<{ uri: string }>('select uri from pgmcp.resources order by id');
+    const { rows } = await sql.query<{ uri: string }>(
+      'select uri from pgmcp.resources order by id',
+    );
     const notes = rows.filter((row) => row.uri.startsWith('notes:///')).length;
     expect(notes).toBeGreaterThanOrEqual(3000);
     const { uris, pages } = await walk(server.url);
@@ -51,19 +66,29 @@ describe('resources/list', () => {
     try {
       let cursor: string | undefined;
       for (let page = 0; page < 3; page += 1) {
-        const { result } = await call(small.url, 'resources/list', cursor === undefined ? {} : { cursor });
+        const { result } = await call(
+          small.url,
+          'resources/list',
+          cursor === undefined ? {} : { cursor },
+        );
         expect((result?.['resources'] as unknown[]).length).toBe(7);
         cursor = result?.['nextCursor'] as string | undefined;
         expect(typeof cursor).toBe('string');
       }
       // The tail: after the second-to-last row comes one page of one row, without nextCursor;
       // after the eighth-to-last, one full page of 7 that still has none (nothing after it).
-      const { rows } = await sql.query<{ id: string }>('select id::text as id from pgmcp.resources order by resources.id desc limit 8');
+      const { rows } = await sql.query<{ id: string }>(
+        'select id::text as id from pgmcp.resources order by resources.id desc limit 8',
+      );
       const codec = createCursorCodec([TEST_CURSOR_SECRET]);
-      const lastOne = await call(small.url, 'resources/list', { cursor: codec.encode({ c: 'resources', k: [rows[1]?.id ?? ''] }) });
+      const lastOne = await call(small.url, 'resources/list', {
+        cursor: codec.encode({ c: 'resources', k: [rows[1]?.id ?? ''] }),
+      });
       expect((lastOne.result?.['resources'] as unknown[]).length).toBe(1);
       expect(lastOne.result).not.toHaveProperty('nextCursor');
-      const lastFull = await call(small.url, 'resources/list', { cursor: codec.encode({ c: 'resources', k: [rows[7]?.id ?? ''] }) });
+      const lastFull = await call(small.url, 'resources/list', {
+        cursor: codec.encode({ c: 'resources', k: [rows[7]?.id ?? ''] }),
+      });
       expect((lastFull.result?.['resources'] as unknown[]).length).toBe(7);
       expect(lastFull.result).not.toHaveProperty('nextCursor');
     } finally {
@@ -72,14 +97,19 @@ describe('resources/list', () => {
   });
 
   it('stays stable while rows are inserted and deleted during the walk: no duplicates, nothing skipped', async () => {
-    const before = await sql.query<{ uri: string }>('select uri from pgmcp.resources order by id');
+    const before = await sql.query<{ uri: string }>(
+      'select uri from pgmcp.resources order by id',
+    );
     const survivors = new Set(before.rows.map((row) => row.uri));
     const deleted: string[] = [];
     const inserted: string[] = [];
     const { uris } = await walk(server.url, async (page) => {
       // After each page: insert a new row and delete one the walk has not reached yet.
       const uri = `walk-test:inserted/${page}`;
-      await sql.query(`insert into pgmcp.resources (uri, name, text) values ($1, 'walk', 'x')`, [uri]);
+      await sql.query(
+        `insert into pgmcp.resources (uri, name, text) values ($1, 'walk', 'x')`,
+        [uri],
+      );
       inserted.push(uri);
       const victim = await sql.query<{ uri: string }>(
         `select uri from pgmcp.resources where uri like 'notes:///%' order by id desc offset $1 limit 1`,
@@ -87,7 +117,10 @@ describe('resources/list', () => {
       );
       const target = victim.rows[0]?.uri;
       if (target !== undefined) {
-        const saved = await sql.query('delete from pgmcp.resources where uri = $1 returning *', [target]);
+        const saved = await sql.query(
+          'delete from pgmcp.resources where uri = $1 returning *',
+          [target],
+        );
         if ((saved.rowCount ?? 0) > 0) deleted.push(target);
       }
     });
@@ -123,9 +156,17 @@ describe('resources/list', () => {
       title: row['title'],
       mimeType: row['mime_type'],
       size: Number(row['size']),
-      annotations: { priority: row['priority'], audience: row['audience'], lastModified: (row['updated_at'] as Date).toISOString() },
+      annotations: {
+        priority: row['priority'],
+        audience: row['audience'],
+        lastModified: (row['updated_at'] as Date).toISOString(),
+      },
     });
-    expect(result).toMatchObject({ resultType: 'complete', cacheScope: 'public', ttlMs: expect.any(Number) });
+    expect(result).toMatchObject({
+      resultType: 'complete',
+      cacheScope: 'public',
+      ttlMs: expect.any(Number),
+    });
   });
 });
 
@@ -135,10 +176,24 @@ describe('cursors on the wire', () => {
     const good = result?.['nextCursor'] as string;
     const [version, payload, mac] = good.split('.');
     const edited = `${version}.${Buffer.from(JSON.stringify({ c: 'resources', k: ['1'] })).toString('base64url')}.${mac}`;
-    const foreign = createCursorCodec(['some-other-server-secret']).encode({ c: 'resources', k: ['1'] });
-    for (const cursor of ['', 'garbage', edited, foreign, `${version}.${payload}`, good.toUpperCase()]) {
+    const foreign = createCursorCodec(['some-other-server-secret']).encode({
+      c: 'resources',
+      k: ['1'],
+    });
+    for (const cursor of [
+      '',
+      'garbage',
+      edited,
+      foreign,
+      `${version}.${payload}`,
+      good.toUpperCase(),
+    ]) {
       const { error } = await call(server.url, 'resources/list', { cursor });
-      expect(error, cursor).toEqual({ code: -32602, message: 'Invalid cursor.', data: { code: 'INVALID_CURSOR' } });
+      expect(error, cursor).toEqual({
+        code: -32602,
+        message: 'Invalid cursor.',
+        data: { code: 'INVALID_CURSOR' },
+      });
     }
   });
 });
@@ -148,19 +203,33 @@ describe('resources/templates/list', () => {
     const small = await startTestServer({ pageSize: 2 });
     try {
       const first = await call(small.url, 'resources/templates/list');
-      const templates = first.result?.['resourceTemplates'] as { uriTemplate: string }[];
-      expect(templates.map((template) => template.uriTemplate)).toEqual(['notes:///{tag}/{slug}', 'file:///{+path}']);
+      const templates = first.result?.['resourceTemplates'] as {
+        uriTemplate: string;
+      }[];
+      expect(templates.map((template) => template.uriTemplate)).toEqual([
+        'notes:///{tag}/{slug}',
+        'file:///{+path}',
+      ]);
       const cursor = first.result?.['nextCursor'] as string;
       expect(typeof cursor).toBe('string');
-      const second = await call(small.url, 'resources/templates/list', { cursor });
-      expect((second.result?.['resourceTemplates'] as { uriTemplate: string }[]).map((t) => t.uriTemplate)).toEqual([
-        'test://template/{id}/data',
-      ]);
+      const second = await call(small.url, 'resources/templates/list', {
+        cursor,
+      });
+      expect(
+        (second.result?.['resourceTemplates'] as { uriTemplate: string }[]).map(
+          (t) => t.uriTemplate,
+        ),
+      ).toEqual(['test://template/{id}/data']);
       expect(second.result).not.toHaveProperty('nextCursor');
       // A resources/list cursor is not a templates cursor.
       const list = await call(small.url, 'resources/list');
-      const wrong = await call(small.url, 'resources/templates/list', { cursor: list.result?.['nextCursor'] });
-      expect(wrong.error).toMatchObject({ code: -32602, message: 'Invalid cursor.' });
+      const wrong = await call(small.url, 'resources/templates/list', {
+        cursor: list.result?.['nextCursor'],
+      });
+      expect(wrong.error).toMatchObject({
+        code: -32602,
+        message: 'Invalid cursor.',
+      });
     } finally {
       await small.close();
     }

@@ -6,7 +6,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { createDatabase, loadSeed, runMigrations, startEmbeddedPostgres } from '../../src/db/index.js';
+import {
+  createDatabase,
+  loadSeed,
+  runMigrations,
+  startEmbeddedPostgres,
+} from '../../src/db/index.js';
 import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../../src/server.js';
 import { recreateDatabase } from './recreate-database.js';
 import { SPEC_AVAILABLE, SPEC_SKIP_REASON } from './spec-schema.js';
@@ -22,13 +27,20 @@ const TEST_DATABASE = 'pgmcp_test';
 
 function dockerAnswers(): Promise<boolean> {
   const host = process.env['DOCKER_HOST'];
-  const socketPath = host?.startsWith('unix://') ? host.slice('unix://'.length) : host === undefined ? '/var/run/docker.sock' : undefined;
+  const socketPath = host?.startsWith('unix://')
+    ? host.slice('unix://'.length)
+    : host === undefined
+      ? '/var/run/docker.sock'
+      : undefined;
   if (socketPath === undefined) return Promise.resolve(false);
   return new Promise((resolve) => {
-    const request = http.get({ socketPath, path: '/_ping', timeout: 1000 }, (response) => {
-      response.resume();
-      resolve(response.statusCode === 200);
-    });
+    const request = http.get(
+      { socketPath, path: '/_ping', timeout: 1000 },
+      (response) => {
+        response.resume();
+        resolve(response.statusCode === 200);
+      },
+    );
     request.on('timeout', () => {
       request.destroy();
       resolve(false);
@@ -37,14 +49,19 @@ function dockerAnswers(): Promise<boolean> {
   });
 }
 
-export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+export default async function setup(
+  project: TestProject,
+): Promise<() => Promise<void>> {
   const teardown: (() => Promise<void>)[] = [];
   let baseUrl = process.env['TEST_DATABASE_URL'];
   let source = 'TEST_DATABASE_URL';
   if (baseUrl === undefined || baseUrl === '') {
     if (await dockerAnswers()) {
-      const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
-      const container = await new PostgreSqlContainer('postgres:17-alpine').start();
+      const { PostgreSqlContainer } =
+        await import('@testcontainers/postgresql');
+      const container = await new PostgreSqlContainer(
+        'postgres:17-alpine',
+      ).start();
       teardown.push(async () => {
         await container.stop();
       });
@@ -52,7 +69,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
       source = 'testcontainers';
     } else {
       const stateDirectory = mkdtempSync(path.join(os.tmpdir(), 'pgmcp-test-'));
-      const embedded = await startEmbeddedPostgres({ stateDirectory, log: () => undefined });
+      const embedded = await startEmbeddedPostgres({
+        stateDirectory,
+        log: () => undefined,
+      });
       teardown.push(async () => {
         await embedded.stop();
         rmSync(stateDirectory, { recursive: true, force: true });
@@ -62,11 +82,17 @@ export default async function setup(project: TestProject): Promise<() => Promise
     }
   }
   const databaseUrl = await recreateDatabase(baseUrl, TEST_DATABASE);
-  const db = createDatabase({ connectionString: databaseUrl, poolSize: 1, statementTimeoutMs: 60_000, onError: () => undefined });
+  const db = createDatabase({
+    connectionString: databaseUrl,
+    poolSize: 1,
+    statementTimeoutMs: 60_000,
+    onError: () => undefined,
+  });
   const client = await db.connectAdmin();
   try {
     await runMigrations(client, MIGRATIONS_DIRECTORY, () => undefined);
-    for (const dataset of ['demo', 'conformance']) await loadSeed(client, SEEDS_DIRECTORY, dataset, () => undefined);
+    for (const dataset of ['demo', 'conformance'])
+      await loadSeed(client, SEEDS_DIRECTORY, dataset, () => undefined);
   } finally {
     await client.end();
     await db.close();

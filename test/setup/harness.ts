@@ -35,8 +35,13 @@ export interface TestServerOptions {
   /** Who every request runs as (default: the login role). */
   principal?: Principal;
   /** Or: how each request is authenticated (overrides `principal`). */
-  authenticate?: (request: { headers: { authorization?: string | undefined } }) => Promise<Principal>;
-  protectedResource?: { metadataUrl: string; document: Record<string, unknown> };
+  authenticate?: (request: {
+    headers: { authorization?: string | undefined };
+  }) => Promise<Principal>;
+  protectedResource?: {
+    metadataUrl: string;
+    document: Record<string, unknown>;
+  };
 }
 
 /** The test database URL global setup provided. */
@@ -45,10 +50,15 @@ export function testDatabaseUrl(): string {
 }
 
 /** Start pgmcp in this process against the test database. */
-export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
+export async function startTestServer(
+  options: TestServerOptions = {},
+): Promise<TestServer> {
   const lines = options.logLines;
   const logger = createLogger({
-    stream: { write: (chunk: string) => (lines === undefined ? true : lines.push(chunk) > 0) } as unknown as NodeJS.WritableStream,
+    stream: {
+      write: (chunk: string) =>
+        lines === undefined ? true : lines.push(chunk) > 0,
+    } as unknown as NodeJS.WritableStream,
   });
   const db = createDatabase({
     connectionString: testDatabaseUrl(),
@@ -71,7 +81,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
     allowedHosts: ['localhost', '127.0.0.1', '[::1]'],
     allowedOrigins: options.allowedOrigins ?? [],
-    authenticate: options.authenticate ?? (() => options.principal ?? LOGIN_PRINCIPAL),
+    authenticate:
+      options.authenticate ?? (() => options.principal ?? LOGIN_PRINCIPAL),
     protectedResource: options.protectedResource,
     log: (line) => logger.warn(line),
   });
@@ -94,7 +105,12 @@ export interface RawResponse {
 }
 
 /** POST raw text with the given headers; validates any JSON-RPC body against the schema. */
-export async function postRaw(url: string, body: string, headers: Record<string, string>, method?: string): Promise<RawResponse> {
+export async function postRaw(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  method?: string,
+): Promise<RawResponse> {
   const response = await fetch(url, { method: 'POST', headers, body });
   const text = await response.text();
   let parsed: Record<string, unknown> | undefined;
@@ -102,18 +118,30 @@ export async function postRaw(url: string, body: string, headers: Record<string,
     parsed = JSON.parse(text) as Record<string, unknown>;
     if (parsed['jsonrpc'] === '2.0') assertValidResponse(method, parsed);
   }
-  return { status: response.status, headers: response.headers, body: parsed, text };
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: parsed,
+    text,
+  };
 }
 
 /** The headers a well-behaved 2026-07-28 client sends for `method` (plus Mcp-Name when given). */
-export function mcpHeaders(method: string, name?: string): Record<string, string> {
+export function mcpHeaders(
+  method: string,
+  name?: string,
+): Record<string, string> {
   const headers: Record<string, string> = {
     'Content-Type': 'application/json',
     Accept: 'application/json, text/event-stream',
     'MCP-Protocol-Version': PROTOCOL_VERSION,
     'Mcp-Method': method,
   };
-  if (name !== undefined) headers['Mcp-Name'] = /^[\x21-\x7e]*$/.test(name) && name !== '' ? name : `=?base64?${Buffer.from(name).toString('base64')}?=`;
+  if (name !== undefined)
+    headers['Mcp-Name'] =
+      /^[\x21-\x7e]*$/.test(name) && name !== ''
+        ? name
+        : `=?base64?${Buffer.from(name).toString('base64')}?=`;
   return headers;
 }
 
@@ -125,20 +153,37 @@ export async function call(
   method: string,
   params: Record<string, unknown> = {},
   headers: Record<string, string> = {},
-): Promise<{ status: number; result?: Record<string, unknown>; error?: { code: number; message: string; data?: Record<string, unknown> } }> {
+): Promise<{
+  status: number;
+  result?: Record<string, unknown>;
+  error?: { code: number; message: string; data?: Record<string, unknown> };
+}> {
   const id = nextId++;
-  const name = method === 'resources/read' && typeof params['uri'] === 'string' ? params['uri'] : undefined;
+  const name =
+    method === 'resources/read' && typeof params['uri'] === 'string'
+      ? params['uri']
+      : undefined;
   const response = await postRaw(
     url,
-    JSON.stringify({ jsonrpc: '2.0', id, method, params: { _meta: META, ...params } }),
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id,
+      method,
+      params: { _meta: META, ...params },
+    }),
     { ...mcpHeaders(method, name), ...headers },
     method,
   );
   const body = response.body ?? {};
-  if (body['id'] !== id) throw new Error(`response id ${String(body['id'])} does not echo request id ${id}`);
+  if (body['id'] !== id)
+    throw new Error(
+      `response id ${String(body['id'])} does not echo request id ${id}`,
+    );
   return {
     status: response.status,
     result: body['result'] as Record<string, unknown> | undefined,
-    error: body['error'] as { code: number; message: string; data?: Record<string, unknown> } | undefined,
+    error: body['error'] as
+      | { code: number; message: string; data?: Record<string, unknown> }
+      | undefined,
   };
 }

@@ -2,8 +2,12 @@
 import pg from 'pg';
 
 /** Recreate database `name` (terminating its sessions) and return its URL on `baseUrl`'s server. */
-export async function recreateDatabase(baseUrl: string, name: string): Promise<string> {
-  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`unsafe database name ${name}`);
+export async function recreateDatabase(
+  baseUrl: string,
+  name: string,
+): Promise<string> {
+  if (!/^[a-z_][a-z0-9_]*$/.test(name))
+    throw new Error(`unsafe database name ${name}`);
   const admin = new pg.Client({ connectionString: baseUrl });
   await admin.connect();
   try {

@@ -8,7 +8,13 @@ import addFormatsModule from 'ajv-formats';
 import type { ValidateFunction } from 'ajv';
 import { PROJECT_ROOT } from '../../src/version.js';
 
-export const SPEC_SCHEMA_PATH = path.resolve(PROJECT_ROOT, '..', 'shared', 'spec', 'schema-2026-07-28.json');
+export const SPEC_SCHEMA_PATH = path.resolve(
+  PROJECT_ROOT,
+  '..',
+  'shared',
+  'spec',
+  'schema-2026-07-28.json',
+);
 export const SPEC_AVAILABLE = existsSync(SPEC_SCHEMA_PATH);
 export const SPEC_SKIP_REASON = `official schema not found at ${SPEC_SCHEMA_PATH} (shared/spec/ sits beside the checkout in CI); schema checks skipped`;
 
@@ -30,7 +36,10 @@ const ERROR_DEFS: Record<number, string> = {
  * Assert that `message` (one JSON-RPC response the server sent for `method`) is valid per the
  * official schema; throws with ajv's errors if not. Returns false when the schema is unavailable.
  */
-export function assertValidResponse(method: string | undefined, message: unknown): boolean {
+export function assertValidResponse(
+  method: string | undefined,
+  message: unknown,
+): boolean {
   if (!SPEC_AVAILABLE) return false;
   const body = message as { error?: { code?: number }; result?: unknown };
   const defs = ['JSONRPCResponse'];
@@ -44,7 +53,9 @@ export function assertValidResponse(method: string | undefined, message: unknown
   for (const def of defs) {
     const validate = compiled(def);
     if (!validate(message)) {
-      throw new Error(`response does not match schema ${def}: ${JSON.stringify(validate.errors?.slice(0, 5))}\n${JSON.stringify(message).slice(0, 500)}`);
+      throw new Error(
+        `response does not match schema ${def}: ${JSON.stringify(validate.errors?.slice(0, 5))}\n${JSON.stringify(message).slice(0, 500)}`,
+      );
     }
   }
   return true;
@@ -55,12 +66,14 @@ let ajv: Ajv2020 | undefined;
 
 function compiled(def: string): ValidateFunction {
   if (ajv === undefined) {
-    const schema = JSON.parse(readFileSync(SPEC_SCHEMA_PATH, 'utf8')) as Record<string, unknown>;
+    const schema = JSON.parse(readFileSync(SPEC_SCHEMA_PATH, 'utf8')) as Record<
+      string,
+      unknown
+    >;
     ajv = new Ajv2020({ strict: false, allErrors: true });
     // ajv-formats is CommonJS; under ESM its function may arrive wrapped in `default`.
-    const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
-      instance: Ajv2020,
-    ) => void;
+    const addFormats = ((addFormatsModule as unknown as { default?: unknown })
+      .default ?? addFormatsModule) as (instance: Ajv2020) => void;
     addFormats(ajv);
     ajv.addSchema(schema, 'mcp');
   }

@@ -13,8 +13,14 @@ export default class SummaryReporter implements Reporter {
         else if (state === 'failed') failed += 1;
         else skipped += 1;
       }
-      if (module.state() === 'failed' && [...module.children.allTests()].length === 0) failed += 1;
+      if (
+        module.state() === 'failed' &&
+        [...module.children.allTests()].length === 0
+      )
+        failed += 1;
     }
-    process.stdout.write(`\nvitest: ${passed} passed, ${failed} failed, ${skipped} skipped\n`);
+    process.stdout.write(
+      `\nvitest: ${passed} passed, ${failed} failed, ${skipped} skipped\n`,
+    );
   }
 }

@@ -5,26 +5,65 @@ import { mintToken } from '../../src/auth/index.js';
 import { loadConfig } from '../../src/config.js';
 import { createRoleChecker } from '../../src/db/index.js';
 import { createLogger } from '../../src/log.js';
-import { META, call, mcpHeaders, postRaw, startTestServer, type TestServer } from '../setup/harness.js';
+import {
+  META,
+  call,
+  mcpHeaders,
+  postRaw,
+  startTestServer,
+  type TestServer,
+} from '../setup/harness.js';
 
 const SECRET = 'http-auth-test-secret-0123456789-abcdef';
 const AUDIENCE = 'http://127.0.0.1:3000/mcp';
-const METADATA = 'http://127.0.0.1:3000/.well-known/oauth-protected-resource/mcp';
+const METADATA =
+  'http://127.0.0.1:3000/.well-known/oauth-protected-resource/mcp';
 let server: TestServer;
 const logLines: string[] = [];
 
 const token = (role: string, claims: Record<string, string> = {}) =>
-  mintToken({ secret: SECRET, role, claims, audience: AUDIENCE, issuer: 'http://127.0.0.1:3000', ttlSeconds: 600 });
+  mintToken({
+    secret: SECRET,
+    role,
+    claims,
+    audience: AUDIENCE,
+    issuer: 'http://127.0.0.1:3000',
+    ttlSeconds: 600,
+  });
 
 beforeAll(async () => {
-  const config = loadConfig({}, { PGMCP_JWT_SECRET: SECRET, PGMCP_JWT_AUDIENCE: AUDIENCE, DATABASE_URL: 'postgres://unused@127.0.0.1/unused' });
-  const logger = createLogger({ stream: { write: (line: string) => logLines.push(line) > 0 } as unknown as NodeJS.WritableStream });
+  const config = loadConfig(
+    {},
+    {
+      PGMCP_JWT_SECRET: SECRET,
+      PGMCP_JWT_AUDIENCE: AUDIENCE,
+      DATABASE_URL: 'postgres://unused@127.0.0.1/unused',
+    },
+  );
+  const logger = createLogger({
+    stream: {
+      write: (line: string) => logLines.push(line) > 0,
+    } as unknown as NodeJS.WritableStream,
+  });
   // The role checker needs the server's own pool: build the server, then its authenticator.
   let checker: ((role: string) => Promise<boolean>) | undefined;
-  const authenticate = createAuthenticate({ config, secret: SECRET, audience: AUDIENCE, canAssume: (role) => (checker as (role: string) => Promise<boolean>)(role), logger });
+  const authenticate = createAuthenticate({
+    config,
+    secret: SECRET,
+    audience: AUDIENCE,
+    canAssume: (role) => (checker as (role: string) => Promise<boolean>)(role),
+    logger,
+  });
   server = await startTestServer({
     authenticate: (request) => authenticate(request),
-    protectedResource: { metadataUrl: METADATA, document: { resource: AUDIENCE, authorization_servers: ['http://127.0.0.1:3000'], bearer_methods_supported: ['header'] } },
+    protectedResource: {
+      metadataUrl: METADATA,
+      document: {
+        resource: AUDIENCE,
+        authorization_servers: ['http://127.0.0.1:3000'],
+        bearer_methods_supported: ['header'],
+      },
+    },
   });
   checker = createRoleChecker(server.db, 1000);
 });
@@ -33,50 +72,104 @@ afterAll(async () => {
   await server.close();
 });
 
-const listBody = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'resources/list', params: { _meta: META } });
+const listBody = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'resources/list',
+  params: { _meta: META },
+});
 
 describe('bearer tokens over HTTP', () => {
   it('answers a request without a token with 401 and the resource-metadata challenge', async () => {
-    const response = await postRaw(server.url, listBody, mcpHeaders('resources/list'), 'resources/list');
+    const response = await postRaw(
+      server.url,
+      listBody,
+      mcpHeaders('resources/list'),
+      'resources/list',
+    );
     expect(response.status).toBe(401);
-    expect(response.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${METADATA}"`);
-    expect(response.body).toMatchObject({ error: { code: -32600, data: { code: 'AUTHENTICATION_REQUIRED' } } });
+    expect(response.headers.get('www-authenticate')).toBe(
+      `Bearer resource_metadata="${METADATA}"`,
+    );
+    expect(response.body).toMatchObject({
+      error: { code: -32600, data: { code: 'AUTHENTICATION_REQUIRED' } },
+    });
   });
 
   it('answers a bad token with 401 and error="invalid_token", never echoing the token', async () => {
     const forged = `${(await token('admin')).slice(0, -4)}AAAA`;
-    const response = await postRaw(server.url, listBody, { ...mcpHeaders('resources/list'), Authorization: `Bearer ${forged}` }, 'resources/list');
+    const response = await postRaw(
+      server.url,
+      listBody,
+      { ...mcpHeaders('resources/list'), Authorization: `Bearer ${forged}` },
+      'resources/list',
+    );
     expect(response.status).toBe(401);
-    expect(response.headers.get('www-authenticate')).toBe(`Bearer error="invalid_token", resource_metadata="${METADATA}"`);
+    expect(response.headers.get('www-authenticate')).toBe(
+      `Bearer error="invalid_token", resource_metadata="${METADATA}"`,
+    );
     expect(response.text).not.toContain(forged);
     expect(logLines.join('')).not.toContain(forged);
   });
 
   it('answers a token naming a role the login may not assume with 403, without naming the role', async () => {
     for (const role of ['pgmcp_no_such_role_xyz', 'none', 'pg_read_all_data']) {
-      const response = await postRaw(server.url, listBody, { ...mcpHeaders('resources/list'), Authorization: `Bearer ${await tokenUnchecked(role)}` }, 'resources/list');
+      const response = await postRaw(
+        server.url,
+        listBody,
+        {
+          ...mcpHeaders('resources/list'),
+          Authorization: `Bearer ${await tokenUnchecked(role)}`,
+        },
+        'resources/list',
+      );
       expect(response.status, role).toBe(403);
-      expect(response.body).toMatchObject({ error: { data: { code: 'ROLE_FORBIDDEN' } } });
+      expect(response.body).toMatchObject({
+        error: { data: { code: 'ROLE_FORBIDDEN' } },
+      });
       expect(response.text).not.toContain(role);
     }
     expect(logLines.join('')).not.toContain('pgmcp_no_such_role_xyz');
   });
 
   it('runs a valid token as its role: filtered rows, private caching', async () => {
-    const support = await call(server.url, 'resources/list', {}, { Authorization: `Bearer ${await token('support')}` });
+    const support = await call(
+      server.url,
+      'resources/list',
+      {},
+      { Authorization: `Bearer ${await token('support')}` },
+    );
     expect(support.result?.['cacheScope']).toBe('private');
-    const uris = (support.result?.['resources'] as { uri: string }[]).map((resource) => resource.uri);
-    expect(uris.every((uri) => !uri.startsWith('notes:///architecture/'))).toBe(true);
-    const engineering = await call(server.url, 'resources/list', {}, { Authorization: `Bearer ${await token('engineering')}` });
-    expect((engineering.result?.['resources'] as { uri: string }[])[0]?.uri).toMatch(/^notes:\/\/\/architecture\//);
+    const uris = (support.result?.['resources'] as { uri: string }[]).map(
+      (resource) => resource.uri,
+    );
+    expect(uris.every((uri) => !uri.startsWith('notes:///architecture/'))).toBe(
+      true,
+    );
+    const engineering = await call(
+      server.url,
+      'resources/list',
+      {},
+      { Authorization: `Bearer ${await token('engineering')}` },
+    );
+    expect(
+      (engineering.result?.['resources'] as { uri: string }[])[0]?.uri,
+    ).toMatch(/^notes:\/\/\/architecture\//);
   });
 
   it('serves the RFC 9728 protected-resource metadata at both well-known paths', async () => {
     const origin = new URL(server.url).origin;
-    for (const path of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp']) {
+    for (const path of [
+      '/.well-known/oauth-protected-resource',
+      '/.well-known/oauth-protected-resource/mcp',
+    ]) {
       const response = await fetch(`${origin}${path}`);
       expect(response.status).toBe(200);
-      expect(await response.json()).toEqual({ resource: AUDIENCE, authorization_servers: ['http://127.0.0.1:3000'], bearer_methods_supported: ['header'] });
+      expect(await response.json()).toEqual({
+        resource: AUDIENCE,
+        authorization_servers: ['http://127.0.0.1:3000'],
+        bearer_methods_supported: ['header'],
+      });
     }
   });
 });
@@ -84,5 +177,9 @@ describe('bearer tokens over HTTP', () => {
 /** A token for a role name mintToken itself refuses (to test the server's own refusal). */
 async function tokenUnchecked(role: string): Promise<string> {
   const { SignJWT } = await import('jose');
-  return new SignJWT({ role }).setProtectedHeader({ alg: 'HS256' }).setAudience(AUDIENCE).setExpirationTime('10m').sign(new TextEncoder().encode(SECRET));
+  return new SignJWT({ role })
+    .setProtectedHeader({ alg: 'HS256' })
+    .setAudience(AUDIENCE)
+    .setExpirationTime('10m')
+    .sign(new TextEncoder().encode(SECRET));
 }

@@ -1,12 +1,22 @@
 // Streamable HTTP: the endpoint's HTTP rules, the MCP header matrix, DNS rebinding, bad input.
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { META, call, mcpHeaders, postRaw, startTestServer, type TestServer } from '../setup/harness.js';
+import {
+  META,
+  call,
+  mcpHeaders,
+  postRaw,
+  startTestServer,
+  type TestServer,
+} from '../setup/harness.js';
 
 let server: TestServer;
 
 beforeAll(async () => {
-  server = await startTestServer({ maxBodyBytes: 64 * 1024, allowedOrigins: ['https://app.example.com'] });
+  server = await startTestServer({
+    maxBodyBytes: 64 * 1024,
+    allowedOrigins: ['https://app.example.com'],
+  });
 });
 
 afterAll(async () => {
@@ -14,18 +24,38 @@ afterAll(async () => {
 });
 
 const readBody = (uri: string, id: number | string = 1) =>
-  JSON.stringify({ jsonrpc: '2.0', id, method: 'resources/read', params: { _meta: META, uri } });
+  JSON.stringify({
+    jsonrpc: '2.0',
+    id,
+    method: 'resources/read',
+    params: { _meta: META, uri },
+  });
 
 /** A raw HTTP request with full control over Host and the body (fetch forbids setting Host). */
-function rawRequest(options: { method?: string; headers: Record<string, string>; body?: string | Buffer }): Promise<{ status: number; body: string }> {
+function rawRequest(options: {
+  method?: string;
+  headers: Record<string, string>;
+  body?: string | Buffer;
+}): Promise<{ status: number; body: string }> {
   const url = new URL(server.url);
   return new Promise((resolve, reject) => {
     const request = http.request(
-      { host: url.hostname, port: url.port, path: url.pathname, method: options.method ?? 'POST', headers: options.headers },
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: options.method ?? 'POST',
+        headers: options.headers,
+      },
       (response) => {
         const chunks: Buffer[] = [];
         response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+        response.on('end', () =>
+          resolve({
+            status: response.statusCode ?? 0,
+            body: Buffer.concat(chunks).toString('utf8'),
+          }),
+        );
       },
     );
     request.on('error', reject);
@@ -46,8 +76,15 @@ describe('HTTP endpoint', () => {
   it('accepts a notification with 202 and no body (even without Mcp-Method)', async () => {
     const response = await postRaw(
       server.url,
-      JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'x' } }),
-      { 'Content-Type': 'application/json', 'MCP-Protocol-Version': '2026-07-28' },
+      JSON.stringify({
+        jsonrpc: '2.0',
+        method: 'notifications/cancelled',
+        params: { requestId: 'x' },
+      }),
+      {
+        'Content-Type': 'application/json',
+        'MCP-Protocol-Version': '2026-07-28',
+      },
     );
     expect(response.status).toBe(202);
     expect(response.text).toBe('');
@@ -55,36 +92,88 @@ describe('HTTP endpoint', () => {
 
   it('refuses a body over the limit with 413, before parsing, by Content-Length or by counting', async () => {
     const big = readBody(`notes:///${'x'.repeat(70 * 1024)}`);
-    const declared = await postRaw(server.url, big, mcpHeaders('resources/read', 'notes:///x'));
+    const declared = await postRaw(
+      server.url,
+      big,
+      mcpHeaders('resources/read', 'notes:///x'),
+    );
     expect(declared.status).toBe(413);
-    expect(declared.body).toMatchObject({ error: { code: -32600, data: { code: 'PAYLOAD_TOO_LARGE' } } });
+    expect(declared.body).toMatchObject({
+      error: { code: -32600, data: { code: 'PAYLOAD_TOO_LARGE' } },
+    });
     // Chunked: no Content-Length, so the server counts while reading; invalid JSON proves no parse.
     const chunked = await rawRequest({
-      headers: { ...mcpHeaders('resources/list'), Host: new URL(server.url).host, 'Transfer-Encoding': 'chunked' },
+      headers: {
+        ...mcpHeaders('resources/list'),
+        Host: new URL(server.url).host,
+        'Transfer-Encoding': 'chunked',
+      },
       body: '{'.repeat(70 * 1024),
     });
     expect(chunked.status).toBe(413);
   });
 
   it('refuses a wrong Content-Type with 415 and an unacceptable Accept with 406', async () => {
-    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'resources/list', params: { _meta: META } });
-    const wrongType = await postRaw(server.url, body, { ...mcpHeaders('resources/list'), 'Content-Type': 'text/plain' });
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'resources/list',
+      params: { _meta: META },
+    });
+    const wrongType = await postRaw(server.url, body, {
+      ...mcpHeaders('resources/list'),
+      'Content-Type': 'text/plain',
+    });
     expect(wrongType.status).toBe(415);
-    const wrongAccept = await postRaw(server.url, body, { ...mcpHeaders('resources/list'), Accept: 'text/html' });
+    const wrongAccept = await postRaw(server.url, body, {
+      ...mcpHeaders('resources/list'),
+      Accept: 'text/html',
+    });
     expect(wrongAccept.status).toBe(406);
   });
 
   it('answers malformed JSON with -32700, a batch and a non-request with -32600', async () => {
-    const parse = await postRaw(server.url, '{"jsonrpc":', mcpHeaders('resources/list'));
+    const parse = await postRaw(
+      server.url,
+      '{"jsonrpc":',
+      mcpHeaders('resources/list'),
+    );
     expect(parse.status).toBe(400);
-    expect(parse.body).toMatchObject({ jsonrpc: '2.0', error: { code: -32700 } });
+    expect(parse.body).toMatchObject({
+      jsonrpc: '2.0',
+      error: { code: -32700 },
+    });
     expect(parse.body).not.toHaveProperty('id');
-    const batch = await postRaw(server.url, JSON.stringify([{ jsonrpc: '2.0', id: 1, method: 'resources/list', params: { _meta: META } }]), mcpHeaders('resources/list'));
-    expect(batch.body).toMatchObject({ error: { code: -32600, data: { code: 'BATCH_NOT_SUPPORTED' } } });
-    const notRequest = await postRaw(server.url, JSON.stringify({ jsonrpc: '2.0', id: 9, result: {} }), mcpHeaders('resources/list'));
+    const batch = await postRaw(
+      server.url,
+      JSON.stringify([
+        {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'resources/list',
+          params: { _meta: META },
+        },
+      ]),
+      mcpHeaders('resources/list'),
+    );
+    expect(batch.body).toMatchObject({
+      error: { code: -32600, data: { code: 'BATCH_NOT_SUPPORTED' } },
+    });
+    const notRequest = await postRaw(
+      server.url,
+      JSON.stringify({ jsonrpc: '2.0', id: 9, result: {} }),
+      mcpHeaders('resources/list'),
+    );
     expect(notRequest.body).toMatchObject({ id: 9, error: { code: -32600 } });
-    const wrongVersion = await postRaw(server.url, JSON.stringify({ jsonrpc: '1.0', id: 'a', method: 'x' }), mcpHeaders('x'));
-    expect(wrongVersion.body).toMatchObject({ id: 'a', error: { code: -32600 } });
+    const wrongVersion = await postRaw(
+      server.url,
+      JSON.stringify({ jsonrpc: '1.0', id: 'a', method: 'x' }),
+      mcpHeaders('x'),
+    );
+    expect(wrongVersion.body).toMatchObject({
+      id: 'a',
+      error: { code: -32600 },
+    });
   });
 });
 
@@ -92,34 +181,73 @@ describe('MCP headers must match the body (-32020, HTTP 400)', () => {
   const uri = 'test://static-text';
   const cases: [string, Record<string, string | undefined>][] = [
     ['missing MCP-Protocol-Version', { 'MCP-Protocol-Version': undefined }],
-    ['MCP-Protocol-Version differs from _meta', { 'MCP-Protocol-Version': '2025-11-25' }],
+    [
+      'MCP-Protocol-Version differs from _meta',
+      { 'MCP-Protocol-Version': '2025-11-25' },
+    ],
     ['missing Mcp-Method', { 'Mcp-Method': undefined }],
     ['Mcp-Method differs from the body', { 'Mcp-Method': 'resources/list' }],
     ['Mcp-Method differs only in case', { 'Mcp-Method': 'RESOURCES/READ' }],
     ['missing Mcp-Name on resources/read', { 'Mcp-Name': undefined }],
-    ['Mcp-Name differs from params.uri', { 'Mcp-Name': 'test://static-binary' }],
-    ['Mcp-Name with a broken base64 sentinel', { 'Mcp-Name': '=?base64?!!!?=' }],
+    [
+      'Mcp-Name differs from params.uri',
+      { 'Mcp-Name': 'test://static-binary' },
+    ],
+    [
+      'Mcp-Name with a broken base64 sentinel',
+      { 'Mcp-Name': '=?base64?!!!?=' },
+    ],
   ];
   for (const [label, overrides] of cases) {
     it(label, async () => {
-      const headers: Record<string, string> = { ...mcpHeaders('resources/read', uri) };
+      const headers: Record<string, string> = {
+        ...mcpHeaders('resources/read', uri),
+      };
       for (const [name, value] of Object.entries(overrides)) {
         if (value === undefined) delete headers[name];
         else headers[name] = value;
       }
-      const response = await postRaw(server.url, readBody(uri, 'h1'), headers, 'resources/read');
+      const response = await postRaw(
+        server.url,
+        readBody(uri, 'h1'),
+        headers,
+        'resources/read',
+      );
       expect(response.status).toBe(400);
-      expect(response.body).toMatchObject({ id: 'h1', error: { code: -32020 } });
+      expect(response.body).toMatchObject({
+        id: 'h1',
+        error: { code: -32020 },
+      });
     });
   }
 
   it('accepts header names in any case and base64-encoded non-ASCII names', async () => {
-    const headers = Object.fromEntries(Object.entries(mcpHeaders('resources/read', uri)).map(([k, v]) => [k.toLowerCase(), v]));
-    const ok = await postRaw(server.url, readBody(uri), headers, 'resources/read');
+    const headers = Object.fromEntries(
+      Object.entries(mcpHeaders('resources/read', uri)).map(([k, v]) => [
+        k.toLowerCase(),
+        v,
+      ]),
+    );
+    const ok = await postRaw(
+      server.url,
+      readBody(uri),
+      headers,
+      'resources/read',
+    );
     expect(ok.status).toBe(200);
     const unicode = 'notes:///café/menü';
-    const encoded = await postRaw(server.url, readBody(unicode), mcpHeaders('resources/read', unicode), 'resources/read');
-    expect(encoded.body).toMatchObject({ error: { code: -32602, data: { code: 'RESOURCE_NOT_FOUND', uri: unicode } } });
+    const encoded = await postRaw(
+      server.url,
+      readBody(unicode),
+      mcpHeaders('resources/read', unicode),
+      'resources/read',
+    );
+    expect(encoded.body).toMatchObject({
+      error: {
+        code: -32602,
+        data: { code: 'RESOURCE_NOT_FOUND', uri: unicode },
+      },
+    });
   });
 });
 
@@ -127,36 +255,73 @@ describe('protocol errors and their HTTP status', () => {
   it('missing _meta → -32602 with HTTP 400, checked before the header comparison', async () => {
     const response = await postRaw(
       server.url,
-      JSON.stringify({ jsonrpc: '2.0', id: 101, method: 'server/discover', params: {} }),
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 101,
+        method: 'server/discover',
+        params: {},
+      }),
       mcpHeaders('server/discover'),
       'server/discover',
     );
     expect(response.status).toBe(400);
-    expect(response.body).toMatchObject({ id: 101, error: { code: -32602, data: { code: 'MISSING_META' } } });
+    expect(response.body).toMatchObject({
+      id: 101,
+      error: { code: -32602, data: { code: 'MISSING_META' } },
+    });
   });
 
   it('unsupported version → -32022 with data.supported and data.requested, HTTP 400', async () => {
-    const meta = { ...META, 'io.modelcontextprotocol/protocolVersion': 'v999.0.0' };
+    const meta = {
+      ...META,
+      'io.modelcontextprotocol/protocolVersion': 'v999.0.0',
+    };
     const response = await postRaw(
       server.url,
-      JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'server/discover', params: { _meta: meta } }),
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'server/discover',
+        params: { _meta: meta },
+      }),
       { ...mcpHeaders('server/discover'), 'MCP-Protocol-Version': 'v999.0.0' },
       'server/discover',
     );
     expect(response.status).toBe(400);
-    expect(response.body).toMatchObject({ id: 7, error: { code: -32022, data: { supported: ['2026-07-28'], requested: 'v999.0.0' } } });
+    expect(response.body).toMatchObject({
+      id: 7,
+      error: {
+        code: -32022,
+        data: { supported: ['2026-07-28'], requested: 'v999.0.0' },
+      },
+    });
   });
 
   it('unknown and removed methods → -32601 with HTTP 404', async () => {
-    for (const method of ['initialize', 'ping', 'resources/subscribe', 'tools/list', 'prompts/list', 'unknown/method']) {
+    for (const method of [
+      'initialize',
+      'ping',
+      'resources/subscribe',
+      'tools/list',
+      'prompts/list',
+      'unknown/method',
+    ]) {
       const response = await postRaw(
         server.url,
-        JSON.stringify({ jsonrpc: '2.0', id: method, method, params: { _meta: META } }),
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: method,
+          method,
+          params: { _meta: META },
+        }),
         mcpHeaders(method),
         method,
       );
       expect(response.status, method).toBe(404);
-      expect(response.body, method).toMatchObject({ id: method, error: { code: -32601 } });
+      expect(response.body, method).toMatchObject({
+        id: method,
+        error: { code: -32601 },
+      });
     }
   });
 
@@ -169,29 +334,56 @@ describe('protocol errors and their HTTP status', () => {
       capabilities: { resources: {} },
       ttlMs: expect.any(Number),
       cacheScope: 'public',
-      _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'pgmcp', version: expect.any(String) } },
+      _meta: {
+        'io.modelcontextprotocol/serverInfo': {
+          name: 'pgmcp',
+          version: expect.any(String),
+        },
+      },
     });
   });
 });
 
 describe('DNS rebinding protection', () => {
-  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'server/discover', params: { _meta: META } });
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'server/discover',
+    params: { _meta: META },
+  });
   const port = () => new URL(server.url).port;
 
   it('refuses a foreign Host or Origin with 403', async () => {
-    const evilHost = await rawRequest({ headers: { ...mcpHeaders('server/discover'), Host: 'evil.example.com' }, body });
+    const evilHost = await rawRequest({
+      headers: { ...mcpHeaders('server/discover'), Host: 'evil.example.com' },
+      body,
+    });
     expect(evilHost.status).toBe(403);
     const evilOrigin = await rawRequest({
-      headers: { ...mcpHeaders('server/discover'), Host: `127.0.0.1:${port()}`, Origin: 'http://evil.example.com' },
+      headers: {
+        ...mcpHeaders('server/discover'),
+        Host: `127.0.0.1:${port()}`,
+        Origin: 'http://evil.example.com',
+      },
       body,
     });
     expect(evilOrigin.status).toBe(403);
-    expect(JSON.parse(evilOrigin.body)).toMatchObject({ error: { code: -32600, data: { code: 'FORBIDDEN_ORIGIN' } } });
+    expect(JSON.parse(evilOrigin.body)).toMatchObject({
+      error: { code: -32600, data: { code: 'FORBIDDEN_ORIGIN' } },
+    });
   });
 
   it('allows loopback Host and Origin with a port, and configured origins', async () => {
-    for (const origin of [`http://127.0.0.1:${port()}`, `http://localhost:${port()}`, 'https://app.example.com', undefined]) {
-      const headers: Record<string, string> = { ...mcpHeaders('server/discover'), Host: `localhost:${port()}` };
+    for (const origin of [
+      `http://127.0.0.1:${port()}`,
+      `http://localhost:${port()}`,
+      'https://app.example.com',
+      undefined,
+    ]) {
+      const headers: Record<string, string> = {
+        ...mcpHeaders('server/discover'),
+        Host: `localhost:${port()}`,
+      };
       if (origin !== undefined) headers['Origin'] = origin;
       const response = await rawRequest({ headers, body });
       expect(response.status, origin).toBe(200);
@@ -223,10 +415,19 @@ describe('hostile input', () => {
       `{"jsonrpc":"2.0","id":1,"method":"${'m'.repeat(10000)}","params":{}}`,
     ];
     for (const body of corpus) {
-      const response = await rawRequest({ headers: { ...mcpHeaders('resources/list'), Host: new URL(server.url).host }, body });
-      expect(response.status, String(body).slice(0, 40)).toBeGreaterThanOrEqual(200);
+      const response = await rawRequest({
+        headers: {
+          ...mcpHeaders('resources/list'),
+          Host: new URL(server.url).host,
+        },
+        body,
+      });
+      expect(response.status, String(body).slice(0, 40)).toBeGreaterThanOrEqual(
+        200,
+      );
       expect(response.status).toBeLessThan(500);
-      if (response.body !== '') expect(() => JSON.parse(response.body) as unknown).not.toThrow();
+      if (response.body !== '')
+        expect(() => JSON.parse(response.body) as unknown).not.toThrow();
     }
     expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
     const { result } = await call(server.url, 'resources/list');
