@@ -131,7 +131,6 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-/** Start serving per config. The caller owns signals and calls stop(). */
 /** A secret kept in the state folder (.pgmcp/), created on first use, readable by root only. */
 export function stateSecret(config: Config, name: string): string {
   const file = path.join(config.stateDirectory, name);
