@@ -139,7 +139,8 @@ async function token(args: string[]): Promise<void> {
     claims[pair.slice(0, equals)] = pair.slice(equals + 1);
   }
   const config = loadConfig({}, process.env);
-  const secret = jwtSecret(config);
+  // Never create a secret here: a token signed with a new one would match no running server.
+  const secret = jwtSecret(config, { create: false });
   if (secret === undefined) {
     throw new ConfigError(
       'pgmcp token signs with PGMCP_JWT_SECRET; with PGMCP_JWKS_URL, tokens come from your identity provider.',

@@ -150,12 +150,20 @@ export function tokenAudience(config: Config): string {
 }
 
 /** The HS256 secret: configured, or (embedded default, no JWKS) generated once in .pgmcp/. */
-export function jwtSecret(config: Config): string | undefined {
+export function jwtSecret(
+  config: Config,
+  options: { create: boolean } = { create: true },
+): string | undefined {
   if (config.auth.secret !== undefined || config.auth.jwksUrl !== undefined)
     return config.auth.secret;
-  return config.database.mode === 'embedded'
-    ? stateSecret(config, 'jwt-secret')
-    : undefined;
+  if (config.database.mode !== 'embedded') return undefined;
+  const file = path.join(config.stateDirectory, 'jwt-secret');
+  if (!options.create && !existsSync(file)) {
+    throw new ConfigError(
+      `no development signing secret at ${path.resolve(file)}: run pgmcp token in the folder where npm start runs (after starting it once), or set PGMCP_JWT_SECRET.`,
+    );
+  }
+  return stateSecret(config, 'jwt-secret');
 }
 
 /** Start serving per config. The caller owns signals and calls stop(). */

@@ -135,4 +135,12 @@ describe('pgmcp CLI', () => {
       }).status,
     ).toBe(1);
   });
+
+  it('refuses to mint an embedded-mode token where no server ever ran, instead of inventing a secret', () => {
+    const result = pgmcp(['token', '--role', 'support'], {
+      PGMCP_STATE_DIR: '/tmp/pgmcp-no-such-state-dir',
+    });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain('no development signing secret');
+  });
 });
