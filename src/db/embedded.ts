@@ -260,7 +260,7 @@ function readOrCreate(file: string): string {
 }
 
 /** The preferred port if free on 127.0.0.1, else any free port. */
-export async function freePort(preferred: number): Promise<number> {
+async function freePort(preferred: number): Promise<number> {
   const tryListen = (port: number) =>
     new Promise<number | undefined>((resolve) => {
       const server = net.createServer();

@@ -14,7 +14,6 @@ export {
   type ResourceContentRow,
   type ResourceListingRow,
   type TemplateListingRow,
-  type TextRow,
 } from './queries.js';
 export { runMigrations, type MigrationReport } from './migrate.js';
 export {
@@ -24,10 +23,9 @@ export {
   type SeedProgress,
 } from './seed.js';
 export { loadSharedSecret } from './secrets.js';
-export { SQLSTATE_RULES, toDatabaseError } from './sqlstate.js';
+export { toDatabaseError } from './sqlstate.js';
 export {
   EmbeddedPostgresError,
-  freePort,
   startEmbeddedPostgres,
   type EmbeddedPostgres,
 } from './embedded.js';

@@ -9,7 +9,7 @@ interface SqlStateRule {
 }
 
 /** First match wins; anything unmatched is INTERNAL (-32603, generic message). */
-export const SQLSTATE_RULES: readonly SqlStateRule[] = [
+const SQLSTATE_RULES: readonly SqlStateRule[] = [
   { match: '42501', key: 'FORBIDDEN', message: 'Permission denied.' },
   {
     match: '28',

@@ -16,11 +16,9 @@ export {
   type CursorPosition,
 } from './cursor.js';
 export { RawJson, serializeMessage } from './raw-json.js';
-export { toWireError } from './wire-error.js';
 export {
   CancelledParamsSchema,
   EmptyParamsSchema,
-  META_SUBSCRIPTION_ID,
   PROTOCOL_VERSION,
   PaginatedParamsSchema,
   ReadResourceParamsSchema,
@@ -34,7 +32,5 @@ export {
   type PaginatedParams,
   type ReadResourceParams,
   type RequestId,
-  type Resource,
-  type ResourceContents,
   type ResourceTemplate,
 } from './wire.js';

@@ -8,9 +8,7 @@ export const SUPPORTED_VERSIONS: readonly string[] = [PROTOCOL_VERSION];
 export const META_PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';
 export const META_CLIENT_CAPABILITIES =
   'io.modelcontextprotocol/clientCapabilities';
-export const META_CLIENT_INFO = 'io.modelcontextprotocol/clientInfo';
 export const META_SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
-export const META_SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
 
 export const RequestIdSchema = z.union([z.string(), z.number().int()]);
 export type RequestId = z.infer<typeof RequestIdSchema>;
@@ -69,17 +67,6 @@ export interface Annotations {
   lastModified?: string;
 }
 
-export interface Resource {
-  uri: string;
-  name: string;
-  title?: string;
-  description?: string;
-  mimeType?: string;
-  size?: number;
-  annotations?: Annotations;
-  _meta?: Record<string, unknown>;
-}
-
 export interface ResourceTemplate {
   uriTemplate: string;
   name: string;
@@ -88,20 +75,6 @@ export interface ResourceTemplate {
   mimeType?: string;
   annotations?: Annotations;
 }
-
-export type ResourceContents =
-  | {
-      uri: string;
-      mimeType?: string;
-      text: string;
-      _meta?: Record<string, unknown>;
-    }
-  | {
-      uri: string;
-      mimeType?: string;
-      blob: string;
-      _meta?: Record<string, unknown>;
-    };
 
 /**
  * Headers a Streamable HTTP request must carry, derived from its body (spec §14.2):

@@ -24,8 +24,8 @@ import {
 } from './uri.js';
 
 /** Set in a directory entry's `_meta` when the read cut its children (size and annotations ride
- * in `dev.pgmcp/size` and `dev.pgmcp/annotations`, built in db/queries.ts). */
-export const META_TRUNCATED = 'dev.pgmcp/truncated';
+ * in `dev.pgmcp/size` and `dev.pgmcp/annotations`, written by render.ts). */
+const META_TRUNCATED = 'dev.pgmcp/truncated';
 
 export interface ReadDependencies {
   readonly db: DatabaseHandle;

@@ -2,7 +2,7 @@
 // characters; file: paths normalized and traversal rejected. Mirrors pgmcp.uri_is_valid in SQL.
 import { ProtocolError } from '../errors.js';
 
-export const MAX_URI_LENGTH = 2048;
+const MAX_URI_LENGTH = 2048;
 
 // scheme ":" then RFC 3986 characters, percent-escapes, or non-ASCII (IRI) characters past C1.
 const URI_SYNTAX =

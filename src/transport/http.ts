@@ -285,7 +285,7 @@ function verifyHeaders(
 }
 
 /** Header values that are not plain ASCII arrive as =?base64?…?= (spec §14.2 value encoding). */
-export function decodeHeaderValue(raw: string): string | undefined {
+function decodeHeaderValue(raw: string): string | undefined {
   const encoded = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/.exec(raw);
   if (encoded === null) return /^[\x20-\x7e]*$/.test(raw) ? raw : undefined;
   const decoded = Buffer.from(encoded[1] ?? '', 'base64').toString('utf8');

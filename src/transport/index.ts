@@ -1,6 +1,5 @@
 // Public surface of transport/: Streamable HTTP and stdio. They frame bytes and know no methods.
 export {
-  decodeHeaderValue,
   startHttpTransport,
   type HttpTransport,
   type HttpTransportOptions,
