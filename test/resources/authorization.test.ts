@@ -6,6 +6,7 @@ import {
   call,
   startTestServer,
   testDatabaseUrl,
+  walkList,
   type TestServer,
 } from '../setup/harness.js';
 
@@ -23,23 +24,15 @@ const MEMBERSHIPS: Record<Role | 'nobody', string[]> = {
   nobody: ['public'],
 };
 
+/** A full walk, checking what every page of a role must be: private, and never empty mid-walk. */
 async function walk(url: string): Promise<string[]> {
-  const uris: string[] = [];
-  let cursor: string | undefined;
-  do {
-    const { result, error } = await call(
-      url,
-      'resources/list',
-      cursor === undefined ? {} : { cursor },
-    );
-    expect(error).toBeUndefined();
-    const page = result?.['resources'] as { uri: string }[];
-    if (cursor !== undefined || page.length > 0)
-      expect(page.length).toBeGreaterThan(0); // no empty pages mid-walk
-    uris.push(...page.map((resource) => resource.uri));
-    cursor = result?.['nextCursor'] as string | undefined;
-    expect(result?.['cacheScope']).toBe('private');
-  } while (cursor !== undefined);
+  const { uris, pages } = await walkList(url);
+  pages.forEach((page, index) => {
+    const resources = page['resources'] as unknown[];
+    if (index > 0 || resources.length > 0)
+      expect(resources.length).toBeGreaterThan(0);
+    expect(page['cacheScope']).toBe('private');
+  });
   return uris;
 }
 

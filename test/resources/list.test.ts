@@ -7,6 +7,7 @@ import {
   call,
   startTestServer,
   testDatabaseUrl,
+  walkList,
   type TestServer,
 } from '../setup/harness.js';
 
@@ -25,29 +26,6 @@ afterAll(async () => {
   await server.close();
 });
 
-async function walk(
-  url: string,
-  onPage?: (page: number) => Promise<void>,
-): Promise<{ uris: string[]; pages: number }> {
-  const uris: string[] = [];
-  let cursor: string | undefined;
-  let pages = 0;
-  do {
-    const { result, error } = await call(
-      url,
-      'resources/list',
-      cursor === undefined ? {} : { cursor },
-    );
-    expect(error).toBeUndefined();
-    const resources = result?.['resources'] as { uri: string }[];
-    uris.push(...resources.map((resource) => resource.uri));
-    cursor = result?.['nextCursor'] as string | undefined;
-    pages += 1;
-    await onPage?.(pages);
-  } while (cursor !== undefined);
-  return { uris, pages };
-}
-
 describe('resources/list', () => {
   it('walks every stored resource exactly once, in primary-key order, with the count SQL gives', async () => {
     const { rows } = await sql.query<{ uri: string }>(
@@ -55,10 +33,10 @@ describe('resources/list', () => {
     );
     const notes = rows.filter((row) => row.uri.startsWith('notes:///')).length;
     expect(notes).toBeGreaterThanOrEqual(3000);
-    const { uris, pages } = await walk(server.url);
+    const { uris, pages } = await walkList(server.url);
     expect(new Set(uris).size).toBe(uris.length);
     expect(uris).toEqual(rows.map((row) => row.uri));
-    expect(pages).toBe(Math.ceil(rows.length / 100));
+    expect(pages.length).toBe(Math.ceil(rows.length / 100));
   });
 
   it('returns full pages of the configured size and omits nextCursor exactly on the last page', async () => {
@@ -103,7 +81,7 @@ describe('resources/list', () => {
     const survivors = new Set(before.rows.map((row) => row.uri));
     const deleted: string[] = [];
     const inserted: string[] = [];
-    const { uris } = await walk(server.url, async (page) => {
+    const { uris } = await walkList(server.url, async (_result, page) => {
       // After each page: insert a new row and delete one the walk has not reached yet.
       const uri = `walk-test:inserted/${page}`;
       await sql.query(

@@ -187,3 +187,37 @@ export async function call(
       | undefined,
   };
 }
+
+/**
+ * Follow resources/list from the first page to the last, failing on any error. `onPage` runs after
+ * each page (1-based), e.g. to change rows mid-walk.
+ */
+export async function walkList(
+  url: string,
+  onPage?: (
+    result: Record<string, unknown>,
+    page: number,
+  ) => Promise<void> | void,
+): Promise<{ uris: string[]; pages: Record<string, unknown>[] }> {
+  const uris: string[] = [];
+  const pages: Record<string, unknown>[] = [];
+  let cursor: string | undefined;
+  do {
+    const { result, error } = await call(
+      url,
+      'resources/list',
+      cursor === undefined ? {} : { cursor },
+    );
+    if (error !== undefined || result === undefined)
+      throw new Error(`resources/list failed: ${JSON.stringify(error)}`);
+    pages.push(result);
+    uris.push(
+      ...(result['resources'] as { uri: string }[]).map(
+        (resource) => resource.uri,
+      ),
+    );
+    cursor = result['nextCursor'] as string | undefined;
+    await onPage?.(result, pages.length);
+  } while (cursor !== undefined);
+  return { uris, pages };
+}
