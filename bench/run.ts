@@ -25,6 +25,7 @@ import {
   seedLoaded,
   startEmbeddedPostgres,
 } from '../src/db/index.js';
+import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
 import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../src/server.js';
 import { startHttpTransport } from '../src/transport/http.js';
@@ -212,6 +213,7 @@ async function main(): Promise<void> {
     cursorSecrets: [CURSOR_SECRET],
     pageSize: PAGE_SIZE,
     maxDirectoryEntries: 500,
+    live: loadConfig({}, {}).live,
     logger: silent,
   });
   // One endpoint per identity: the login (no role), and the two bench roles (RLS applies).

@@ -6,7 +6,11 @@ import {
   type Principal,
 } from './auth/index.js';
 import type { Config } from './config.js';
-import type { DatabaseHandle } from './db/index.js';
+import {
+  CHANGE_VISIBILITY,
+  runRequestQuery,
+  type DatabaseHandle,
+} from './db/index.js';
 import { ProtocolError } from './errors.js';
 import type { Logger } from './log.js';
 import {
@@ -16,10 +20,12 @@ import {
   type Dispatcher,
   type MethodHandler,
 } from './protocol/index.js';
+import { createListenMethod, Fanout } from './notifications/index.js';
 import {
   createListResourcesMethod,
   createListTemplatesMethod,
   createReadResourceMethod,
+  readableUris,
   TTL_MS,
 } from './resources/index.js';
 import { SERVER_INFO } from './version.js';
@@ -30,29 +36,56 @@ export interface AppOptions {
   readonly cursorSecrets: readonly string[];
   readonly pageSize: number;
   readonly maxDirectoryEntries: number;
+  readonly live: Config['live'];
   readonly logger: Logger;
 }
 
 export interface App {
   readonly dispatcher: Dispatcher;
+  /** Open listen streams; the change feed publishes into it (server.ts). */
+  readonly fanout: Fanout;
 }
 
 const INSTRUCTIONS =
   'pgmcp serves documents, files and notes stored in PostgreSQL as MCP resources. ' +
   'List them with resources/list (paginated), read one by URI with resources/read; ' +
   'reading a file:///…/ directory returns its entry and its children. ' +
-  'resources/templates/list shows the URI patterns (notes:///{tag}/{slug}, file:///{+path}).';
+  'resources/templates/list shows the URI patterns (notes:///{tag}/{slug}, file:///{+path}). ' +
+  'subscriptions/listen delivers notifications/resources/updated for subscribed URIs (a file:///…/ ' +
+  'directory covers what is under it) and notifications/resources/list_changed as changes commit.';
 
 /** Build the dispatcher with every method this server offers. */
 export function createApp(options: AppOptions): App {
   const cursors = createCursorCodec(options.cursorSecrets);
   const listDeps = { db: options.db, cursors, pageSize: options.pageSize };
+  // Delivery checks run with no client to cancel them.
+  const background = new AbortController().signal;
+  const fanout = new Fanout({
+    authorize: async (principal, seqs) => {
+      const rows = await runRequestQuery(
+        options.db,
+        principal,
+        background,
+        CHANGE_VISIBILITY,
+        { seqs },
+      );
+      return new Map(
+        rows.map((row) => [row.seq, { before: row.before, after: row.after }]),
+      );
+    },
+    serverInfo: SERVER_INFO,
+    maxStreams: options.live.maxStreams,
+    maxStreamsPerRole: options.live.maxStreamsPerRole,
+    maxPendingBytes: options.live.maxPendingBytes,
+    stallTimeoutMs: options.live.stallTimeoutMs,
+    log: (line) => options.logger.warn(line),
+  });
   // `any`: a heterogeneous map; createMethod checked each handler against its params schema.
   const methods = new Map<string, MethodHandler<any>>([
     [
       'server/discover',
       createDiscoverMethod({
-        capabilities: { resources: {} },
+        capabilities: { resources: { subscribe: true, listChanged: true } },
         instructions: INSTRUCTIONS,
         ttlMs: TTL_MS.discover,
       }),
@@ -66,13 +99,22 @@ export function createApp(options: AppOptions): App {
         maxDirectoryEntries: options.maxDirectoryEntries,
       }),
     ],
+    [
+      'subscriptions/listen',
+      createListenMethod({
+        fanout,
+        maxUris: options.live.maxSubscriptionUris,
+        readableUris: (uris, principal, signal) =>
+          readableUris(options.db, uris, principal, signal),
+      }),
+    ],
   ]);
   const dispatcher = createDispatcher({
     serverInfo: SERVER_INFO,
     methods,
     logError: (message, error) => options.logger.error(message, error),
   });
-  return { dispatcher };
+  return { dispatcher, fanout };
 }
 
 export interface AuthenticateOptions {

@@ -93,6 +93,19 @@ const ConfigSchema = z.object({
     roleClaim: z.string().min(1),
     anonymousRole: z.string().min(1).optional(),
   }),
+  live: z.object({
+    maxStreams: integer('PGMCP_MAX_STREAMS', 0, 1_000_000),
+    maxStreamsPerRole: integer('PGMCP_MAX_STREAMS_PER_ROLE', 0, 1_000_000),
+    maxSubscriptionUris: integer('PGMCP_MAX_SUBSCRIPTION_URIS', 1, 100_000),
+    keepAliveMs: integer('PGMCP_KEEPALIVE_MS', 1000, 3_600_000),
+    maxPendingBytes: integer('PGMCP_MAX_PENDING_BYTES', 4096, 1024 ** 3),
+    stallTimeoutMs: integer('PGMCP_STALL_TIMEOUT_MS', 100, 3_600_000),
+    changeRetentionSeconds: integer(
+      'PGMCP_CHANGE_RETENTION_SECONDS',
+      60,
+      365 * 86_400,
+    ),
+  }),
   /** The role stdio requests (and PGMCP_AUTH=none HTTP requests) run as; undefined = the login role. */
   role: z.string().min(1).optional(),
   allowUnsafeLogin: z.boolean(),
@@ -148,6 +161,15 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv): Config {
       audience: nonEmpty(env['PGMCP_JWT_AUDIENCE']),
       roleClaim: env['PGMCP_ROLE_CLAIM'] ?? 'role',
       anonymousRole: nonEmpty(env['PGMCP_ANONYMOUS_ROLE']),
+    },
+    live: {
+      maxStreams: env['PGMCP_MAX_STREAMS'] ?? '20000',
+      maxStreamsPerRole: env['PGMCP_MAX_STREAMS_PER_ROLE'] ?? '5000',
+      maxSubscriptionUris: env['PGMCP_MAX_SUBSCRIPTION_URIS'] ?? '1000',
+      keepAliveMs: env['PGMCP_KEEPALIVE_MS'] ?? '15000',
+      maxPendingBytes: env['PGMCP_MAX_PENDING_BYTES'] ?? String(1024 * 1024),
+      stallTimeoutMs: env['PGMCP_STALL_TIMEOUT_MS'] ?? '30000',
+      changeRetentionSeconds: env['PGMCP_CHANGE_RETENTION_SECONDS'] ?? '86400',
     },
     role: flags.role ?? nonEmpty(env['PGMCP_ROLE']),
     allowUnsafeLogin:

@@ -22,6 +22,7 @@ import {
 } from './db/index.js';
 import { LOGIN_PRINCIPAL } from './auth/index.js';
 import type { Logger } from './log.js';
+import { startChangeFeed, type ChangeFeed } from './notifications/index.js';
 import {
   startHttpTransport,
   startStdioTransport,
@@ -184,6 +185,7 @@ export async function startServer(
   }
   const open = await openDatabase(config, logger);
   let requestDb: DatabaseHandle | undefined;
+  let feed: ChangeFeed | undefined;
   try {
     const { cursorSecret } = await prepareDatabase(open.db, logger, {
       migrate: config.migrate,
@@ -200,8 +202,17 @@ export async function startServer(
       cursorSecrets: config.cursorSecrets ?? [cursorSecret],
       pageSize: config.pageSize,
       maxDirectoryEntries: config.maxDirectoryEntries,
+      live: config.live,
       logger,
     });
+    feed = await startChangeFeed({
+      db: requestDb,
+      publish: (changes) => app.fanout.publish(changes),
+      retentionSeconds: config.live.changeRetentionSeconds,
+      log: (line) => logger.info(line),
+    });
+    logger.info('live updates: listening for changes on pgmcp_changes');
+    const liveFeed = feed;
     let http: HttpTransport | undefined;
     let stdio: StdioTransport | undefined;
     if (config.stdio) {
@@ -233,6 +244,14 @@ export async function startServer(
         allowedHosts: config.allowedHosts,
         allowedOrigins: config.allowedOrigins,
         authenticate,
+        keepAliveMs: config.live.keepAliveMs,
+        ready: () => {
+          const health = liveFeed.health();
+          return {
+            ok: health.listening && health.reading,
+            detail: { liveUpdates: health },
+          };
+        },
         protectedResource:
           config.auth.mode === 'jwt'
             ? {
@@ -260,6 +279,9 @@ export async function startServer(
         ),
       stop() {
         stopping ??= (async () => {
+          // Every listen stream gets its graceful result before the transports close.
+          app.fanout.closeAll();
+          await liveFeed.stop();
           stdio?.close();
           await stdio?.closed;
           await http?.close();
@@ -271,6 +293,7 @@ export async function startServer(
       },
     };
   } catch (error) {
+    await feed?.stop().catch(() => undefined);
     if (requestDb !== undefined && requestDb !== open.db)
       await requestDb.close().catch(() => undefined);
     await open.close().catch(() => undefined);

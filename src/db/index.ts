@@ -3,6 +3,7 @@ export {
   createDatabase,
   type DatabaseHandle,
   type DatabaseOptions,
+  type SessionConfig,
 } from './pool.js';
 export { runRequestQuery } from './request-transaction.js';
 export {
@@ -37,3 +38,14 @@ export {
   inspectLogin,
   type LoginFacts,
 } from './login.js';
+export {
+  CHANGE_VISIBILITY,
+  READABLE_URIS,
+  currentHorizon,
+  pruneChanges,
+  readChangePage,
+  type ChangeKind,
+  type ChangePage,
+  type ChangePosition,
+  type ChangeRow,
+} from './changes.js';

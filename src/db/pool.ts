@@ -15,7 +15,16 @@ export interface DatabaseHandle {
   readonly pool: pg.Pool;
   /** A fresh read-write client for migrations, seeds and start-up work; the caller ends it. */
   connectAdmin(): Promise<pg.Client>;
+  /** Settings for a dedicated session of this database (the LISTEN connection). */
+  sessionConfig(applicationName: string): SessionConfig;
   close(): Promise<void>;
+}
+
+/** Connection settings for a session outside the pool; pg.ClientConfig without importing pg. */
+export interface SessionConfig {
+  readonly connectionString?: string;
+  readonly application_name: string;
+  readonly options: string;
 }
 
 /** Create the request pool. No connection is opened until the first query. */
@@ -50,6 +59,13 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
   return {
     pool,
     connectAdmin,
+    sessionConfig: (applicationName) => ({
+      ...(options.connectionString === undefined
+        ? {}
+        : { connectionString: options.connectionString }),
+      application_name: applicationName,
+      options: '-c TimeZone=UTC',
+    }),
     close: () => pool.end(),
   };
 }

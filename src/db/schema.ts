@@ -42,7 +42,20 @@ export interface ServerSecretsTable {
   created_at: ColumnType<Date, never, never>;
 }
 
+export interface ChangesTable {
+  seq: Generated<string>;
+  txid: ColumnType<string, never, never>;
+  relation: string;
+  uri: string | null;
+  kind: 'created' | 'updated' | 'deleted' | 'schema';
+  readers_before: string[] | null;
+  readers_after: string[] | null;
+  detail: unknown;
+  changed_at: ColumnType<Date, never, never>;
+}
+
 export interface Database {
+  'pgmcp.changes': ChangesTable;
   'pgmcp.resources': ResourcesTable;
   'pgmcp.resource_templates': ResourceTemplatesTable;
   'pgmcp.migrations': MigrationsTable;

@@ -14,6 +14,7 @@ import {
   type RequestMeta,
 } from './wire.js';
 import { RawJson, serializeMessage } from './raw-json.js';
+import { StreamingResult, type ResponseStream } from './stream.js';
 import { toWireError, type WireError } from './wire-error.js';
 
 /** Per-request context handed to a handler. Transport-agnostic by design (ROADMAP design rules). */
@@ -31,7 +32,7 @@ export interface MethodHandler<TParams> {
   handle(
     params: TParams,
     ctx: RequestContext,
-  ): Promise<Record<string, unknown>>;
+  ): Promise<Record<string, unknown> | StreamingResult>;
   /**
    * The result never changes for the life of the process (server/discover): it is computed and
    * serialized once, and every request still passes all the checks before getting it.
@@ -46,6 +47,8 @@ export type JsonRpcResponse =
 /** What a transport gets back for one inbound message. */
 export type DispatchOutcome =
   | { kind: 'response'; response: JsonRpcResponse; httpStatus: number }
+  /** A long-lived answer: the transport must attach() a sink, or cancel() it if it cannot. */
+  | { kind: 'stream'; id: RequestId; stream: ResponseStream }
   | { kind: 'accepted' };
 
 export interface Dispatcher {
@@ -183,6 +186,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         return transport.signal;
       },
     });
+    if (payload instanceof StreamingResult)
+      return { kind: 'stream', id: message.id, stream: payload.stream };
     const result = { resultType: 'complete', ...payload, _meta: serverMeta };
     if (method.constant === true) {
       const serialized = new RawJson(

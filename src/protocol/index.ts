@@ -34,3 +34,14 @@ export {
   type RequestId,
   type ResourceTemplate,
 } from './wire.js';
+export {
+  ListenParamsSchema,
+  META_SUBSCRIPTION_ID,
+  StreamingResult,
+  SubscriptionFilterSchema,
+  SubscriptionMessages,
+  type ListenParams,
+  type ResponseStream,
+  type StreamSink,
+  type SubscriptionFilter,
+} from './stream.js';

@@ -6,3 +6,4 @@ export { createReadResourceMethod, type ReadDependencies } from './read.js';
 export { TTL_MS } from './cache-hints.js';
 export { isDirectoryUri, validateResourceUri } from './uri.js';
 export { parseUriTemplate, type UriTemplate } from './uri-template.js';
+export { readableUris } from './subscriptions.js';

@@ -11,6 +11,8 @@ import {
   type DispatchOutcome,
   type Dispatcher,
   type InboundMessage,
+  type ResponseStream,
+  type StreamSink,
 } from '../protocol/index.js';
 
 export interface HttpTransportOptions {
@@ -37,6 +39,10 @@ export interface HttpTransportOptions {
         readonly document: Record<string, unknown>;
       }
     | undefined;
+  /** Readiness for /readyz: ok, plus details (the live-update listener's health). */
+  readonly ready?: () => { ok: boolean; detail: Record<string, unknown> };
+  /** How often an open SSE stream gets a keep-alive comment. */
+  readonly keepAliveMs?: number;
   readonly log: (line: string) => void;
 }
 
@@ -53,8 +59,9 @@ const WELL_KNOWN = '/.well-known/oauth-protected-resource';
 export async function startHttpTransport(
   options: HttpTransportOptions,
 ): Promise<HttpTransport> {
+  const streams = new Set<http.ServerResponse>();
   const server = http.createServer((request, response) => {
-    handle(options, request, response).catch((error: unknown) => {
+    handle(options, request, response, streams).catch((error: unknown) => {
       options.log(
         `http handler failed: ${error instanceof Error ? error.message : String(error)}`,
       );
@@ -80,6 +87,13 @@ export async function startHttpTransport(
       resolve();
     });
   });
+  // One timer for every open stream: a comment line keeps proxies and clients from timing out.
+  const keepAlive = setInterval(() => {
+    for (const response of streams)
+      if (response.writableLength === 0) response.write(':\n\n');
+  }, options.keepAliveMs ?? 15_000);
+  keepAlive.unref();
+  server.once('close', () => clearInterval(keepAlive));
   const address = server.address() as AddressInfo;
   const hostForUrl =
     address.family === 'IPv6' ? `[${address.address}]` : address.address;
@@ -98,10 +112,19 @@ async function handle(
   options: HttpTransportOptions,
   request: http.IncomingMessage,
   response: http.ServerResponse,
+  streams: Set<http.ServerResponse>,
 ): Promise<void> {
   const path = (request.url ?? '/').split('?', 1)[0];
   if (path === '/healthz') {
     send(response, 200, { status: 'ok' });
+    return;
+  }
+  if (path === '/readyz') {
+    const readiness = options.ready?.() ?? { ok: true, detail: {} };
+    send(response, readiness.ok ? 200 : 503, {
+      status: readiness.ok ? 'ready' : 'not ready',
+      ...readiness.detail,
+    });
     return;
   }
   if (
@@ -245,12 +268,64 @@ async function handle(
     },
     verifyRequest: (checked) => verifyHeaders(request, checked),
   });
+  if (outcome.kind === 'stream') {
+    if (cancelled) outcome.stream.cancel();
+    else openStream(response, outcome.stream, streams);
+    return;
+  }
   if (cancelled) return; // send nothing more for a cancelled request
   if (outcome.kind === 'accepted') {
     response.writeHead(202).end();
     return;
   }
   send(response, outcome.httpStatus, outcome.response);
+}
+
+/**
+ * Carry a long-lived answer as one SSE response (spec §7.5): each message is a `data:` event, the
+ * stream ends with the final response when the server ends it, and closing it is the client's cancel.
+ */
+function openStream(
+  response: http.ServerResponse,
+  stream: ResponseStream,
+  streams: Set<http.ServerResponse>,
+): void {
+  response.writeHead(200, [
+    'Content-Type',
+    'text/event-stream',
+    'Cache-Control',
+    'no-store',
+    'X-Accel-Buffering',
+    'no',
+  ]);
+  let ended = false;
+  streams.add(response);
+  response.on('close', () => {
+    streams.delete(response);
+    if (!ended) stream.cancel();
+  });
+  const sink: StreamSink = {
+    write: (message) => response.write(`data: ${message}\n\n`),
+    get pendingBytes() {
+      return response.writableLength;
+    },
+    onDrain: (listener) => response.once('drain', listener),
+    end: (finalMessage) => {
+      if (ended) return;
+      ended = true;
+      streams.delete(response);
+      if (finalMessage === undefined) {
+        response.destroy();
+        return;
+      }
+      response.end(`data: ${finalMessage}\n\n`);
+      // A client that stopped reading would hold the socket open forever.
+      const timer = setTimeout(() => response.destroy(), 5000);
+      timer.unref();
+      response.once('close', () => clearTimeout(timer));
+    },
+  };
+  stream.attach(sink);
 }
 
 /** MCP-Protocol-Version, Mcp-Method and Mcp-Name must be present and equal the body (-32020, 400). */

@@ -9,6 +9,7 @@ import {
   serializeMessage,
   type Dispatcher,
   type RequestId,
+  type ResponseStream,
 } from '../protocol/index.js';
 
 export interface StdioTransportOptions {
@@ -31,6 +32,8 @@ export function startStdioTransport(
   options: StdioTransportOptions,
 ): StdioTransport {
   const inFlight = new Map<string, AbortController>();
+  /** Open listen streams by request id: notifications/cancelled ends them. */
+  const streams = new Map<string, ResponseStream>();
   const pending = new Set<Promise<void>>();
   let buffer = '';
   let discarding = false;
@@ -67,7 +70,13 @@ export function startStdioTransport(
     ) {
       // stdio's cancel signal (spec §13); unknown, finished or malformed ids are ignored.
       const parsed = CancelledParamsSchema.safeParse(message.params ?? {});
-      if (parsed.success) inFlight.get(keyOf(parsed.data.requestId))?.abort();
+      if (parsed.success) {
+        const key = keyOf(parsed.data.requestId);
+        inFlight.get(key)?.abort();
+        const stream = streams.get(key);
+        streams.delete(key);
+        stream?.cancel();
+      }
       return;
     }
     const controller = new AbortController();
@@ -78,12 +87,42 @@ export function startStdioTransport(
         principal: options.principal,
         signal: controller.signal,
       });
-      if (outcome.kind === 'response' && !controller.signal.aborted)
+      if (outcome.kind === 'stream') {
+        if (controller.signal.aborted || key === undefined || streams.has(key))
+          outcome.stream.cancel();
+        else openStream(key, outcome.stream);
+      } else if (outcome.kind === 'response' && !controller.signal.aborted)
         write(outcome.response);
     } finally {
       if (key !== undefined && inFlight.get(key) === controller)
         inFlight.delete(key);
     }
+  };
+
+  // A listen stream's messages are lines like any other; its subscription id tells them apart.
+  const openStream = (key: string, stream: ResponseStream): void => {
+    streams.set(key, stream);
+    let ended = false;
+    stream.attach({
+      write: (message) => options.output.write(`${message}\n`),
+      get pendingBytes() {
+        return options.output.writableLength;
+      },
+      onDrain: (listener) => options.output.once('drain', listener),
+      end: (finalMessage) => {
+        if (ended) return;
+        ended = true;
+        if (streams.get(key) === stream) streams.delete(key);
+        if (finalMessage !== undefined)
+          options.output.write(`${finalMessage}\n`);
+      },
+    });
+  };
+
+  /** The client is gone (stdin ended): drop every stream without writing. */
+  const cancelStreams = (): void => {
+    for (const stream of streams.values()) stream.cancel();
+    streams.clear();
   };
 
   const writeOutcome = (error: unknown, id?: RequestId): void => {
@@ -129,6 +168,7 @@ export function startStdioTransport(
   });
   const finish = (): void => {
     options.input.off('data', onData);
+    cancelStreams();
     if (!discarding && buffer.trim() !== '') track(buffer);
     buffer = '';
     void Promise.allSettled([...pending]).then(() => resolveClosed());
@@ -140,6 +180,7 @@ export function startStdioTransport(
   return {
     closed,
     close: () => {
+      cancelStreams();
       options.input.off('data', onData);
       options.input.off('end', finish);
       options.input.off('error', finish);

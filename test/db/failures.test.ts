@@ -13,6 +13,7 @@ import {
   call,
   mcpHeaders,
   startTestServer,
+  TEST_LIVE,
   testDatabaseUrl,
   type TestServer,
 } from '../setup/harness.js';
@@ -74,6 +75,7 @@ describe('database failures', () => {
       cursorSecrets: ['x'.repeat(20)],
       pageSize: 10,
       maxDirectoryEntries: 10,
+      live: TEST_LIVE,
       logger: createLogger({
         stream: { write: () => true } as unknown as NodeJS.WritableStream,
       }),

@@ -4,7 +4,13 @@ import { inject } from 'vitest';
 import { createApp } from '../../src/app.js';
 import { LOGIN_PRINCIPAL, type Principal } from '../../src/auth/index.js';
 import { createDatabase, type DatabaseHandle } from '../../src/db/index.js';
+import type { Config } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
+import {
+  startChangeFeed,
+  type ChangeFeed,
+  type Fanout,
+} from '../../src/notifications/index.js';
 import type { Dispatcher } from '../../src/protocol/index.js';
 import { startHttpTransport } from '../../src/transport/http.js';
 import { assertValidResponse } from './spec-schema.js';
@@ -22,8 +28,22 @@ export interface TestServer {
   readonly url: string;
   readonly db: DatabaseHandle;
   readonly dispatcher: Dispatcher;
+  readonly fanout: Fanout;
+  /** The change feed, when started with `live`. */
+  readonly feed: ChangeFeed | undefined;
   close(): Promise<void>;
 }
+
+/** Live-update settings for tests: the server's defaults, small enough to reach in a test. */
+export const TEST_LIVE: Config['live'] = {
+  maxStreams: 100,
+  maxStreamsPerRole: 50,
+  maxSubscriptionUris: 1000,
+  keepAliveMs: 15_000,
+  maxPendingBytes: 1024 * 1024,
+  stallTimeoutMs: 30_000,
+  changeRetentionSeconds: 86_400,
+};
 
 export interface TestServerOptions {
   pageSize?: number;
@@ -42,6 +62,10 @@ export interface TestServerOptions {
     metadataUrl: string;
     document: Record<string, unknown>;
   };
+  /** Start the change feed (LISTEN + change log), with these live-update settings over TEST_LIVE. */
+  live?: Partial<Config['live']>;
+  /** Live-update settings without a change feed (stream caps, listen validation). */
+  liveSettings?: Partial<Config['live']>;
 }
 
 /** The test database URL global setup provided. */
@@ -71,8 +95,19 @@ export async function startTestServer(
     cursorSecrets: options.cursorSecrets ?? [TEST_CURSOR_SECRET],
     pageSize: options.pageSize ?? 100,
     maxDirectoryEntries: options.maxDirectoryEntries ?? 500,
+    live: { ...TEST_LIVE, ...options.liveSettings, ...options.live },
     logger,
   });
+  const feed =
+    options.live === undefined
+      ? undefined
+      : await startChangeFeed({
+          db,
+          publish: (changes) => app.fanout.publish(changes),
+          retentionSeconds: TEST_LIVE.changeRetentionSeconds,
+          log: (line) => logger.info(line),
+          pollIntervalMs: 500,
+        });
   const http = await startHttpTransport({
     host: '127.0.0.1',
     port: 0,
@@ -84,13 +119,27 @@ export async function startTestServer(
     authenticate:
       options.authenticate ?? (() => options.principal ?? LOGIN_PRINCIPAL),
     protectedResource: options.protectedResource,
+    ready:
+      feed === undefined
+        ? undefined
+        : () => {
+            const health = feed.health();
+            return {
+              ok: health.listening && health.reading,
+              detail: { liveUpdates: health },
+            };
+          },
     log: (line) => logger.warn(line),
   });
   return {
     url: http.url,
     db,
     dispatcher: app.dispatcher,
+    fanout: app.fanout,
+    feed,
     async close() {
+      app.fanout.closeAll();
+      await feed?.stop();
       await http.close();
       await db.close();
     },

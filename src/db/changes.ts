@@ -1,0 +1,151 @@
+// The change log (migrations/0004_capture_changes.sql): read by listeners in xid-horizon order,
+// authorized per role through its row-level security, pruned on a schedule.
+import type { PreparedQuery } from './queries.js';
+import type { DatabaseHandle } from './pool.js';
+
+export type ChangeKind = 'created' | 'updated' | 'deleted' | 'schema';
+
+/** One logged change; `uri` is null for schema changes. */
+export interface ChangeRow {
+  readonly seq: string;
+  readonly txid: bigint;
+  readonly relation: string;
+  readonly uri: string | null;
+  readonly kind: ChangeKind;
+}
+
+export interface ChangePage {
+  /** Every transaction below this id had finished when the page was read. */
+  readonly snapshotXmin: bigint;
+  readonly rows: ChangeRow[];
+}
+
+/** Where a page starts: after (txid, seq); the start of the horizon when undefined. */
+export interface ChangePosition {
+  readonly txid: bigint;
+  readonly seq: string;
+}
+
+interface PageRow {
+  snapshot_xmin: string;
+  seq: string | null;
+  txid: string | null;
+  relation: string | null;
+  uri: string | null;
+  kind: ChangeKind | null;
+}
+
+/**
+ * One page of changes by transactions at or after `horizon`, in (txid, seq) order after `after`.
+ * Runs as the login through pgmcp.read_changes (SECURITY DEFINER): the listener sees the whole log;
+ * who may hear of each change is decided later, per role (CHANGE_VISIBILITY).
+ */
+export async function readChangePage(
+  db: DatabaseHandle,
+  horizon: bigint,
+  after: ChangePosition | undefined,
+  limit: number,
+): Promise<ChangePage> {
+  const { rows } = await db.pool.query<PageRow>({
+    name: 'pgmcp_read_changes',
+    text: `select snapshot_xmin::text, seq::text, txid::text, relation, uri, kind
+             from pgmcp.read_changes($1::xid8, $2::xid8, $3::bigint, $4::integer)`,
+    values: [
+      horizon.toString(),
+      (after?.txid ?? 0n).toString(),
+      after?.seq ?? '0',
+      limit,
+    ],
+  });
+  const first = rows[0];
+  if (first === undefined)
+    throw new Error('pgmcp.read_changes returned no row');
+  return {
+    snapshotXmin: BigInt(first.snapshot_xmin),
+    rows: rows
+      .filter((row) => row.seq !== null)
+      .map((row) => ({
+        seq: row.seq as string,
+        txid: BigInt(row.txid as string),
+        relation: row.relation as string,
+        uri: row.uri,
+        kind: row.kind as ChangeKind,
+      })),
+  };
+}
+
+/** The xmin of a fresh snapshot: where a listener starting now begins. */
+export async function currentHorizon(db: DatabaseHandle): Promise<bigint> {
+  const { rows } = await db.pool.query<{ xmin: string }>(
+    'select pg_snapshot_xmin(pg_current_snapshot())::text as xmin',
+  );
+  return BigInt(rows[0]?.xmin ?? '0');
+}
+
+/** Delete log rows older than the retention period; returns how many went. */
+export async function pruneChanges(
+  db: DatabaseHandle,
+  retentionSeconds: number,
+): Promise<number> {
+  const client = await db.pool.connect();
+  let broken: Error | undefined;
+  try {
+    // The pool's sessions default to read-only; pruning is the one write.
+    await client.query('begin read write');
+    const { rows } = await client.query<{ pruned: string }>(
+      'select pgmcp.prune_changes(make_interval(secs => $1)) as pruned',
+      [retentionSeconds],
+    );
+    await client.query('commit');
+    return Number(rows[0]?.pruned ?? 0);
+  } catch (error) {
+    await client.query('rollback').catch((rollbackError: unknown) => {
+      broken = rollbackError as Error;
+    });
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}
+
+/**
+ * Which of `seqs` the request role may hear of: `before` when it could read the resource before
+ * the change, `after` when it can read it after, by the resources policy's own test (membership
+ * of a role in `readers`), or always for a role that bypasses row-level security (a superuser or
+ * BYPASSRLS login reads every resource, so it hears of every change). Run as the role
+ * (runRequestQuery); the log's policy hides rows it could read neither before nor after.
+ */
+export const CHANGE_VISIBILITY: PreparedQuery<
+  { seqs: readonly string[] },
+  { seq: string; before: boolean; after: boolean }
+> = {
+  name: 'pgmcp_change_visibility',
+  text: `select c.seq::text as seq,
+                r.bypass or coalesce(c.readers_before && r.roles, false) as before,
+                r.bypass or coalesce(c.readers_after && r.roles, false) as after
+           from pgmcp.changes c,
+                (select pgmcp.member_roles() as roles,
+                        (select rolsuper or rolbypassrls from pg_roles where rolname = current_user) as bypass) r
+          where c.seq = any($1::bigint[])`,
+  values: (args) => [args.seqs],
+};
+
+/**
+ * Which of `uris` exist and the request role may read, in the order given. A `file:`-style
+ * directory URI (ending in "/") counts when the role can read something under it; `upperBounds`
+ * holds each directory's exclusive prefix bound, null for other URIs.
+ */
+export const READABLE_URIS: PreparedQuery<
+  { uris: readonly string[]; upperBounds: readonly (string | null)[] },
+  { uri: string }
+> = {
+  name: 'pgmcp_readable_uris',
+  text: `select x.uri
+           from unnest($1::text[], $2::text[]) with ordinality as x(uri, upper_bound, position)
+          where exists (select from pgmcp.resources r where r.uri = x.uri)
+             or (x.upper_bound is not null
+                 and exists (select from pgmcp.resources r
+                              where r.uri > x.uri and r.uri < x.upper_bound))
+          order by x.position`,
+  values: (args) => [args.uris, args.upperBounds],
+};

@@ -1,0 +1,186 @@
+// One listener per process: LISTEN pgmcp_changes on a dedicated connection (pg-listen), and read
+// the change log in xid-horizon order on every wake-up, so nothing is lost when a notification is.
+import createSubscriberModule from 'pg-listen';
+import {
+  currentHorizon,
+  pruneChanges,
+  readChangePage,
+  type ChangePosition,
+  type ChangeRow,
+  type DatabaseHandle,
+} from '../db/index.js';
+
+// pg-listen is CommonJS; under ESM its function is the default export's `default`.
+const createSubscriber = createSubscriberModule.default;
+
+/** The NOTIFY channel the capture triggers use (README "Live updates"). */
+export const CHANGES_CHANNEL = 'pgmcp_changes';
+
+export interface ChangeFeedOptions {
+  readonly db: DatabaseHandle;
+  /** Deliver one batch; throwing means "not delivered", and the batch is read again later. */
+  readonly publish: (changes: readonly ChangeRow[]) => Promise<void>;
+  readonly retentionSeconds: number;
+  readonly log: (line: string) => void;
+  /** Rows read per page of the log. */
+  readonly pageSize?: number;
+  /** Read the log this often even without a notification (a safety net, and catch-up after outages). */
+  readonly pollIntervalMs?: number;
+  readonly pruneIntervalMs?: number;
+}
+
+export interface FeedHealth {
+  /** The LISTEN connection is up. */
+  readonly listening: boolean;
+  /** The last read of the log succeeded. */
+  readonly reading: boolean;
+}
+
+export interface ChangeFeed {
+  health(): FeedHealth;
+  /** Read the log now (tests and the start-up path use it; notifications do it on their own). */
+  poll(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Start listening. Resolves once LISTEN is in place and the starting horizon is read: changes
+ * committed from then on are delivered.
+ *
+ * Exactly-once per change: the feed keeps a horizon H (every transaction below H has finished
+ * and its rows were delivered) and the seqs it delivered from transactions at or above H. Each
+ * poll reads rows of transactions >= H that are visible now, delivers the ones not seen, then
+ * moves H to the xmin of the poll's first snapshot.
+ */
+export async function startChangeFeed(
+  options: ChangeFeedOptions,
+): Promise<ChangeFeed> {
+  const pageSize = options.pageSize ?? 1000;
+  let horizon = await currentHorizon(options.db);
+  const delivered = new Map<string, bigint>();
+  let listening = false;
+  let reading = true;
+  let polling: Promise<void> | undefined;
+  let again = false;
+  let stopped = false;
+
+  async function pollOnce(): Promise<void> {
+    let after: ChangePosition | undefined;
+    let nextHorizon: bigint | undefined;
+    for (;;) {
+      const page = await readChangePage(options.db, horizon, after, pageSize);
+      nextHorizon ??= page.snapshotXmin;
+      const fresh = page.rows.filter((row) => !delivered.has(row.seq));
+      if (fresh.length > 0) {
+        await options.publish(fresh);
+        for (const row of fresh) delivered.set(row.seq, row.txid);
+      }
+      const last = page.rows.at(-1);
+      if (page.rows.length < pageSize || last === undefined) break;
+      after = { txid: last.txid, seq: last.seq };
+    }
+    if (nextHorizon > horizon) horizon = nextHorizon;
+    for (const [seq, txid] of delivered)
+      if (txid < horizon) delivered.delete(seq);
+  }
+
+  /** Coalesce wake-ups: one poll at a time, and one more if woken during it. */
+  function poll(): Promise<void> {
+    if (stopped) return Promise.resolve();
+    if (polling !== undefined) {
+      again = true;
+      return polling;
+    }
+    polling = (async () => {
+      do {
+        again = false;
+        try {
+          await pollOnce();
+          if (!reading)
+            options.log('live updates: reading the change log again');
+          reading = true;
+        } catch (error) {
+          if (reading)
+            options.log(
+              `live updates: reading the change log failed (${describe(error)}); retrying`,
+            );
+          reading = false;
+          return;
+        }
+      } while (again && !stopped);
+    })().finally(() => {
+      polling = undefined;
+    });
+    return polling;
+  }
+
+  const subscriber = createSubscriber(
+    options.db.sessionConfig('pgmcp-listener'),
+    {
+      // Never give up reconnecting; notifications during the outage are lost, the log is not.
+      retryTimeout: Infinity,
+      retryInterval: (attempt) => Math.min(5000, 250 * 2 ** attempt),
+      paranoidChecking: 10_000,
+    },
+  );
+  subscriber.events.on('error', (error) => {
+    // A payload that is not JSON, or a reconnect that failed: log, and read the log anyway.
+    options.log(`live updates: listener error (${describe(error)})`);
+    void poll();
+  });
+  subscriber.events.on('reconnect', (attempt) => {
+    if (listening || attempt === 1)
+      options.log('live updates: listener connection lost; reconnecting');
+    listening = false;
+  });
+  subscriber.events.on('connected', () => {
+    listening = true;
+    // Catch up on whatever committed while we were not listening.
+    void poll();
+  });
+  subscriber.notifications.on(CHANGES_CHANNEL, () => void poll());
+  await subscriber.connect();
+  await subscriber.listenTo(CHANGES_CHANNEL);
+  listening = true;
+
+  const pollTimer = setInterval(
+    () => void poll(),
+    options.pollIntervalMs ?? 2000,
+  );
+  const prune = (): void => {
+    pruneChanges(options.db, options.retentionSeconds).then(
+      (count) => {
+        if (count > 0) options.log(`live updates: pruned ${count} old changes`);
+      },
+      (error: unknown) =>
+        options.log(
+          `live updates: pruning the change log failed (${describe(error)})`,
+        ),
+    );
+  };
+  const pruneTimer = setInterval(prune, options.pruneIntervalMs ?? 60_000);
+  pollTimer.unref();
+  pruneTimer.unref();
+  prune();
+
+  return {
+    health: () => ({ listening, reading }),
+    poll,
+    async stop() {
+      stopped = true;
+      clearInterval(pollTimer);
+      clearInterval(pruneTimer);
+      await polling;
+      await subscriber.close().catch(() => undefined);
+    },
+  };
+}
+
+function describe(error: unknown): string {
+  const code =
+    typeof error === 'object' && error !== null
+      ? (error as { code?: unknown }).code
+      : undefined;
+  const message = error instanceof Error ? error.message : String(error);
+  return typeof code === 'string' ? `${code}: ${message}` : message;
+}

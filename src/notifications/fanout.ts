@@ -1,0 +1,371 @@
+// The fan-out: open listen streams, indexed by what they asked for, and the delivery of each batch
+// of logged changes to the streams whose role may hear of them.
+import type { Principal } from '../auth/index.js';
+import type { ChangeRow } from '../db/index.js';
+import { JSONRPC, ProtocolError } from '../errors.js';
+import type {
+  Implementation,
+  StreamSink,
+  SubscriptionMessages,
+} from '../protocol/index.js';
+
+/** What one role may hear of, per change seq: readable before it, readable after it. */
+export type Visibility = ReadonlyMap<
+  string,
+  { before: boolean; after: boolean }
+>;
+
+export interface FanoutOptions {
+  /**
+   * Which of `seqs` `principal`'s role may hear of: one query in the role's own transaction.
+   * Throws ProtocolError; UNAVAILABLE and TIMEOUT mean "try the batch again later".
+   */
+  readonly authorize: (
+    principal: Principal,
+    seqs: readonly string[],
+  ) => Promise<Visibility>;
+  readonly serverInfo: Implementation;
+  readonly maxStreams: number;
+  readonly maxStreamsPerRole: number;
+  /** A stream whose client has not taken this many bytes is ended as stalled. */
+  readonly maxPendingBytes: number;
+  /** A stream that stays blocked (not draining) this long is ended as stalled. */
+  readonly stallTimeoutMs: number;
+  /** Streams written per turn of the event loop during a broadcast. */
+  readonly sliceSize?: number;
+  readonly log: (line: string) => void;
+}
+
+/** One open subscriptions/listen stream. */
+export class Subscriber {
+  readonly roleKey: string;
+  /** URIs queued for notifications/resources/updated; a Set, so repeats coalesce while pending. */
+  readonly #pendingUris = new Set<string>();
+  #pendingList = false;
+  #blockedSince: number | undefined;
+  #ended = false;
+
+  constructor(
+    readonly principal: Principal,
+    readonly messages: SubscriptionMessages,
+    readonly uris: readonly string[],
+    readonly listChanged: boolean,
+    readonly sink: StreamSink,
+  ) {
+    this.roleKey = roleKey(principal);
+  }
+
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  get blockedSince(): number | undefined {
+    return this.#blockedSince;
+  }
+
+  enqueue(uriJson: string | undefined, list: boolean): void {
+    if (this.#ended) return;
+    if (uriJson !== undefined) this.#pendingUris.add(uriJson);
+    if (list) this.#pendingList = true;
+  }
+
+  /** Write what is pending until the sink pushes back; the rest waits (and coalesces) for drain. */
+  flush(): void {
+    if (this.#ended || this.#blockedSince !== undefined) return;
+    let open = true;
+    if (this.#pendingList) {
+      this.#pendingList = false;
+      open = this.sink.write(this.messages.listChanged());
+    }
+    for (const uriJson of this.#pendingUris) {
+      if (!open) break;
+      this.#pendingUris.delete(uriJson);
+      open = this.sink.write(this.messages.updated(uriJson));
+    }
+    if (!open) {
+      this.#blockedSince = Date.now();
+      this.sink.onDrain(() => {
+        this.#blockedSince = undefined;
+        this.flush();
+      });
+    }
+  }
+
+  /** End with a final message; no more writes after this. */
+  end(finalMessage: string | undefined): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#pendingUris.clear();
+    this.sink.end(finalMessage);
+  }
+
+  /** The client went away: forget it without writing. */
+  markGone(): void {
+    this.#ended = true;
+    this.#pendingUris.clear();
+  }
+}
+
+function roleKey(principal: Principal): string {
+  // The login (no role) cannot collide with a role name: those never contain a NUL.
+  return principal.role ?? '\u0000login';
+}
+
+export class Fanout {
+  readonly #options: FanoutOptions;
+  readonly #streams = new Set<Subscriber>();
+  readonly #byUri = new Map<string, Set<Subscriber>>();
+  readonly #listStreams = new Set<Subscriber>();
+  /** Streams per role, counting reservations not yet attached. */
+  readonly #perRole = new Map<string, number>();
+  #reserved = 0;
+  #closing = false;
+  readonly #stallTimer: NodeJS.Timeout;
+
+  constructor(options: FanoutOptions) {
+    this.#options = options;
+    this.#stallTimer = setInterval(
+      () => this.#endStalled(),
+      Math.min(1000, options.stallTimeoutMs),
+    );
+    this.#stallTimer.unref();
+  }
+
+  get size(): number {
+    return this.#streams.size;
+  }
+
+  /**
+   * Hold a place for a stream of `principal`, or refuse with TOO_MANY_STREAMS. The returned
+   * release() must run if the stream is never added.
+   */
+  reserve(principal: Principal): () => void {
+    if (this.#closing)
+      throw new ProtocolError(
+        'UNAVAILABLE',
+        'The server is shutting down; listen again shortly.',
+      );
+    const key = roleKey(principal);
+    const forRole = this.#perRole.get(key) ?? 0;
+    if (this.#streams.size + this.#reserved >= this.#options.maxStreams)
+      throw new ProtocolError(
+        'TOO_MANY_STREAMS',
+        `Too many open subscriptions on this server (limit ${this.#options.maxStreams}); close one or try another replica.`,
+      );
+    if (forRole >= this.#options.maxStreamsPerRole)
+      throw new ProtocolError(
+        'TOO_MANY_STREAMS',
+        `Too many open subscriptions for this role (limit ${this.#options.maxStreamsPerRole}); close one first.`,
+      );
+    this.#perRole.set(key, forRole + 1);
+    this.#reserved += 1;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#reserved -= 1;
+      this.#decrementRole(key);
+    };
+  }
+
+  /** Start delivering to `subscriber` (its reservation becomes the stream's place). */
+  add(subscriber: Subscriber, releaseReservation: () => void): void {
+    releaseReservation();
+    this.#perRole.set(
+      subscriber.roleKey,
+      (this.#perRole.get(subscriber.roleKey) ?? 0) + 1,
+    );
+    this.#streams.add(subscriber);
+    for (const uri of subscriber.uris) {
+      let set = this.#byUri.get(uri);
+      if (set === undefined) this.#byUri.set(uri, (set = new Set()));
+      set.add(subscriber);
+    }
+    if (subscriber.listChanged) this.#listStreams.add(subscriber);
+  }
+
+  remove(subscriber: Subscriber): void {
+    if (!this.#streams.delete(subscriber)) return;
+    for (const uri of subscriber.uris) {
+      const set = this.#byUri.get(uri);
+      set?.delete(subscriber);
+      if (set?.size === 0) this.#byUri.delete(uri);
+    }
+    this.#listStreams.delete(subscriber);
+    this.#decrementRole(subscriber.roleKey);
+  }
+
+  /**
+   * Deliver one batch of committed changes. Authorization runs first, once per distinct role
+   * among the streams that could care, each in that role's transaction; if it cannot run (the
+   * database is unavailable) this throws before anything is written, so the batch can be retried
+   * whole. Then streams are written in slices, yielding between them.
+   */
+  async publish(changes: readonly ChangeRow[]): Promise<void> {
+    const relevant = changes.filter(
+      (change) => change.uri !== null && change.kind !== 'schema',
+    );
+    if (relevant.length === 0 || this.#streams.size === 0) return;
+
+    // Which streams could care, and the roles to ask about.
+    const interested = new Map<Subscriber, ChangeRow[]>();
+    for (const change of relevant) {
+      for (const uri of subscriptionKeys(change.uri as string)) {
+        const subscribers = this.#byUri.get(uri);
+        if (subscribers === undefined) continue;
+        for (const subscriber of subscribers) {
+          const list = interested.get(subscriber);
+          if (list === undefined) interested.set(subscriber, [change]);
+          else list.push(change);
+        }
+      }
+    }
+    const principals = new Map<string, Principal>();
+    for (const subscriber of this.#listStreams)
+      principals.set(subscriber.roleKey, subscriber.principal);
+    for (const subscriber of interested.keys())
+      principals.set(subscriber.roleKey, subscriber.principal);
+    if (principals.size === 0) return;
+
+    const seqs = relevant.map((change) => change.seq);
+    const visibility = new Map<string, Visibility>();
+    const failedRoles = new Map<string, ProtocolError>();
+    await Promise.all(
+      [...principals].map(async ([key, principal]) => {
+        try {
+          visibility.set(key, await this.#options.authorize(principal, seqs));
+        } catch (error) {
+          if (
+            !(error instanceof ProtocolError) ||
+            error.key === 'UNAVAILABLE' ||
+            error.key === 'TIMEOUT'
+          )
+            throw error;
+          failedRoles.set(key, error);
+        }
+      }),
+    );
+
+    // A role whose check is refused (dropped, no longer granted) loses its streams.
+    for (const [key, error] of failedRoles) {
+      this.#options.log(
+        `ending listen streams of a role whose access check failed (${error.key})`,
+      );
+      for (const subscriber of [...this.#streams])
+        if (subscriber.roleKey === key)
+          this.#endWithError(
+            subscriber,
+            'Subscription ended: the role can no longer be checked for access.',
+            'ROLE_FORBIDDEN',
+          );
+    }
+
+    // Per role: did its visible list change in this batch?
+    const listChangedFor = new Map<string, boolean>();
+    for (const [key, seen] of visibility) {
+      let changed = false;
+      for (const entry of seen.values())
+        if (entry.before || entry.after) {
+          changed = true;
+          break;
+        }
+      listChangedFor.set(key, changed);
+    }
+
+    const uriJson = new Map<string, string>();
+    const targets = new Set<Subscriber>([
+      ...interested.keys(),
+      ...this.#listStreams,
+    ]);
+    const slice = this.#options.sliceSize ?? 256;
+    let written = 0;
+    for (const subscriber of targets) {
+      if (subscriber.ended) continue;
+      const seen = visibility.get(subscriber.roleKey);
+      if (seen === undefined) continue;
+      for (const change of interested.get(subscriber) ?? []) {
+        const entry = seen.get(change.seq);
+        // Creates and updates are heard by who can read the result; deletes by who could read it.
+        if (
+          entry === undefined ||
+          !(change.kind === 'deleted' ? entry.before : entry.after)
+        )
+          continue;
+        const uri = change.uri as string;
+        let json = uriJson.get(uri);
+        if (json === undefined) uriJson.set(uri, (json = JSON.stringify(uri)));
+        subscriber.enqueue(json, false);
+      }
+      if (subscriber.listChanged && listChangedFor.get(subscriber.roleKey))
+        subscriber.enqueue(undefined, true);
+      subscriber.flush();
+      written += 1;
+      // Let ordinary requests through between slices of a large broadcast.
+      if (written % slice === 0)
+        await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+  }
+
+  /** Graceful shutdown: every stream gets its SubscriptionsListenResult, then closes. */
+  closeAll(): void {
+    this.#closing = true;
+    clearInterval(this.#stallTimer);
+    for (const subscriber of [...this.#streams]) {
+      this.remove(subscriber);
+      subscriber.end(subscriber.messages.result(this.#options.serverInfo));
+    }
+  }
+
+  #endStalled(): void {
+    const now = Date.now();
+    for (const subscriber of this.#streams) {
+      const since = subscriber.blockedSince;
+      if (since === undefined) continue;
+      if (
+        now - since >= this.#options.stallTimeoutMs ||
+        subscriber.sink.pendingBytes > this.#options.maxPendingBytes
+      ) {
+        this.#options.log(
+          `ending a listen stream whose client stopped reading (${subscriber.sink.pendingBytes} bytes unread for ${now - since} ms)`,
+        );
+        this.#endWithError(
+          subscriber,
+          'Subscription ended: the client did not read its notifications in time.',
+          'STREAM_STALLED',
+        );
+      }
+    }
+  }
+
+  #endWithError(subscriber: Subscriber, message: string, code: string): void {
+    this.remove(subscriber);
+    subscriber.end(
+      subscriber.messages.error(JSONRPC.INTERNAL_ERROR, message, { code }),
+    );
+  }
+
+  #decrementRole(key: string): void {
+    const count = (this.#perRole.get(key) ?? 1) - 1;
+    if (count <= 0) this.#perRole.delete(key);
+    else this.#perRole.set(key, count);
+  }
+}
+
+/**
+ * The subscription keys a change to `uri` matches: the URI itself and every ancestor ending in
+ * "/" below the authority (file:///docs/a.md → file:///docs/a.md, file:///docs/, file:///), so a
+ * stream subscribed to a directory hears of what changes inside it (spec: a sub-resource).
+ */
+export function subscriptionKeys(uri: string): string[] {
+  const keys = [uri];
+  const authority = uri.indexOf('//');
+  const start =
+    authority === -1 ? uri.indexOf(':') + 1 : uri.indexOf('/', authority + 2);
+  if (start <= 0) return keys;
+  for (let slash = uri.lastIndexOf('/', uri.length - 2); slash >= start;) {
+    keys.push(uri.slice(0, slash + 1));
+    if (slash === 0) break;
+    slash = uri.lastIndexOf('/', slash - 1);
+  }
+  return keys;
+}

@@ -1,0 +1,92 @@
+// subscriptions/listen (spec §7): validate the filter, keep only what the caller may hear of,
+// acknowledge first, then hand the stream to the fan-out until either side ends it.
+import type { Principal } from '../auth/index.js';
+import { ProtocolError } from '../errors.js';
+import {
+  createMethod,
+  ListenParamsSchema,
+  StreamingResult,
+  SubscriptionMessages,
+  type ListenParams,
+  type MethodHandler,
+  type SubscriptionFilter,
+} from '../protocol/index.js';
+import { Subscriber, type Fanout } from './fanout.js';
+
+export interface ListenDependencies {
+  readonly fanout: Fanout;
+  /** Most URIs one stream may subscribe to. */
+  readonly maxUris: number;
+  /**
+   * The requested URIs the caller may read, in request order, normalized (resources/ decides what
+   * a URI is; an invalid one throws INVALID_URI). Runs in the caller's request transaction, so a
+   * URI it cannot read is dropped exactly like one that does not exist.
+   */
+  readonly readableUris: (
+    uris: readonly string[],
+    principal: Principal,
+    signal: AbortSignal,
+  ) => Promise<string[]>;
+}
+
+export function createListenMethod(
+  deps: ListenDependencies,
+): MethodHandler<ListenParams> {
+  return createMethod({
+    params: ListenParamsSchema,
+    async handle(params, ctx) {
+      const requested = params.notifications;
+      const uris = [...new Set(requested.resourceSubscriptions ?? [])];
+      if (uris.length > deps.maxUris)
+        throw new ProtocolError(
+          'INVALID_PARAMS',
+          `Invalid params: notifications.resourceSubscriptions lists ${uris.length} URIs; the limit is ${deps.maxUris}.`,
+        );
+      const release = deps.fanout.reserve(ctx.principal);
+      let honoredUris: string[] = [];
+      try {
+        if (uris.length > 0)
+          honoredUris = await deps.readableUris(
+            uris,
+            ctx.principal,
+            ctx.signal,
+          );
+      } catch (error) {
+        release();
+        throw error;
+      }
+      // Only what this server can send: no tools or prompts, so those opt-ins are left out.
+      const honored: SubscriptionFilter = {};
+      if (requested.resourcesListChanged === true)
+        honored.resourcesListChanged = true;
+      if (requested.resourceSubscriptions !== undefined)
+        honored.resourceSubscriptions = honoredUris;
+      const messages = new SubscriptionMessages(ctx.id);
+      let subscriber: Subscriber | undefined;
+      let cancelled = false;
+      return new StreamingResult({
+        attach(sink) {
+          if (cancelled || subscriber !== undefined) return;
+          subscriber = new Subscriber(
+            ctx.principal,
+            messages,
+            honoredUris,
+            honored.resourcesListChanged === true,
+            sink,
+          );
+          // The acknowledgement goes out before the stream can receive anything (§7.2).
+          sink.write(messages.acknowledged(honored));
+          deps.fanout.add(subscriber, release);
+        },
+        cancel() {
+          cancelled = true;
+          release();
+          if (subscriber !== undefined) {
+            deps.fanout.remove(subscriber);
+            subscriber.markGone();
+          }
+        },
+      });
+    },
+  });
+}
