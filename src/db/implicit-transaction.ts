@@ -46,7 +46,19 @@ function wireValue(value: unknown): unknown {
     typeof value === 'boolean'
   )
     return String(value);
+  if (Array.isArray(value)) return arrayLiteral(value);
   return JSON.stringify(value);
+}
+
+/** A one-dimensional Postgres array literal: {"a","b",NULL}, elements quoted and escaped. */
+function arrayLiteral(values: readonly unknown[]): string {
+  const elements = values.map((element) => {
+    if (element === null || element === undefined) return 'NULL';
+    if (Array.isArray(element)) return arrayLiteral(element);
+    const text = wireValue(element) as string;
+    return `"${text.replace(/[\\"]/g, '\\$&')}"`;
+  });
+  return `{${elements.join(',')}}`;
 }
 
 const keepText = (value: string): string => value;

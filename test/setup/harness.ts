@@ -13,7 +13,7 @@ import {
 } from '../../src/notifications/index.js';
 import type { Dispatcher } from '../../src/protocol/index.js';
 import { startHttpTransport } from '../../src/transport/http.js';
-import { assertValidResponse } from './spec-schema.js';
+import { assertValidNotification, assertValidResponse } from './spec-schema.js';
 
 export const PROTOCOL_VERSION = '2026-07-28';
 export const TEST_CURSOR_SECRET = 'test-cursor-secret-0123456789';
@@ -46,6 +46,8 @@ export const TEST_LIVE: Config['live'] = {
 };
 
 export interface TestServerOptions {
+  /** The database to serve (default: the shared test database). */
+  databaseUrl?: string;
   pageSize?: number;
   maxBodyBytes?: number;
   maxDirectoryEntries?: number;
@@ -85,7 +87,7 @@ export async function startTestServer(
     } as unknown as NodeJS.WritableStream,
   });
   const db = createDatabase({
-    connectionString: testDatabaseUrl(),
+    connectionString: options.databaseUrl ?? testDatabaseUrl(),
     poolSize: 4,
     statementTimeoutMs: 10_000,
     onError: (message, error) => logger.error(message, error),
@@ -269,4 +271,125 @@ export async function walkList(
     await onPage?.(result, pages.length);
   } while (cursor !== undefined);
   return { uris, pages };
+}
+
+/** One message a listen stream carried, parsed. */
+export type StreamMessage = {
+  jsonrpc: '2.0';
+  method?: string;
+  id?: string | number;
+  params?: Record<string, unknown> & { uri?: string };
+  result?: Record<string, unknown>;
+  error?: { code: number; message: string; data?: Record<string, unknown> };
+};
+
+export interface ListenStream {
+  /** HTTP status of the listen response. */
+  readonly status: number;
+  /** Every message so far, in arrival order (each validated against the schema). */
+  readonly messages: StreamMessage[];
+  /** Resolves when the server closes the stream. */
+  readonly ended: Promise<void>;
+  /** Wait until `predicate` holds for the messages so far (polling), or fail after `timeoutMs`. */
+  waitFor(
+    predicate: (messages: StreamMessage[]) => boolean,
+    timeoutMs?: number,
+  ): Promise<void>;
+  /** URIs of notifications/resources/updated so far. */
+  updated(): string[];
+  /** How many notifications/resources/list_changed so far. */
+  listChanges(): number;
+  /** Close the stream (the client's cancel). */
+  close(): void;
+}
+
+/** Open subscriptions/listen over HTTP and collect what the SSE stream carries. */
+export async function listen(
+  url: string,
+  notifications: Record<string, unknown>,
+  options: { id?: string | number; headers?: Record<string, string> } = {},
+): Promise<ListenStream> {
+  const id = options.id ?? `listen-${nextId++}`;
+  const controller = new AbortController();
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { ...mcpHeaders('subscriptions/listen'), ...options.headers },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id,
+      method: 'subscriptions/listen',
+      params: { _meta: META, notifications },
+    }),
+    signal: controller.signal,
+  });
+  const messages: StreamMessage[] = [];
+  const accept = (json: string): void => {
+    const message = JSON.parse(json) as StreamMessage;
+    if (message.method !== undefined) assertValidNotification(message);
+    else assertValidResponse('subscriptions/listen', message);
+    messages.push(message);
+  };
+  let ended: Promise<void>;
+  if (
+    !(response.headers.get('content-type') ?? '').startsWith(
+      'text/event-stream',
+    )
+  ) {
+    accept(await response.text());
+    ended = Promise.resolve();
+  } else {
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    ended = (async () => {
+      let buffer = '';
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          buffer += decoder.decode(value, { stream: true });
+          let boundary = buffer.indexOf('\n\n');
+          while (boundary !== -1) {
+            const event = buffer.slice(0, boundary);
+            buffer = buffer.slice(boundary + 2);
+            const data = event
+              .split('\n')
+              .filter((line) => line.startsWith('data:'))
+              .map((line) => line.slice(5).trimStart())
+              .join('\n');
+            if (data !== '') accept(data);
+            boundary = buffer.indexOf('\n\n');
+          }
+        }
+      } catch (error) {
+        if (!controller.signal.aborted) throw error;
+      }
+    })();
+    ended.catch(() => undefined);
+  }
+  return {
+    status: response.status,
+    messages,
+    ended,
+    async waitFor(predicate, timeoutMs = 10_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (!predicate(messages)) {
+        if (Date.now() > deadline)
+          throw new Error(
+            `listen stream: condition not met in ${timeoutMs} ms; got ${JSON.stringify(messages).slice(0, 2000)}`,
+          );
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    },
+    updated: () =>
+      messages
+        .filter(
+          (message) => message.method === 'notifications/resources/updated',
+        )
+        .map((message) => message.params?.uri as string),
+    listChanges: () =>
+      messages.filter(
+        (message) => message.method === 'notifications/resources/list_changed',
+      ).length,
+    close: () => controller.abort(),
+  };
 }

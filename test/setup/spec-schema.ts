@@ -24,7 +24,40 @@ const RESULT_DEFS: Record<string, string> = {
   'resources/list': 'ListResourcesResultResponse',
   'resources/templates/list': 'ListResourceTemplatesResultResponse',
   'resources/read': 'ReadResourceResultResponse',
+  'subscriptions/listen': 'SubscriptionsListenResultResponse',
 };
+
+/** Which $defs entry each server notification must match. */
+const NOTIFICATION_DEFS: Record<string, string> = {
+  'notifications/subscriptions/acknowledged':
+    'SubscriptionsAcknowledgedNotification',
+  'notifications/resources/updated': 'ResourceUpdatedNotification',
+  'notifications/resources/list_changed': 'ResourceListChangedNotification',
+  'notifications/cancelled': 'CancelledNotification',
+};
+
+/**
+ * Assert that a notification the server sent is valid per the official schema, and is one the
+ * server may send (a method with a schema entry). Returns false when the schema is unavailable.
+ */
+export function assertValidNotification(message: unknown): boolean {
+  if (!SPEC_AVAILABLE) return false;
+  const method = (message as { method?: unknown }).method;
+  const def =
+    typeof method === 'string' ? NOTIFICATION_DEFS[method] : undefined;
+  if (def === undefined)
+    throw new Error(
+      `unexpected server notification: ${JSON.stringify(message)}`,
+    );
+  for (const name of ['JSONRPCNotification', def]) {
+    const validate = compiled(name);
+    if (!validate(message))
+      throw new Error(
+        `notification does not match schema ${name}: ${JSON.stringify(validate.errors?.slice(0, 5))}\n${JSON.stringify(message).slice(0, 500)}`,
+      );
+  }
+  return true;
+}
 
 /** Error codes with their own $defs entry. */
 const ERROR_DEFS: Record<number, string> = {

@@ -1,0 +1,415 @@
+// Live updates end to end against real Postgres: committed changes → capture triggers → change log
+// → one LISTEN feed per server → authorized fan-out to subscriptions/listen streams over HTTP.
+// This file has its own database, so other files' writes cannot reach its streams.
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  Client,
+  StreamableHTTPClientTransport,
+} from '@modelcontextprotocol/client';
+import { createDatabase, runMigrations } from '../../src/db/index.js';
+import { MIGRATIONS_DIRECTORY } from '../../src/server.js';
+import {
+  call,
+  listen,
+  startTestServer,
+  testDatabaseUrl,
+  type ListenStream,
+  type TestServer,
+} from '../setup/harness.js';
+import { recreateDatabase } from '../setup/recreate-database.js';
+
+const ROLE_A = 'pgmcp_live_a';
+const ROLE_B = 'pgmcp_live_b';
+let databaseUrl: string;
+let sql: pg.Client;
+let serverA: TestServer;
+let serverB: TestServer;
+const streams: ListenStream[] = [];
+
+/** Insert resources (one transaction); returns their URIs. */
+async function insert(
+  prefix: string,
+  count: number,
+  readers: string[],
+): Promise<string[]> {
+  const { rows } = await sql.query<{ uri: string }>(
+    `insert into pgmcp.resources (uri, name, text, readers)
+     select format('notes:///%s/n%s', $1::text, n), format('n%s', n), 'v1', $3::text[]
+       from generate_series(1, $2::int) as n
+     returning uri`,
+    [prefix, count, readers],
+  );
+  return rows.map((row) => row.uri).sort();
+}
+
+async function open(
+  server: TestServer,
+  notifications: Record<string, unknown>,
+): Promise<ListenStream> {
+  // Let the feed deliver what is already committed, so the stream hears only what comes next.
+  await server.feed?.poll();
+  const stream = await listen(server.url, notifications);
+  streams.push(stream);
+  expect(stream.status).toBe(200);
+  await stream.waitFor((messages) => messages.length >= 1);
+  return stream;
+}
+
+/** A change only `stream`'s role sees; once it arrives, everything committed before it has too. */
+async function sentinel(stream: ListenStream, uri: string): Promise<void> {
+  const before = stream.updated().filter((seen) => seen === uri).length;
+  await sql.query(
+    `update pgmcp.resources set text = text || '.' where uri = $1`,
+    [uri],
+  );
+  await stream.waitFor(
+    () => stream.updated().filter((seen) => seen === uri).length > before,
+  );
+}
+
+beforeAll(async () => {
+  databaseUrl = await recreateDatabase(testDatabaseUrl(), 'pgmcp_live_test');
+  const db = createDatabase({
+    connectionString: databaseUrl,
+    poolSize: 1,
+    statementTimeoutMs: 60_000,
+    onError: () => undefined,
+  });
+  const admin = await db.connectAdmin();
+  try {
+    await runMigrations(admin, MIGRATIONS_DIRECTORY, () => undefined);
+    for (const role of [ROLE_A, ROLE_B])
+      await admin.query(
+        `do $$ begin if not exists (select from pg_roles where rolname = '${role}') then create role ${role} nologin; end if; end $$`,
+      );
+  } finally {
+    await admin.end();
+    await db.close();
+  }
+  sql = new pg.Client({ connectionString: databaseUrl });
+  await sql.connect();
+  serverA = await startTestServer({
+    databaseUrl,
+    principal: { role: ROLE_A, claims: {} },
+    live: {},
+  });
+  serverB = await startTestServer({
+    databaseUrl,
+    principal: { role: ROLE_B, claims: {} },
+    live: {},
+  });
+});
+
+afterAll(async () => {
+  for (const stream of streams) stream.close();
+  await serverA?.close();
+  await serverB?.close();
+  await sql?.end();
+});
+
+describe('subscriptions/listen', () => {
+  it('advertises subscribe and listChanged in server/discover', async () => {
+    const { result } = await call(serverA.url, 'server/discover');
+    expect(result?.['capabilities']).toMatchObject({
+      resources: { subscribe: true, listChanged: true },
+    });
+  });
+
+  it('acknowledges first, echoing only what it honors: unreadable and missing URIs are dropped alike', async () => {
+    const [mine] = await insert('ack-a', 1, [ROLE_A]);
+    const [theirs] = await insert('ack-b', 1, [ROLE_B]);
+    await sql.query(
+      `insert into pgmcp.resources (uri, name, text, readers) values ('file:///live-ack/a.md', 'a', 'x', $1)`,
+      [[ROLE_A]],
+    );
+    const stream = await open(serverA, {
+      resourcesListChanged: true,
+      toolsListChanged: true,
+      promptsListChanged: true,
+      resourceSubscriptions: [
+        mine,
+        theirs,
+        'notes:///ack-none/missing',
+        'file:///live-ack/',
+        mine,
+      ],
+    });
+    expect(stream.messages[0]).toEqual({
+      jsonrpc: '2.0',
+      method: 'notifications/subscriptions/acknowledged',
+      params: {
+        _meta: {
+          'io.modelcontextprotocol/subscriptionId': expect.any(String),
+        },
+        notifications: {
+          resourcesListChanged: true,
+          resourceSubscriptions: [mine, 'file:///live-ack/'],
+        },
+      },
+    });
+  });
+
+  it('tags every message with the listen request id, verbatim (number or string)', async () => {
+    const [uri] = await insert('tag', 1, [ROLE_A]);
+    for (const id of [42, 'sub-"quoted"']) {
+      const stream = await listen(
+        serverA.url,
+        { resourceSubscriptions: [uri] },
+        { id },
+      );
+      streams.push(stream);
+      await sentinel(stream, uri as string);
+      for (const message of stream.messages)
+        expect(
+          (message.params?.['_meta'] as Record<string, unknown>)[
+            'io.modelcontextprotocol/subscriptionId'
+          ],
+        ).toBe(id);
+      stream.close();
+    }
+  });
+
+  it('delivers inserts, updates and deletes to the streams allowed to hear of them, and no others', async () => {
+    const [a1, a2] = await insert('crud-a', 2, [ROLE_A]);
+    const [b1] = await insert('crud-b', 1, [ROLE_B]);
+    const streamA = await open(serverA, {
+      resourcesListChanged: true,
+      resourceSubscriptions: [a1, a2],
+    });
+    const streamB = await open(serverB, {
+      resourcesListChanged: true,
+      resourceSubscriptions: [b1],
+    });
+    // An insert only A can read: A's list changed, B's did not.
+    await insert('crud-a-new', 1, [ROLE_A]);
+    await streamA.waitFor(() => streamA.listChanges() === 1);
+    // An update of a subscribed URI.
+    await sql.query(`update pgmcp.resources set text = 'v2' where uri = $1`, [
+      a1,
+    ]);
+    await streamA.waitFor(() => streamA.updated().includes(a1 as string));
+    // A delete: updated for the subscribed URI, and A's list changed again.
+    await sql.query(`delete from pgmcp.resources where uri = $1`, [a2]);
+    await streamA.waitFor(
+      () =>
+        streamA.updated().includes(a2 as string) && streamA.listChanges() >= 2,
+    );
+    // B heard nothing of it: once its own change arrives, nothing of A's came before.
+    await sentinel(streamB, b1 as string);
+    expect(streamB.updated()).toEqual([b1]);
+    expect(streamB.listChanges()).toBe(1);
+    expect(streamA.updated()).not.toContain(b1);
+  });
+
+  it('stops telling a role about a resource it can no longer read, while its list shows the loss', async () => {
+    const [shared, other] = await insert('revoke', 2, [ROLE_A]);
+    const stream = await open(serverA, {
+      resourcesListChanged: true,
+      resourceSubscriptions: [shared, other],
+    });
+    await sql.query(`update pgmcp.resources set readers = $2 where uri = $1`, [
+      shared,
+      [ROLE_B],
+    ]);
+    await stream.waitFor(() => stream.listChanges() === 1);
+    await sql.query(
+      `update pgmcp.resources set text = 'secret' where uri = $1`,
+      [shared],
+    );
+    await sentinel(stream, other as string);
+    expect(stream.updated()).not.toContain(shared);
+    expect(stream.listChanges()).toBe(2); // the loss, then the sentinel
+  });
+
+  it('delivers each of 1,000 updates made in one transaction, once', async () => {
+    const uris = await insert('bulk', 1000, [ROLE_A]);
+    const stream = await open(serverA, {
+      resourcesListChanged: true,
+      resourceSubscriptions: uris,
+    });
+    await sql.query(
+      `update pgmcp.resources set text = 'bulk' where uri like 'notes:///bulk/%'`,
+    );
+    await stream.waitFor(() => stream.updated().length >= 1000);
+    expect([...stream.updated()].sort()).toEqual(uris);
+    expect(stream.listChanges()).toBe(1);
+  });
+
+  it('loses nothing when the listener connection is killed during a write burst: each change once', async () => {
+    const uris = await insert('burst', 200, [ROLE_A]);
+    const stream = await open(serverA, { resourceSubscriptions: uris });
+    const { rows: start } = await sql.query<{ seq: string }>(
+      'select coalesce(max(seq), 0)::text as seq from pgmcp.changes',
+    );
+    const killer = new pg.Client({ connectionString: databaseUrl });
+    await killer.connect();
+    const kill = () =>
+      killer.query(
+        `select pg_terminate_backend(pid) from pg_stat_activity
+          where application_name = 'pgmcp-listener' and datname = current_database()`,
+      );
+    for (const [index, uri] of uris.entries()) {
+      await sql.query(
+        `update pgmcp.resources set text = 'burst' where uri = $1`,
+        [uri],
+      );
+      if (index % 50 === 25) await kill();
+    }
+    await killer.end();
+    const { rows: logged } = await sql.query<{ count: string }>(
+      `select count(*)::text as count from pgmcp.changes
+        where seq > $1 and uri like 'notes:///burst/%' and kind = 'updated'`,
+      [start[0]?.seq],
+    );
+    expect(Number(logged[0]?.count)).toBe(200);
+    await stream.waitFor(() => stream.updated().length >= 200, 20_000);
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    expect([...stream.updated()].sort()).toEqual(uris);
+  });
+
+  it('delivers through two servers on one database (replicas), each with its own listener', async () => {
+    const [uri] = await insert('replica', 1, [ROLE_A]);
+    const replica = await startTestServer({
+      databaseUrl,
+      principal: { role: ROLE_A, claims: {} },
+      live: {},
+    });
+    try {
+      const one = await open(serverA, { resourceSubscriptions: [uri] });
+      const two = await open(replica, { resourceSubscriptions: [uri] });
+      await sql.query(`update pgmcp.resources set text = 'r' where uri = $1`, [
+        uri,
+      ]);
+      await one.waitFor(() => one.updated().length === 1);
+      await two.waitFor(() => two.updated().length === 1);
+    } finally {
+      await replica.close();
+    }
+  });
+
+  it('forgets a stream the client closes', async () => {
+    const before = serverA.fanout.size;
+    const stream = await open(serverA, { resourcesListChanged: true });
+    expect(serverA.fanout.size).toBe(before + 1);
+    stream.close();
+    const deadline = Date.now() + 5000;
+    while (serverA.fanout.size !== before && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(serverA.fanout.size).toBe(before);
+  });
+
+  it('ends every stream with SubscriptionsListenResult on shutdown', async () => {
+    const server = await startTestServer({
+      databaseUrl,
+      principal: { role: ROLE_A, claims: {} },
+      live: {},
+    });
+    const stream = await listen(
+      server.url,
+      { resourcesListChanged: true },
+      {
+        id: 'bye',
+      },
+    );
+    await stream.waitFor((messages) => messages.length === 1);
+    await server.close();
+    await stream.ended;
+    expect(stream.messages.at(-1)).toEqual({
+      jsonrpc: '2.0',
+      id: 'bye',
+      result: {
+        resultType: 'complete',
+        _meta: {
+          'io.modelcontextprotocol/subscriptionId': 'bye',
+          'io.modelcontextprotocol/serverInfo': expect.objectContaining({
+            name: 'pgmcp',
+          }),
+        },
+      },
+    });
+  });
+
+  it('refuses streams past the per-role and per-process caps, with a clear error', async () => {
+    const server = await startTestServer({
+      databaseUrl,
+      principal: { role: ROLE_A, claims: {} },
+      liveSettings: { maxStreams: 3, maxStreamsPerRole: 2 },
+    });
+    const opened: ListenStream[] = [];
+    try {
+      for (let i = 0; i < 2; i += 1) {
+        const stream = await listen(server.url, { resourcesListChanged: true });
+        opened.push(stream);
+        expect(stream.status).toBe(200);
+      }
+      const refused = await listen(server.url, { resourcesListChanged: true });
+      expect(refused.status).toBe(429);
+      expect(refused.messages[0]?.error).toMatchObject({
+        code: -32603,
+        message: expect.stringMatching(
+          /too many open subscriptions for this role/i,
+        ),
+        data: { code: 'TOO_MANY_STREAMS' },
+      });
+    } finally {
+      for (const stream of opened) stream.close();
+      await server.close();
+    }
+  });
+
+  it.each([
+    ['no filter', {}, /notifications/],
+    ['a filter of the wrong type', { notifications: [] }, /notifications/],
+    [
+      'URIs that are not strings',
+      { notifications: { resourceSubscriptions: [1] } },
+      /resourceSubscriptions/,
+    ],
+    [
+      'an invalid URI',
+      { notifications: { resourceSubscriptions: ['file:///a/../b'] } },
+      /Invalid resource URI/,
+    ],
+  ])('answers a listen with %s with -32602', async (_name, params, message) => {
+    const { error } = await call(serverA.url, 'subscriptions/listen', params);
+    expect(error).toMatchObject({
+      code: -32602,
+      message: expect.stringMatching(message),
+    });
+  });
+
+  it('works with @modelcontextprotocol/client pinned to 2026-07-28: listen(), updates, close()', async () => {
+    const [uri] = await insert('official', 1, [ROLE_A]);
+    const client = new Client(
+      { name: 'pgmcp-test', version: '1' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    );
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(serverA.url)),
+    );
+    const updates: string[] = [];
+    client.setNotificationHandler('notifications/resources/updated', (note) => {
+      updates.push(note.params.uri);
+    });
+    try {
+      const subscription = await client.listen({
+        resourceSubscriptions: [uri as string],
+      });
+      expect(subscription.honoredFilter).toEqual({
+        resourceSubscriptions: [uri],
+      });
+      await sql.query(`update pgmcp.resources set text = 'o' where uri = $1`, [
+        uri,
+      ]);
+      const deadline = Date.now() + 10_000;
+      while (updates.length === 0 && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(updates).toEqual([uri]);
+      await subscription.close();
+      expect(await subscription.closed).toBe('local');
+    } finally {
+      await client.close();
+    }
+  });
+});
