@@ -46,6 +46,8 @@ export class EmbeddedPostgresError extends Error {
 export async function startEmbeddedPostgres(options: {
   stateDirectory: string;
   log: (line: string) => void;
+  /** The port to try first (default 54329); another free port if taken. */
+  port?: number;
 }): Promise<EmbeddedPostgres> {
   const stateDirectory = path.resolve(options.stateDirectory);
   const dataDirectory = path.join(stateDirectory, 'data');
@@ -78,7 +80,7 @@ export async function startEmbeddedPostgres(options: {
   reclaimOrphan(dataDirectory, binaries.pg_ctl, osUser, options.log);
 
   const { default: EmbeddedPostgresServer } = await importWithoutSignalHooks();
-  const port = await freePort(DEFAULT_PORT);
+  const port = await freePort(options.port ?? DEFAULT_PORT);
   const recentLog: string[] = [];
   const server = new EmbeddedPostgresServer({
     databaseDir: dataDirectory,

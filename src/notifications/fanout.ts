@@ -299,6 +299,11 @@ export class Fanout {
       if (subscriber.listChanged && listChangedFor.get(subscriber.roleKey))
         subscriber.enqueue(undefined, true);
       subscriber.flush();
+      if (
+        subscriber.blockedSince !== undefined &&
+        subscriber.sink.pendingBytes > this.#options.maxPendingBytes
+      )
+        this.#endStalledStream(subscriber, Date.now());
       written += 1;
       // Let ordinary requests through between slices of a large broadcast.
       if (written % slice === 0)
@@ -324,17 +329,20 @@ export class Fanout {
       if (
         now - since >= this.#options.stallTimeoutMs ||
         subscriber.sink.pendingBytes > this.#options.maxPendingBytes
-      ) {
-        this.#options.log(
-          `ending a listen stream whose client stopped reading (${subscriber.sink.pendingBytes} bytes unread for ${now - since} ms)`,
-        );
-        this.#endWithError(
-          subscriber,
-          'Subscription ended: the client did not read its notifications in time.',
-          'STREAM_STALLED',
-        );
-      }
+      )
+        this.#endStalledStream(subscriber, now);
     }
+  }
+
+  #endStalledStream(subscriber: Subscriber, now: number): void {
+    this.#options.log(
+      `ending a listen stream whose client stopped reading (${subscriber.sink.pendingBytes} bytes unread for ${now - (subscriber.blockedSince ?? now)} ms)`,
+    );
+    this.#endWithError(
+      subscriber,
+      'Subscription ended: the client did not read its notifications in time.',
+      'STREAM_STALLED',
+    );
   }
 
   #endWithError(subscriber: Subscriber, message: string, code: string): void {

@@ -99,6 +99,35 @@ describe('runRequestQuery', () => {
     expect(other.map((row) => row.id)).toEqual([2]);
   });
 
+  it('binds arrays as Postgres arrays in the one-round-trip path, whatever their elements hold', async () => {
+    const values = [
+      'plain',
+      'with "quotes"',
+      'back\\slash',
+      'comma, {brace}',
+      'NULL',
+      '',
+      null,
+    ];
+    const ECHO: PreparedQuery<
+      { values: (string | null)[] },
+      { value: string | null; n: number }
+    > = {
+      name: 'test_echo_array',
+      text: 'select v as value, n::int from unnest($1::text[]) with ordinality as t(v, n) order by n',
+      values: (args) => [args.values],
+    };
+    for (const principal of [
+      { role: READER, claims: {} },
+      { role: null, claims: {} },
+    ]) {
+      const rows = await runRequestQuery(db, principal, signal, ECHO, {
+        values,
+      });
+      expect(rows.map((row) => row.value)).toEqual(values);
+    }
+  });
+
   it('sets identity transaction-locally: the pooled connection is the login role again afterwards', async () => {
     await runRequestQuery(
       db,

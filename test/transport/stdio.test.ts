@@ -4,7 +4,11 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../src/version.js';
 import { META, testDatabaseUrl } from '../setup/harness.js';
-import { assertValidResponse } from '../setup/spec-schema.js';
+import pg from 'pg';
+import {
+  assertValidNotification,
+  assertValidResponse,
+} from '../setup/spec-schema.js';
 
 interface Child {
   process: ChildProcessWithoutNullStreams;
@@ -159,5 +163,97 @@ describe('stdio transport', () => {
     for (const message of errors) assertValidResponse(undefined, message);
     child.process.stdin.end();
     expect(await child.exit).toBe(0);
+  });
+
+  it('carries listen streams on stdout, tagged by subscription id, ended by notifications/cancelled or gracefully on SIGTERM', async () => {
+    const sql = new pg.Client({ connectionString: testDatabaseUrl() });
+    await sql.connect();
+    const uri = `notes:///stdio-live/n${process.pid}`;
+    try {
+      await sql.query(
+        `insert into pgmcp.resources (uri, name, text, readers) values ($1, 'n', 'v1', '{public}')
+         on conflict (uri) do update set text = 'v1'`,
+        [uri],
+      );
+      const child = startChild();
+      const request = (id: string, method: string, params: object) =>
+        child.send(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id,
+            method,
+            params: { _meta: META, ...params },
+          }),
+        );
+      const tagged = (id: string) => (message: Record<string, unknown>) =>
+        (message['params'] as Record<string, Record<string, unknown>>)?.[
+          '_meta'
+        ]?.['io.modelcontextprotocol/subscriptionId'] === id;
+      const updates = (id: string) =>
+        child.lines.filter(
+          (message) =>
+            message['method'] === 'notifications/resources/updated' &&
+            tagged(id)(message),
+        );
+      request('L1', 'subscriptions/listen', {
+        notifications: { resourceSubscriptions: [uri] },
+      });
+      const ack = await child.waitFor(tagged('L1'));
+      expect(ack).toMatchObject({
+        method: 'notifications/subscriptions/acknowledged',
+        params: { notifications: { resourceSubscriptions: [uri] } },
+      });
+      // Ordinary requests keep working beside the stream.
+      request('d1', 'server/discover', {});
+      await child.waitFor((message) => message['id'] === 'd1');
+      await sql.query(`update pgmcp.resources set text = 'v2' where uri = $1`, [
+        uri,
+      ]);
+      await child.waitFor(
+        (message) => updates('L1').length > 0 && message === updates('L1')[0],
+      );
+      expect(updates('L1')[0]?.['params']).toMatchObject({ uri });
+
+      // Cancelled: no more notifications for L1, and no response to it either.
+      child.send(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          method: 'notifications/cancelled',
+          params: { requestId: 'L1' },
+        }),
+      );
+      request('L2', 'subscriptions/listen', {
+        notifications: { resourceSubscriptions: [uri] },
+      });
+      await child.waitFor(tagged('L2'));
+      await sql.query(`update pgmcp.resources set text = 'v3' where uri = $1`, [
+        uri,
+      ]);
+      await child.waitFor(() => updates('L2').length > 0);
+      expect(updates('L1')).toHaveLength(1);
+      expect(child.lines.some((message) => message['id'] === 'L1')).toBe(false);
+
+      // SIGTERM ends L2 gracefully: its SubscriptionsListenResult, then exit.
+      child.process.kill('SIGTERM');
+      expect(await child.exit).toBe(0);
+      const result = child.lines.find((message) => message['id'] === 'L2');
+      expect(result).toMatchObject({
+        result: {
+          resultType: 'complete',
+          _meta: { 'io.modelcontextprotocol/subscriptionId': 'L2' },
+        },
+      });
+      for (const message of child.lines) {
+        if (message['method'] !== undefined) assertValidNotification(message);
+        else
+          assertValidResponse(
+            message['id'] === 'd1' ? 'server/discover' : 'subscriptions/listen',
+            message,
+          );
+      }
+    } finally {
+      await sql.query('delete from pgmcp.resources where uri = $1', [uri]);
+      await sql.end();
+    }
   });
 });

@@ -1,0 +1,245 @@
+// The fan-out's own rules, with an in-memory sink standing in for a client connection: one access
+// check per role per batch, coalescing while a client is slow, stalled clients ended, broadcasts
+// written in slices. (Delivery through Postgres, HTTP and stdio is covered in live.test.ts.)
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Principal } from '../../src/auth/index.js';
+import type { ChangeRow } from '../../src/db/index.js';
+import {
+  Fanout,
+  subscriptionKeys,
+  type Visibility,
+} from '../../src/notifications/index.js';
+import { Subscriber } from '../../src/notifications/fanout.js';
+import {
+  SubscriptionMessages,
+  type StreamSink,
+} from '../../src/protocol/index.js';
+import { SERVER_INFO } from '../../src/version.js';
+
+class MemorySink implements StreamSink {
+  readonly written: string[] = [];
+  blocked = false;
+  pendingBytes = 0;
+  ended: string | undefined | null = null;
+  #drain: (() => void) | undefined;
+
+  write(message: string): boolean {
+    this.written.push(message);
+    return !this.blocked;
+  }
+  onDrain(listener: () => void): void {
+    this.#drain = listener;
+  }
+  drain(): void {
+    this.blocked = false;
+    const listener = this.#drain;
+    this.#drain = undefined;
+    listener?.();
+  }
+  end(finalMessage?: string): void {
+    this.ended = finalMessage;
+  }
+  updates(): string[] {
+    return this.written
+      .map(
+        (line) =>
+          JSON.parse(line) as { method: string; params: { uri?: string } },
+      )
+      .filter((message) => message.method === 'notifications/resources/updated')
+      .map((message) => message.params.uri as string);
+  }
+}
+
+const fanouts: Fanout[] = [];
+afterEach(() => {
+  for (const fanout of fanouts.splice(0)) fanout.closeAll();
+});
+
+function setup(
+  options: Partial<{ stallTimeoutMs: number; maxPendingBytes: number }> = {},
+) {
+  const checks: string[] = [];
+  const fanout = new Fanout({
+    // Everyone may hear of everything; the count of checks is what these tests watch.
+    authorize: async (principal: Principal, seqs: readonly string[]) => {
+      checks.push(principal.role ?? 'login');
+      const visibility: Visibility = new Map(
+        seqs.map((seq) => [seq, { before: true, after: true }]),
+      );
+      return visibility;
+    },
+    serverInfo: SERVER_INFO,
+    maxStreams: 100_000,
+    maxStreamsPerRole: 100_000,
+    maxPendingBytes: options.maxPendingBytes ?? 1024 * 1024,
+    stallTimeoutMs: options.stallTimeoutMs ?? 30_000,
+    log: () => undefined,
+  });
+  fanouts.push(fanout);
+  let nextId = 1;
+  const open = (
+    role: string,
+    uris: string[],
+    listChanged = false,
+  ): MemorySink => {
+    const sink = new MemorySink();
+    const principal: Principal = { role, claims: {} };
+    const release = fanout.reserve(principal);
+    fanout.add(
+      new Subscriber(
+        principal,
+        new SubscriptionMessages(nextId++),
+        uris,
+        listChanged,
+        sink,
+      ),
+      release,
+    );
+    return sink;
+  };
+  return { fanout, checks, open };
+}
+
+let seq = 0;
+function change(uri: string, kind: ChangeRow['kind'] = 'updated'): ChangeRow {
+  seq += 1;
+  return { seq: String(seq), txid: 1n, relation: 'pgmcp.resources', uri, kind };
+}
+
+describe('Fanout', () => {
+  it('checks access once per distinct role per batch, however many streams', async () => {
+    const { fanout, checks, open } = setup();
+    const sinks = [];
+    for (let i = 0; i < 300; i += 1)
+      sinks.push(
+        open(
+          ['support', 'engineering', 'finance'][i % 3] as string,
+          ['notes:///a/1'],
+          true,
+        ),
+      );
+    await fanout.publish([
+      change('notes:///a/1'),
+      change('notes:///a/2', 'created'),
+    ]);
+    expect(checks.sort()).toEqual(['engineering', 'finance', 'support']);
+    for (const sink of sinks) {
+      expect(sink.updates()).toEqual(['notes:///a/1']);
+      expect(
+        sink.written.filter((line) => line.includes('list_changed')),
+      ).toHaveLength(1);
+    }
+  });
+
+  it('asks nothing and writes nothing when no stream cares', async () => {
+    const { fanout, checks, open } = setup();
+    const sink = open('support', ['notes:///a/1']);
+    await fanout.publish([change('notes:///b/1')]);
+    expect(checks).toEqual([]);
+    expect(sink.written).toEqual([]);
+  });
+
+  it('coalesces repeated updates of one URI while the client is not reading', async () => {
+    const { fanout, open } = setup();
+    const sink = open('support', ['notes:///a/1', 'notes:///a/2']);
+    sink.blocked = true;
+    await fanout.publish([change('notes:///a/1')]); // written; the sink pushes back
+    for (let i = 0; i < 50; i += 1)
+      await fanout.publish([change('notes:///a/1'), change('notes:///a/2')]);
+    expect(sink.updates()).toEqual(['notes:///a/1']);
+    sink.drain();
+    expect(sink.updates()).toEqual([
+      'notes:///a/1',
+      'notes:///a/1',
+      'notes:///a/2',
+    ]);
+  });
+
+  it('ends a stream whose client stays blocked past the stall timeout, with a clear reason', async () => {
+    const { fanout, open } = setup({ stallTimeoutMs: 100 });
+    const sink = open('support', ['notes:///a/1']);
+    sink.blocked = true;
+    await fanout.publish([change('notes:///a/1')]);
+    expect(fanout.size).toBe(1);
+    const deadline = Date.now() + 3000;
+    while (sink.ended === null && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(fanout.size).toBe(0);
+    expect(JSON.parse(sink.ended as string)).toMatchObject({
+      id: 1,
+      error: {
+        code: -32603,
+        message: expect.stringMatching(/did not read its notifications/),
+        data: { code: 'STREAM_STALLED' },
+      },
+    });
+  });
+
+  it('ends a blocked stream at once when its unread bytes pass the limit', async () => {
+    const { fanout, open } = setup({ maxPendingBytes: 4096 });
+    const sink = open('support', ['notes:///a/1']);
+    sink.blocked = true;
+    sink.pendingBytes = 10_000;
+    await fanout.publish([change('notes:///a/1')]);
+    const deadline = Date.now() + 3000;
+    while (sink.ended === null && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(fanout.size).toBe(0);
+  });
+
+  it('yields to the event loop between slices of a large broadcast', async () => {
+    const { fanout, open } = setup();
+    for (let i = 0; i < 2000; i += 1) open('support', [], true);
+    let ranDuring = false;
+    const publishing = fanout.publish([change('notes:///a/1', 'created')]);
+    setImmediate(() => {
+      ranDuring = true;
+    });
+    let finished = false;
+    void publishing.then(() => {
+      finished = true;
+    });
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(ranDuring).toBe(true);
+    expect(finished).toBe(false);
+    await publishing;
+  });
+
+  it('gives every open stream its graceful result on closeAll', () => {
+    const { fanout, open } = setup();
+    const sink = open('support', [], true);
+    fanout.closeAll();
+    expect(JSON.parse(sink.ended as string)).toMatchObject({
+      id: 1,
+      result: { resultType: 'complete' },
+    });
+    expect(() => fanout.reserve({ role: 'support', claims: {} })).toThrow(
+      /shutting down/,
+    );
+  });
+});
+
+describe('subscriptionKeys', () => {
+  it('matches a URI and each directory above it, never the scheme or authority alone', () => {
+    expect(subscriptionKeys('file:///docs/guides/a.md')).toEqual([
+      'file:///docs/guides/a.md',
+      'file:///docs/guides/',
+      'file:///docs/',
+      'file:///',
+    ]);
+    expect(subscriptionKeys('notes:///tag/slug')).toEqual([
+      'notes:///tag/slug',
+      'notes:///tag/',
+      'notes:///',
+    ]);
+    expect(subscriptionKeys('https://example.com/a/b')).toEqual([
+      'https://example.com/a/b',
+      'https://example.com/a/',
+      'https://example.com/',
+    ]);
+    expect(subscriptionKeys('test://static-text')).toEqual([
+      'test://static-text',
+    ]);
+    expect(subscriptionKeys('urn:isbn:123')).toEqual(['urn:isbn:123']);
+  });
+});
