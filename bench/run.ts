@@ -29,6 +29,7 @@ import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
 import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../src/server.js';
 import { startHttpTransport } from '../src/transport/http.js';
+import { liveBenchmarks } from './live.js';
 import { PROJECT_ROOT, SERVER_INFO } from '../src/version.js';
 
 const DURATION_MS = Number(process.env['BENCH_DURATION_MS'] ?? 2000);
@@ -399,6 +400,26 @@ async function main(): Promise<void> {
     'p50',
     { atLeast: false, value: 1.25 },
   );
+
+  // 7. Live updates (bench/live.ts): latency, fan-out, memory per stream, write cost.
+  {
+    const liveAdmin = await db.connectAdmin();
+    try {
+      const live = await liveBenchmarks({
+        db,
+        admin: liveAdmin,
+        logger,
+        durationMs: DURATION_MS,
+        rounds: ROUNDS,
+        readLoad: (target) =>
+          load(target, 10, { kind: 'read', rows: 1_000_000 }),
+      });
+      Object.assign(results, live.results);
+      report.push(...live.rows);
+    } finally {
+      await liveAdmin.end();
+    }
+  }
 
   await readerServer.close();
   await allServer.close();

@@ -31,8 +31,8 @@ export interface FanoutOptions {
   readonly maxPendingBytes: number;
   /** A stream that stays blocked (not draining) this long is ended as stalled. */
   readonly stallTimeoutMs: number;
-  /** Streams written per turn of the event loop during a broadcast. */
-  readonly sliceSize?: number;
+  /** Longest a broadcast writes before yielding to the event loop, in ms (default 2). */
+  readonly sliceMs?: number;
   readonly log: (line: string) => void;
 }
 
@@ -277,7 +277,9 @@ export class Fanout {
       ...interested.keys(),
       ...this.#listStreams,
     ]);
-    const slice = this.#options.sliceSize ?? 256;
+    // Slices by time, not by count: requests wait at most about sliceMs behind a broadcast.
+    const sliceMs = this.#options.sliceMs ?? 2;
+    let sliceStart = performance.now();
     let written = 0;
     for (const subscriber of targets) {
       if (subscriber.ended) continue;
@@ -306,8 +308,10 @@ export class Fanout {
         this.#endStalledStream(subscriber, Date.now());
       written += 1;
       // Let ordinary requests through between slices of a large broadcast.
-      if (written % slice === 0)
+      if (written % 16 === 0 && performance.now() - sliceStart >= sliceMs) {
         await new Promise<void>((resolve) => setImmediate(resolve));
+        sliceStart = performance.now();
+      }
     }
   }
 

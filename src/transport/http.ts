@@ -88,9 +88,18 @@ export async function startHttpTransport(
     });
   });
   // One timer for every open stream: a comment line keeps proxies and clients from timing out.
+  // Written in slices, like a broadcast, so 10,000 streams never hold up a request.
   const keepAlive = setInterval(() => {
-    for (const response of streams)
-      if (response.writableLength === 0) response.write(':\n\n');
+    void (async () => {
+      let written = 0;
+      for (const response of [...streams]) {
+        if (response.writableLength === 0 && !response.writableEnded)
+          response.write(':\n\n');
+        written += 1;
+        if (written % 256 === 0)
+          await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+    })();
   }, options.keepAliveMs ?? 15_000);
   keepAlive.unref();
   server.once('close', () => clearInterval(keepAlive));
@@ -297,6 +306,9 @@ function openStream(
     'no-store',
     'X-Accel-Buffering',
     'no',
+    // The connection ends with the stream, so shutdown never waits out a keep-alive timeout.
+    'Connection',
+    'close',
   ]);
   let ended = false;
   streams.add(response);
