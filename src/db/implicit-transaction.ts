@@ -10,11 +10,11 @@ export interface ImplicitStatement {
   readonly name: string;
   readonly text: string;
   readonly values: readonly unknown[];
-  /** Keep every column as Postgres' text output instead of parsing it. */
+  /** Rows are the driver's arrays of each column's Postgres text output, not parsed objects. */
   readonly textOutput?: boolean | undefined;
 }
 
-type Row = Record<string, unknown>;
+type Row = Record<string, unknown> | readonly (string | null)[];
 
 interface Field {
   readonly name: string;
@@ -76,6 +76,7 @@ export class ImplicitTransaction {
   readonly #rows: Row[][];
   #fields: readonly Field[] = [];
   #parsers: ((value: string) => unknown)[] = [];
+  #textRows = false;
   #current = 0;
   #settled = false;
   #parsing: string[] = [];
@@ -123,18 +124,24 @@ export class ImplicitTransaction {
 
   handleRowDescription(message: { fields: readonly Field[] }): void {
     this.#fields = message.fields;
-    const textOutput = this.statements[this.#current]?.textOutput === true;
-    this.#parsers = message.fields.map((field) =>
-      textOutput
-        ? keepText
-        : (pg.types.getTypeParser(field.dataTypeID, 'text') as (
-            value: string,
-          ) => unknown),
-    );
+    this.#textRows = this.statements[this.#current]?.textOutput === true;
+    this.#parsers = this.#textRows
+      ? []
+      : message.fields.map(
+          (field) =>
+            pg.types.getTypeParser(field.dataTypeID, 'text') as (
+              value: string,
+            ) => unknown,
+        );
   }
 
   handleDataRow(message: { fields: readonly (string | null)[] }): void {
-    const row: Row = {};
+    if (this.#textRows) {
+      // pg-protocol makes a new array per DataRow message: it is the row.
+      this.#rows[this.#current]?.push(message.fields);
+      return;
+    }
+    const row: Record<string, unknown> = {};
     for (let index = 0; index < this.#fields.length; index += 1) {
       const value = message.fields[index];
       const parse = this.#parsers[index] ?? keepText;

@@ -14,6 +14,7 @@ export {
   type PreparedQuery,
   type ResourceContentRow,
   type ResourceListingRow,
+  COLUMN,
   type TemplateListingRow,
 } from './queries.js';
 export { runMigrations, type MigrationReport } from './migrate.js';

@@ -18,7 +18,10 @@ export interface PreparedQuery<TArgs, TRow> {
   readonly text: string;
   /** Positional parameter values for `args`, in the order the compiled SQL numbers them. */
   values(args: TArgs): unknown[];
-  /** Return every column as Postgres' text output instead of parsed JS values. */
+  /**
+   * Return each row as the array of its columns' Postgres text output (null for NULL), in select
+   * order, instead of an object of parsed JS values.
+   */
   readonly textOutput?: boolean;
   /** Phantom field carrying the row type; never set. */
   readonly row?: TRow;
@@ -49,26 +52,31 @@ function prepare<TArgs, TQuery extends Compilable>(
 // Only used to count parameters at module load: every values() must accept it.
 const PROBE_ARGS: Record<string, unknown> = new Proxy({}, { get: () => '' });
 
-// The hot queries return every column as Postgres' text output (see TextRow): no per-row Date,
-// array or bigint parsing in Node. resources/ renders the MCP JSON straight from that text.
+// The hot queries return each row as the array of its columns' Postgres text output, in select
+// order: no per-row Date, array or bigint parsing in Node, and no row object either (the driver's
+// field array is the row). resources/ renders the MCP JSON straight from that text.
 // The request pool's sessions run with TimeZone=UTC (db/pool.ts), so timestamptz prints as
 // "2026-11-30 05:53:46.761+00"; render.ts turns that into ISO 8601 with string operations.
 
-/** A row whose values are Postgres text output: `TRequired` columns are NOT NULL, the rest may be null. */
-export type TextRow<TRequired extends string, TNullable extends string> = {
-  readonly [K in TRequired]: string;
-} & {
-  readonly [K in TNullable]: string | null;
-};
-
 /** A pgmcp.resources row for listing: bigint, double precision and text[] as Postgres prints them. */
-export type ResourceListingRow = TextRow<
-  'id' | 'uri' | 'name' | 'size' | 'updated_at',
-  'title' | 'description' | 'mime_type' | 'audience' | 'priority'
->;
+export type ResourceListingRow = readonly [
+  id: string,
+  uri: string,
+  name: string,
+  title: string | null,
+  description: string | null,
+  mime_type: string | null,
+  size: string,
+  audience: string | null,
+  priority: string | null,
+  updated_at: string,
+];
 /** A listing row plus its content: exactly one of text or blob (bytea in hex form, \x…) is set. */
-export type ResourceContentRow = ResourceListingRow &
-  TextRow<never, 'text' | 'blob'>;
+export type ResourceContentRow = readonly [
+  ...ResourceListingRow,
+  text: string | null,
+  blob: string | null,
+];
 
 const LISTING_COLUMNS = [
   'id',
@@ -82,6 +90,22 @@ const LISTING_COLUMNS = [
   'priority',
   'updated_at',
 ] as const;
+
+/** Where each column sits in a ResourceListingRow / ResourceContentRow (the select order above). */
+export const COLUMN = {
+  id: 0,
+  uri: 1,
+  name: 2,
+  title: 3,
+  description: 4,
+  mime_type: 5,
+  size: 6,
+  audience: 7,
+  priority: 8,
+  updated_at: 9,
+  text: 10,
+  blob: 11,
+} as const;
 
 function textRows<TArgs, TRow>(
   query: PreparedQuery<TArgs, unknown>,

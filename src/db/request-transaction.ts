@@ -7,9 +7,6 @@ import type { DatabaseHandle } from './pool.js';
 import type { PreparedQuery } from './queries.js';
 import { toDatabaseError } from './sqlstate.js';
 
-// Leave every value as Postgres sent it (text); renderers that want text skip the driver's parsing.
-const TEXT_OUTPUT = { getTypeParser: () => (value: string) => value };
-
 const SET_IDENTITY = {
   name: 'pgmcp_set_identity',
   text: "select set_config('role', $1, true), set_config('request.jwt.claims', $2, true)",
@@ -41,31 +38,30 @@ export async function runRequestQuery<TArgs, TRow>(
   }
   let broken: Error | undefined;
   try {
-    if (principal.role === null) {
-      const config = {
-        name: query.name,
-        text: query.text,
-        values: query.values(args),
-        ...(query.textOutput === true ? { types: TEXT_OUTPUT } : {}),
-      };
-      return (await client.query(config)).rows as TRow[];
-    }
-    const transaction = new ImplicitTransaction([
-      {
-        ...SET_IDENTITY,
-        values: [principal.role, JSON.stringify(principal.claims)],
-      },
-      {
-        name: query.name,
-        text: query.text,
-        values: query.values(args),
-        textOutput: query.textOutput,
-      },
-    ]);
+    const statement = {
+      name: query.name,
+      text: query.text,
+      values: query.values(args),
+      textOutput: query.textOutput,
+    };
+    if (principal.role === null && query.textOutput !== true)
+      return (await client.query(statement)).rows as TRow[];
+    // Text rows come back as the driver's own field arrays, which pg's Query would copy into objects.
+    const transaction = new ImplicitTransaction(
+      principal.role === null
+        ? [statement]
+        : [
+            {
+              ...SET_IDENTITY,
+              values: [principal.role, JSON.stringify(principal.claims)],
+            },
+            statement,
+          ],
+    );
     void client.query(transaction as unknown as pg.Submittable);
     try {
-      const [, rows] = await transaction.result;
-      return (rows ?? []) as TRow[];
+      const rows = await transaction.result;
+      return (rows.at(-1) ?? []) as TRow[];
     } finally {
       if (transaction.unsafeToReuse)
         broken = new Error(

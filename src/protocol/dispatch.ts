@@ -147,7 +147,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   }
 
   async function dispatchRequest(
-    message: InboundMessage & { id: RequestId },
+    message: InboundMessage,
+    id: RequestId,
     transport: TransportContext,
   ): Promise<DispatchOutcome> {
     // Order matters (spec §2.2, §14.2 and the conformance suite): unknown method, then `_meta`
@@ -162,8 +163,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     const meta = validateMetaShape(message.params?.['_meta']);
     transport.verifyRequest?.(message);
     validateVersion(meta);
-    const { _meta: _ignored, ...rest } = message.params ?? {};
-    const params = method.params.safeParse(rest);
+    // `_meta` rides along: params schemas are zod objects, which drop keys they do not name.
+    const params = method.params.safeParse(message.params ?? {});
     if (!params.success) {
       throw new ProtocolError(
         'INVALID_PARAMS',
@@ -174,11 +175,11 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     if (cached !== undefined)
       return {
         kind: 'response',
-        response: { jsonrpc: '2.0', id: message.id, result: cached },
+        response: { jsonrpc: '2.0', id, result: cached },
         httpStatus: 200,
       };
     const payload = await method.handle(params.data, {
-      id: message.id,
+      id,
       meta,
       principal: transport.principal,
       // Read lazily: transports may create the signal on first use.
@@ -187,7 +188,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       },
     });
     if (payload instanceof StreamingResult)
-      return { kind: 'stream', id: message.id, stream: payload.stream };
+      return { kind: 'stream', id, stream: payload.stream };
     const result = { resultType: 'complete', ...payload, _meta: serverMeta };
     if (method.constant === true) {
       const serialized = new RawJson(
@@ -196,13 +197,13 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       constantResults.set(method, serialized);
       return {
         kind: 'response',
-        response: { jsonrpc: '2.0', id: message.id, result: serialized },
+        response: { jsonrpc: '2.0', id, result: serialized },
         httpStatus: 200,
       };
     }
     return {
       kind: 'response',
-      response: { jsonrpc: '2.0', id: message.id, result },
+      response: { jsonrpc: '2.0', id, result },
       httpStatus: 200,
     };
   }
@@ -216,7 +217,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     if (message.id === undefined) return { kind: 'accepted' };
     const id = message.id;
     try {
-      return await dispatchRequest({ ...message, id }, transport);
+      return await dispatchRequest(message, id, transport);
     } catch (error) {
       return fail(error, id);
     }

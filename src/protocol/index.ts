@@ -15,7 +15,11 @@ export {
   type CursorCodec,
   type CursorPosition,
 } from './cursor.js';
-export { RawJson, serializeMessage } from './raw-json.js';
+export {
+  RawJson,
+  serializeMessage,
+  serializeMessageBytes,
+} from './raw-json.js';
 export {
   CancelledParamsSchema,
   EmptyParamsSchema,

@@ -3,7 +3,15 @@
 
 /** A JSON value already serialized; must be valid JSON (it is written verbatim). */
 export class RawJson {
+  #bytes: Buffer | undefined;
+
   constructor(readonly json: string) {}
+
+  /** The UTF-8 encoding of `json`, made on first use and kept (for answers that are reused). */
+  get bytes(): Buffer {
+    this.#bytes ??= Buffer.from(this.json, 'utf8');
+    return this.#bytes;
+  }
 
   toJSON(): never {
     throw new Error(
@@ -32,4 +40,26 @@ export function serializeMessage(message: object): string {
   }
   const head = JSON.stringify(envelope);
   return `${head.slice(0, -1)}${head.length > 2 ? ',' : ''}"result":{${members}}}`;
+}
+
+const CLOSE_BRACE = Buffer.from('}');
+
+/**
+ * UTF-8 bytes of one outgoing message (what serializeMessage writes). A RawJson `result` goes out
+ * as its kept bytes: a constant answer is encoded once, not once per response.
+ */
+export function serializeMessageBytes(message: object): Buffer {
+  const { result, ...envelope } = message as { result?: unknown };
+  if (result instanceof RawJson) {
+    const head = JSON.stringify(envelope);
+    return Buffer.concat([
+      Buffer.from(
+        `${head.slice(0, -1)}${head.length > 2 ? ',' : ''}"result":`,
+        'utf8',
+      ),
+      result.bytes,
+      CLOSE_BRACE,
+    ]);
+  }
+  return Buffer.from(serializeMessage(message), 'utf8');
 }

@@ -48,7 +48,7 @@ export function decodeAfterId(
  * walk is skipped), the last page is as fast as the first, and `nextCursor` is absent exactly on
  * the last page (one extra row is fetched to know). Cursors are bound to `collection`.
  */
-export function createKeysetListMethod<TRow extends { readonly id: string }>(
+export function createKeysetListMethod<TRow>(
   deps: ListDependencies,
   options: {
     readonly collection: string;
@@ -57,6 +57,8 @@ export function createKeysetListMethod<TRow extends { readonly id: string }>(
     readonly field: string;
     /** One item's JSON. */
     readonly render: (row: TRow) => string;
+    /** The row's primary key, as text (what the next cursor points after). */
+    readonly keyOf: (row: TRow) => string;
     readonly cache: keyof typeof TTL_MS;
   },
 ): MethodHandler<PaginatedParams> {
@@ -84,7 +86,7 @@ export function createKeysetListMethod<TRow extends { readonly id: string }>(
           ? {
               nextCursor: deps.cursors.encode({
                 c: options.collection,
-                k: [last.id],
+                k: [options.keyOf(last)],
               }),
             }
           : {}),

@@ -1,5 +1,5 @@
 // resources/list: stored resources in primary-key order, one keyset page per call.
-import { LIST_RESOURCES_PAGE } from '../db/index.js';
+import { COLUMN, LIST_RESOURCES_PAGE } from '../db/index.js';
 import type { MethodHandler, PaginatedParams } from '../protocol/index.js';
 import { createKeysetListMethod, type ListDependencies } from './keyset.js';
 import { renderResource } from './render.js';
@@ -13,6 +13,7 @@ export function createListResourcesMethod(
     query: LIST_RESOURCES_PAGE,
     field: 'resources',
     render: renderResource,
+    keyOf: (row) => row[COLUMN.id],
     cache: 'list',
   });
 }

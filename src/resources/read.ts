@@ -1,6 +1,7 @@
 // resources/read: one stored resource by URI, or a file: directory with its immediate children.
 import type { Principal } from '../auth/index.js';
 import {
+  COLUMN,
   READ_DIRECTORY,
   READ_RESOURCE,
   runRequestQuery,
@@ -96,8 +97,8 @@ async function readDirectory(
       limit: deps.maxDirectoryEntries + 2,
     },
   );
-  const stored = rows[0]?.uri === uri ? rows[0] : undefined;
-  const children = rows.filter((row) => row.uri !== uri);
+  const stored = rows[0]?.[COLUMN.uri] === uri ? rows[0] : undefined;
+  const children = rows.filter((row) => row[COLUMN.uri] !== uri);
   if (stored === undefined && children.length === 0) return [];
   const truncated = children.length > deps.maxDirectoryEntries;
   const shown = children.slice(0, deps.maxDirectoryEntries);
@@ -120,10 +121,10 @@ function listing(
   truncated: boolean,
 ): string {
   const lines = children.map((child) => {
-    const name = child.uri.slice(uri.length);
-    return child.mime_type === 'inode/directory' || name.endsWith('/')
+    const name = child[COLUMN.uri].slice(uri.length);
+    return child[COLUMN.mime_type] === 'inode/directory' || name.endsWith('/')
       ? name
-      : `${name}\t${child.size} bytes`;
+      : `${name}\t${child[COLUMN.size]} bytes`;
   });
   if (truncated) lines.push('… (more entries not shown)');
   return lines.join('\n');

@@ -1,5 +1,9 @@
 // Render stage: MCP JSON straight from Postgres' text output, without building JS objects per row.
-import type { ResourceContentRow, ResourceListingRow } from '../db/index.js';
+import {
+  COLUMN,
+  type ResourceContentRow,
+  type ResourceListingRow,
+} from '../db/index.js';
 
 // The audience column holds a handful of distinct arrays ({assistant}, {user,assistant}, …):
 // convert each once. Bounded, since the column's check constraint allows only subsets of two values.
@@ -43,24 +47,39 @@ export function isoTimestamp(value: string): string {
   ).toISOString();
 }
 
-function annotationsJson(row: ResourceListingRow): string {
+// mime_type too repeats a handful of values across rows: its JSON string is kept the same way.
+const mimeTypeCache = new Map<string, string>();
+
+function mimeTypeJson(value: string): string {
+  let json = mimeTypeCache.get(value);
+  if (json === undefined) {
+    json = JSON.stringify(value);
+    if (mimeTypeCache.size < 64) mimeTypeCache.set(value, json);
+  }
+  return json;
+}
+
+function annotationsJson(row: ResourceListingRow | ResourceContentRow): string {
   let json = '{';
-  if (row.audience !== null)
-    json += `"audience":${audienceJson(row.audience)},`;
+  const audience = row[COLUMN.audience];
+  if (audience !== null) json += `"audience":${audienceJson(audience)},`;
   // float8 output is a valid JSON number ("0.91", "1e-05"); the check constraint keeps it in 0..1.
-  if (row.priority !== null) json += `"priority":${row.priority},`;
-  return `${json}"lastModified":"${isoTimestamp(row.updated_at)}"}`;
+  const priority = row[COLUMN.priority];
+  if (priority !== null) json += `"priority":${priority},`;
+  return `${json}"lastModified":"${isoTimestamp(row[COLUMN.updated_at])}"}`;
 }
 
 /** The MCP `Resource` object of a row, as JSON text. */
 export function renderResource(row: ResourceListingRow): string {
-  let json = `{"uri":${JSON.stringify(row.uri)},"name":${JSON.stringify(row.name)}`;
-  if (row.title !== null) json += `,"title":${JSON.stringify(row.title)}`;
-  if (row.description !== null)
-    json += `,"description":${JSON.stringify(row.description)}`;
-  if (row.mime_type !== null)
-    json += `,"mimeType":${JSON.stringify(row.mime_type)}`;
-  return `${json},"size":${row.size},"annotations":${annotationsJson(row)}}`;
+  let json = `{"uri":${JSON.stringify(row[COLUMN.uri])},"name":${JSON.stringify(row[COLUMN.name])}`;
+  const title = row[COLUMN.title];
+  if (title !== null) json += `,"title":${JSON.stringify(title)}`;
+  const description = row[COLUMN.description];
+  if (description !== null)
+    json += `,"description":${JSON.stringify(description)}`;
+  const mimeType = row[COLUMN.mime_type];
+  if (mimeType !== null) json += `,"mimeType":${mimeTypeJson(mimeType)}`;
+  return `${json},"size":${row[COLUMN.size]},"annotations":${annotationsJson(row)}}`;
 }
 
 /**
@@ -72,12 +91,13 @@ export function renderContents(
   row: ResourceContentRow,
   extraMeta = '',
 ): string {
-  let json = `{"uri":${JSON.stringify(row.uri)}`;
-  if (row.mime_type !== null)
-    json += `,"mimeType":${JSON.stringify(row.mime_type)}`;
+  let json = `{"uri":${JSON.stringify(row[COLUMN.uri])}`;
+  const mimeType = row[COLUMN.mime_type];
+  if (mimeType !== null) json += `,"mimeType":${mimeTypeJson(mimeType)}`;
   // bytea arrives in hex output form: "\x" followed by two hex digits per byte.
-  if (row.blob !== null)
-    json += `,"blob":"${Buffer.from(row.blob.slice(2), 'hex').toString('base64')}"`;
-  else json += `,"text":${JSON.stringify(row.text ?? '')}`;
-  return `${json},"_meta":{"dev.pgmcp/size":${row.size},"dev.pgmcp/annotations":${annotationsJson(row)}${extraMeta}}}`;
+  const blob = row[COLUMN.blob];
+  if (blob !== null)
+    json += `,"blob":"${Buffer.from(blob.slice(2), 'hex').toString('base64')}"`;
+  else json += `,"text":${JSON.stringify(row[COLUMN.text] ?? '')}`;
+  return `${json},"_meta":{"dev.pgmcp/size":${row[COLUMN.size]},"dev.pgmcp/annotations":${annotationsJson(row)}${extraMeta}}}`;
 }

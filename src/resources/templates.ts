@@ -27,6 +27,7 @@ export function createListTemplatesMethod(
     query: LIST_TEMPLATES_PAGE,
     field: 'resourceTemplates',
     render: renderTemplate,
+    keyOf: (row) => row.id,
     cache: 'templates',
   });
 }

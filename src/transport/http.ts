@@ -7,7 +7,7 @@ import { ProtocolError, type ErrorKey } from '../errors.js';
 import {
   expectedHttpHeaders,
   readableId,
-  serializeMessage,
+  serializeMessageBytes,
   type DispatchOutcome,
   type Dispatcher,
   type InboundMessage,
@@ -488,7 +488,7 @@ function send(
   body: object,
 ): void {
   // Encode once: the length and the bytes written come from the same buffer.
-  const bytes = Buffer.from(serializeMessage(body), 'utf8');
+  const bytes = serializeMessageBytes(body);
   // A flat [name, value, …] list skips the header object's key walk.
   response.writeHead(status, [
     'Content-Type',
