@@ -113,6 +113,14 @@ export async function startHttpTransport(
       new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
+        // Requests in flight get a moment to finish; then whatever is left (a keep-alive socket
+        // that went idle after the first sweep, a client that never closed its side) is cut.
+        const sweep = setInterval(() => server.closeIdleConnections(), 100);
+        const cut = setTimeout(() => server.closeAllConnections(), 2000);
+        server.once('close', () => {
+          clearInterval(sweep);
+          clearTimeout(cut);
+        });
       }),
   };
 }

@@ -1,6 +1,8 @@
 // Live updates end to end against real Postgres: committed changes → capture triggers → change log
 // → one LISTEN feed per server → authorized fan-out to subscriptions/listen streams over HTTP.
 // This file has its own database, so other files' writes cannot reach its streams.
+import { spawn } from 'node:child_process';
+import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -9,7 +11,9 @@ import {
 } from '@modelcontextprotocol/client';
 import { createDatabase, runMigrations } from '../../src/db/index.js';
 import { MIGRATIONS_DIRECTORY } from '../../src/server.js';
+import { PROJECT_ROOT } from '../../src/version.js';
 import {
+  META,
   call,
   listen,
   startTestServer,
@@ -268,23 +272,72 @@ describe('subscriptions/listen', () => {
     expect([...stream.updated()].sort()).toEqual(uris);
   });
 
-  it('delivers through two servers on one database (replicas), each with its own listener', async () => {
+  it('delivers through two server processes on one database (replicas), each with its own listener', async () => {
     const [uri] = await insert('replica', 1, [ROLE_A]);
-    const replica = await startTestServer({
-      databaseUrl,
-      principal: { role: ROLE_A, claims: {} },
-      live: {},
+    // The second replica is a real process: `pgmcp serve --stdio` as the same role.
+    const child = spawn(
+      process.execPath,
+      [
+        path.join(PROJECT_ROOT, 'bin', 'pgmcp.js'),
+        'serve',
+        '--stdio',
+        '--no-migrate',
+      ],
+      {
+        env: { ...process.env, DATABASE_URL: databaseUrl, PGMCP_ROLE: ROLE_A },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
+    const lines: Record<string, unknown>[] = [];
+    let buffer = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      buffer += chunk.toString('utf8');
+      let newline = buffer.indexOf('\n');
+      while (newline !== -1) {
+        lines.push(
+          JSON.parse(buffer.slice(0, newline)) as Record<string, unknown>,
+        );
+        buffer = buffer.slice(newline + 1);
+        newline = buffer.indexOf('\n');
+      }
     });
+    const waitForLine = async (
+      predicate: (line: Record<string, unknown>) => boolean,
+    ) => {
+      const deadline = Date.now() + 10_000;
+      while (!lines.some(predicate)) {
+        if (Date.now() > deadline)
+          throw new Error(`no such line in ${JSON.stringify(lines)}`);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    };
     try {
       const one = await open(serverA, { resourceSubscriptions: [uri] });
-      const two = await open(replica, { resourceSubscriptions: [uri] });
+      child.stdin.write(
+        `${JSON.stringify({
+          jsonrpc: '2.0',
+          id: 'replica',
+          method: 'subscriptions/listen',
+          params: {
+            _meta: META,
+            notifications: { resourceSubscriptions: [uri] },
+          },
+        })}\n`,
+      );
+      await waitForLine(
+        (line) => line['method'] === 'notifications/subscriptions/acknowledged',
+      );
       await sql.query(`update pgmcp.resources set text = 'r' where uri = $1`, [
         uri,
       ]);
       await one.waitFor(() => one.updated().length === 1);
-      await two.waitFor(() => two.updated().length === 1);
+      await waitForLine(
+        (line) =>
+          line['method'] === 'notifications/resources/updated' &&
+          (line['params'] as Record<string, unknown>)['uri'] === uri,
+      );
     } finally {
-      await replica.close();
+      child.kill('SIGTERM');
     }
   });
 
