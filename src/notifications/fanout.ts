@@ -63,6 +63,11 @@ export class Subscriber {
     return this.#blockedSince;
   }
 
+  /** Distinct URIs waiting for a client that is not reading (bounded by the fan-out). */
+  get pendingUris(): number {
+    return this.#pendingUris.size;
+  }
+
   enqueue(uriJson: string | undefined, list: boolean): void {
     if (this.#ended) return;
     if (uriJson !== undefined) this.#pendingUris.add(uriJson);
@@ -105,6 +110,13 @@ export class Subscriber {
     this.#pendingUris.clear();
   }
 }
+
+/**
+ * Most distinct URIs one blocked stream may have waiting. Repeats of a URI coalesce, so only a
+ * directory subscription with very many changing resources under it can reach this; the stream
+ * is then ended as stalled rather than growing without bound.
+ */
+const MAX_PENDING_URIS = 10_000;
 
 function roleKey(principal: Principal): string {
   // The login (no role) cannot collide with a role name: those never contain a NUL.
@@ -303,7 +315,8 @@ export class Fanout {
       subscriber.flush();
       if (
         subscriber.blockedSince !== undefined &&
-        subscriber.sink.pendingBytes > this.#options.maxPendingBytes
+        (subscriber.sink.pendingBytes > this.#options.maxPendingBytes ||
+          subscriber.pendingUris > MAX_PENDING_URIS)
       )
         this.#endStalledStream(subscriber, Date.now());
       written += 1;

@@ -88,9 +88,19 @@ export function startStdioTransport(
         signal: controller.signal,
       });
       if (outcome.kind === 'stream') {
-        if (controller.signal.aborted || key === undefined || streams.has(key))
+        if (controller.signal.aborted || key === undefined) {
           outcome.stream.cancel();
-        else openStream(key, outcome.stream);
+        } else if (streams.has(key)) {
+          // Ids tell streams apart on stdio: a second open stream with the same id is refused.
+          outcome.stream.cancel();
+          writeOutcome(
+            new ProtocolError(
+              'INVALID_REQUEST',
+              'Invalid request: a subscriptions/listen with this id is already open.',
+            ),
+            outcome.id,
+          );
+        } else openStream(key, outcome.stream);
       } else if (outcome.kind === 'response' && !controller.signal.aborted)
         write(outcome.response);
     } finally {

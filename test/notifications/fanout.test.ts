@@ -187,6 +187,21 @@ describe('Fanout', () => {
     expect(fanout.size).toBe(0);
   });
 
+  it('ends a blocked stream whose queue of distinct URIs passes its bound', async () => {
+    const { fanout, open } = setup();
+    const sink = open('support', ['file:///big/']);
+    sink.blocked = true;
+    await fanout.publish([change('file:///big/first')]);
+    const many = Array.from({ length: 10_001 }, (_, index) =>
+      change(`file:///big/${index}`),
+    );
+    await fanout.publish(many);
+    expect(fanout.size).toBe(0);
+    expect(JSON.parse(sink.ended as string)).toMatchObject({
+      error: { data: { code: 'STREAM_STALLED' } },
+    });
+  });
+
   it('yields to the event loop between slices of a large broadcast', async () => {
     const { fanout, open } = setup();
     for (let i = 0; i < 2000; i += 1) open('support', [], true);

@@ -233,10 +233,21 @@ describe('stdio transport', () => {
       expect(updates('L1')).toHaveLength(1);
       expect(child.lines.some((message) => message['id'] === 'L1')).toBe(false);
 
+      // A second open stream with the same id is refused (ids tell streams apart on stdio).
+      request('L2', 'subscriptions/listen', {
+        notifications: { resourcesListChanged: true },
+      });
+      const duplicate = await child.waitFor(
+        (message) => message['id'] === 'L2' && message['error'] !== undefined,
+      );
+      expect(duplicate['error']).toMatchObject({ code: -32600 });
+
       // SIGTERM ends L2 gracefully: its SubscriptionsListenResult, then exit.
       child.process.kill('SIGTERM');
       expect(await child.exit).toBe(0);
-      const result = child.lines.find((message) => message['id'] === 'L2');
+      const result = child.lines.find(
+        (message) => message['id'] === 'L2' && message['result'] !== undefined,
+      );
       expect(result).toMatchObject({
         result: {
           resultType: 'complete',
