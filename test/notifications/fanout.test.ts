@@ -56,7 +56,11 @@ afterEach(() => {
 });
 
 function setup(
-  options: Partial<{ stallTimeoutMs: number; maxPendingBytes: number }> = {},
+  options: Partial<{
+    stallTimeoutMs: number;
+    maxPendingBytes: number;
+    sliceMs: number;
+  }> = {},
 ) {
   const checks: string[] = [];
   const fanout = new Fanout({
@@ -73,6 +77,7 @@ function setup(
     maxStreamsPerRole: 100_000,
     maxPendingBytes: options.maxPendingBytes ?? 1024 * 1024,
     stallTimeoutMs: options.stallTimeoutMs ?? 30_000,
+    sliceMs: options.sliceMs,
     log: () => undefined,
   });
   fanouts.push(fanout);
@@ -203,7 +208,8 @@ describe('Fanout', () => {
   });
 
   it('yields to the event loop between slices of a large broadcast', async () => {
-    const { fanout, open } = setup();
+    // Slices are by time (2 ms by default); with no time allowed, every 16 streams yield.
+    const { fanout, open } = setup({ sliceMs: 0 });
     for (let i = 0; i < 2000; i += 1) open('support', [], true);
     let ranDuring = false;
     const publishing = fanout.publish([change('notes:///a/1', 'created')]);
