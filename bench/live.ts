@@ -13,8 +13,8 @@ import { loadConfig } from '../src/config.js';
 import type { DatabaseHandle } from '../src/db/index.js';
 import type { Logger } from '../src/log.js';
 import { startChangeFeed } from '../src/notifications/index.js';
-import { startHttpTransport } from '../src/transport/http.js';
 import { measure, type Run } from './load.js';
+import { serveAs } from './serve.js';
 
 export interface LiveBenchContext {
   readonly db: DatabaseHandle;
@@ -117,17 +117,7 @@ export async function liveBenchmarks(
     retentionSeconds: live.changeRetentionSeconds,
     log: (line) => logger.warn(line),
   });
-  const server = await startHttpTransport({
-    host: '127.0.0.1',
-    port: 0,
-    path: '/mcp',
-    dispatcher: app.dispatcher,
-    maxBodyBytes: 1024 * 1024,
-    allowedHosts: ['127.0.0.1', 'localhost'],
-    allowedOrigins: [],
-    authenticate: () => PRINCIPAL,
-    log: () => undefined,
-  });
+  const server = await serveAs(app.dispatcher, PRINCIPAL);
   const port = Number(new URL(server.url).port);
   const clients = await startClients();
   const update = () =>

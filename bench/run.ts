@@ -28,8 +28,8 @@ import {
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
 import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../src/server.js';
-import { startHttpTransport } from '../src/transport/http.js';
 import { liveBenchmarks } from './live.js';
+import { serveAs } from './serve.js';
 import { PROJECT_ROOT, SERVER_INFO } from '../src/version.js';
 
 const DURATION_MS = Number(process.env['BENCH_DURATION_MS'] ?? 2000);
@@ -218,18 +218,7 @@ async function main(): Promise<void> {
     logger: silent,
   });
   // One endpoint per identity: the login (no role), and the two bench roles (RLS applies).
-  const serve = (principal: Principal) =>
-    startHttpTransport({
-      host: '127.0.0.1',
-      port: 0,
-      path: '/mcp',
-      dispatcher: app.dispatcher,
-      maxBodyBytes: 1024 * 1024,
-      allowedHosts: ['127.0.0.1', 'localhost'],
-      allowedOrigins: [],
-      authenticate: () => principal,
-      log: () => undefined,
-    });
+  const serve = (principal: Principal) => serveAs(app.dispatcher, principal);
   const server = await serve(LOGIN_PRINCIPAL);
   const readerServer = await serve({ role: 'bench_reader', claims: {} });
   const allServer = await serve({ role: 'bench_all', claims: {} });

@@ -1,17 +1,12 @@
 // Live updates end to end against real Postgres: committed changes → capture triggers → change log
 // → one LISTEN feed per server → authorized fan-out to subscriptions/listen streams over HTTP.
 // This file has its own database, so other files' writes cannot reach its streams.
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   Client,
   StreamableHTTPClientTransport,
 } from '@modelcontextprotocol/client';
-import { createDatabase, runMigrations } from '../../src/db/index.js';
-import { MIGRATIONS_DIRECTORY } from '../../src/server.js';
-import { PROJECT_ROOT } from '../../src/version.js';
 import {
   META,
   call,
@@ -21,7 +16,9 @@ import {
   type ListenStream,
   type TestServer,
 } from '../setup/harness.js';
+import { migrateDatabase } from '../setup/migrate-database.js';
 import { recreateDatabase } from '../setup/recreate-database.js';
+import { startStdioChild } from '../setup/stdio-child.js';
 
 const ROLE_A = 'pgmcp_live_a';
 const ROLE_B = 'pgmcp_live_b';
@@ -74,23 +71,12 @@ async function sentinel(stream: ListenStream, uri: string): Promise<void> {
 
 beforeAll(async () => {
   databaseUrl = await recreateDatabase(testDatabaseUrl(), 'pgmcp_live_test');
-  const db = createDatabase({
-    connectionString: databaseUrl,
-    poolSize: 1,
-    statementTimeoutMs: 60_000,
-    onError: () => undefined,
-  });
-  const admin = await db.connectAdmin();
-  try {
-    await runMigrations(admin, MIGRATIONS_DIRECTORY, () => undefined);
+  await migrateDatabase(databaseUrl, async (admin) => {
     for (const role of [ROLE_A, ROLE_B])
       await admin.query(
         `do $$ begin if not exists (select from pg_roles where rolname = '${role}') then create role ${role} nologin; end if; end $$`,
       );
-  } finally {
-    await admin.end();
-    await db.close();
-  }
+  });
   sql = new pg.Client({ connectionString: databaseUrl });
   await sql.connect();
   serverA = await startTestServer({
@@ -275,46 +261,14 @@ describe('subscriptions/listen', () => {
   it('delivers through two server processes on one database (replicas), each with its own listener', async () => {
     const [uri] = await insert('replica', 1, [ROLE_A]);
     // The second replica is a real process: `pgmcp serve --stdio` as the same role.
-    const child = spawn(
-      process.execPath,
-      [
-        path.join(PROJECT_ROOT, 'bin', 'pgmcp.js'),
-        'serve',
-        '--stdio',
-        '--no-migrate',
-      ],
-      {
-        env: { ...process.env, DATABASE_URL: databaseUrl, PGMCP_ROLE: ROLE_A },
-        stdio: ['pipe', 'pipe', 'pipe'],
-      },
-    );
-    const lines: Record<string, unknown>[] = [];
-    let buffer = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString('utf8');
-      let newline = buffer.indexOf('\n');
-      while (newline !== -1) {
-        lines.push(
-          JSON.parse(buffer.slice(0, newline)) as Record<string, unknown>,
-        );
-        buffer = buffer.slice(newline + 1);
-        newline = buffer.indexOf('\n');
-      }
+    const child = startStdioChild({
+      DATABASE_URL: databaseUrl,
+      PGMCP_ROLE: ROLE_A,
     });
-    const waitForLine = async (
-      predicate: (line: Record<string, unknown>) => boolean,
-    ) => {
-      const deadline = Date.now() + 10_000;
-      while (!lines.some(predicate)) {
-        if (Date.now() > deadline)
-          throw new Error(`no such line in ${JSON.stringify(lines)}`);
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-    };
     try {
       const one = await open(serverA, { resourceSubscriptions: [uri] });
-      child.stdin.write(
-        `${JSON.stringify({
+      child.send(
+        JSON.stringify({
           jsonrpc: '2.0',
           id: 'replica',
           method: 'subscriptions/listen',
@@ -322,22 +276,22 @@ describe('subscriptions/listen', () => {
             _meta: META,
             notifications: { resourceSubscriptions: [uri] },
           },
-        })}\n`,
+        }),
       );
-      await waitForLine(
+      await child.waitFor(
         (line) => line['method'] === 'notifications/subscriptions/acknowledged',
       );
       await sql.query(`update pgmcp.resources set text = 'r' where uri = $1`, [
         uri,
       ]);
       await one.waitFor(() => one.updated().length === 1);
-      await waitForLine(
+      await child.waitFor(
         (line) =>
           line['method'] === 'notifications/resources/updated' &&
           (line['params'] as Record<string, unknown>)['uri'] === uri,
       );
     } finally {
-      child.kill('SIGTERM');
+      child.process.kill('SIGTERM');
     }
   });
 

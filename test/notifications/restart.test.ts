@@ -7,13 +7,11 @@ import path from 'node:path';
 import pg from 'pg';
 import { expect, it } from 'vitest';
 import {
-  createDatabase,
-  runMigrations,
   startEmbeddedPostgres,
   type EmbeddedPostgres,
 } from '../../src/db/index.js';
-import { MIGRATIONS_DIRECTORY } from '../../src/server.js';
 import { listen, startTestServer, type TestServer } from '../setup/harness.js';
+import { migrateDatabase } from '../setup/migrate-database.js';
 
 async function readiness(server: TestServer): Promise<number> {
   const response = await fetch(new URL('/readyz', server.url));
@@ -45,21 +43,13 @@ it('reconnects after PostgreSQL restarts and delivers what commits afterwards', 
       port: 54400,
     });
     const url = postgres.connectionString;
-    const setup = createDatabase({
-      connectionString: url,
-      poolSize: 1,
-      statementTimeoutMs: 60_000,
-      onError: () => undefined,
+    await migrateDatabase(url, async (admin) => {
+      await admin.query('create role pgmcp_restart_reader nologin');
+      await admin.query(
+        `insert into pgmcp.resources (uri, name, text, readers)
+         values ('notes:///restart/one', 'one', 'v1', '{pgmcp_restart_reader}')`,
+      );
     });
-    const admin = await setup.connectAdmin();
-    await runMigrations(admin, MIGRATIONS_DIRECTORY, () => undefined);
-    await admin.query('create role pgmcp_restart_reader nologin');
-    await admin.query(
-      `insert into pgmcp.resources (uri, name, text, readers)
-       values ('notes:///restart/one', 'one', 'v1', '{pgmcp_restart_reader}')`,
-    );
-    await admin.end();
-    await setup.close();
 
     server = await startTestServer({
       databaseUrl: url,

@@ -6,13 +6,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import {
-  createDatabase,
-  loadSeed,
-  runMigrations,
-  startEmbeddedPostgres,
-} from '../../src/db/index.js';
-import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../../src/server.js';
+import { loadSeed, startEmbeddedPostgres } from '../../src/db/index.js';
+import { SEEDS_DIRECTORY } from '../../src/server.js';
+import { migrateDatabase } from './migrate-database.js';
 import { recreateDatabase } from './recreate-database.js';
 import { SPEC_AVAILABLE, SPEC_SKIP_REASON } from './spec-schema.js';
 
@@ -82,21 +78,10 @@ export default async function setup(
     }
   }
   const databaseUrl = await recreateDatabase(baseUrl, TEST_DATABASE);
-  const db = createDatabase({
-    connectionString: databaseUrl,
-    poolSize: 1,
-    statementTimeoutMs: 60_000,
-    onError: () => undefined,
-  });
-  const client = await db.connectAdmin();
-  try {
-    await runMigrations(client, MIGRATIONS_DIRECTORY, () => undefined);
+  await migrateDatabase(databaseUrl, async (client) => {
     for (const dataset of ['demo', 'conformance'])
       await loadSeed(client, SEEDS_DIRECTORY, dataset, () => undefined);
-  } finally {
-    await client.end();
-    await db.close();
-  }
+  });
   process.stderr.write(`test database: ${TEST_DATABASE} via ${source}\n`);
   if (!SPEC_AVAILABLE) process.stderr.write(`warning: ${SPEC_SKIP_REASON}\n`);
   project.provide('databaseUrl', databaseUrl);

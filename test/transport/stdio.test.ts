@@ -1,81 +1,19 @@
 // stdio: a real child process (bin/pgmcp.js serve --stdio) speaking newline-delimited JSON.
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../../src/version.js';
 import { META, testDatabaseUrl } from '../setup/harness.js';
+import { startStdioChild, type StdioChild } from '../setup/stdio-child.js';
 import pg from 'pg';
 import {
   assertValidNotification,
   assertValidResponse,
 } from '../setup/spec-schema.js';
 
-interface Child {
-  process: ChildProcessWithoutNullStreams;
-  lines: Record<string, unknown>[];
-  stderr: string[];
-  send(line: string): void;
-  waitFor(
-    predicate: (message: Record<string, unknown>) => boolean,
-  ): Promise<Record<string, unknown>>;
-  exit: Promise<number | null>;
-}
+const children: StdioChild[] = [];
 
-const children: Child[] = [];
-
-function startChild(): Child {
-  const child = spawn(
-    process.execPath,
-    [
-      path.join(PROJECT_ROOT, 'bin', 'pgmcp.js'),
-      'serve',
-      '--stdio',
-      '--no-migrate',
-    ],
-    {
-      env: { ...process.env, DATABASE_URL: testDatabaseUrl() },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    },
-  );
-  const lines: Record<string, unknown>[] = [];
-  const stderr: string[] = [];
-  const waiters: (() => void)[] = [];
-  let buffer = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    buffer += chunk.toString('utf8');
-    let newline = buffer.indexOf('\n');
-    while (newline !== -1) {
-      // Every stdout line must be one JSON-RPC message (logs belong on stderr).
-      lines.push(
-        JSON.parse(buffer.slice(0, newline)) as Record<string, unknown>,
-      );
-      buffer = buffer.slice(newline + 1);
-      newline = buffer.indexOf('\n');
-    }
-    for (const wake of waiters.splice(0)) wake();
-  });
-  child.stderr.on('data', (chunk: Buffer) =>
-    stderr.push(chunk.toString('utf8')),
-  );
-  const exit = new Promise<number | null>((resolve) =>
-    child.on('exit', (code) => resolve(code)),
-  );
-  const handle: Child = {
-    process: child,
-    lines,
-    stderr,
-    send: (line) => child.stdin.write(`${line}\n`),
-    async waitFor(predicate) {
-      for (;;) {
-        const found = lines.find(predicate);
-        if (found !== undefined) return found;
-        await new Promise<void>((resolve) => waiters.push(resolve));
-      }
-    },
-    exit,
-  };
-  children.push(handle);
-  return handle;
+function startChild(): StdioChild {
+  const child = startStdioChild({ DATABASE_URL: testDatabaseUrl() });
+  children.push(child);
+  return child;
 }
 
 afterEach(() => {
