@@ -44,6 +44,7 @@ export class Subscriber {
   #pendingList = false;
   #blockedSince: number | undefined;
   #ended = false;
+  readonly #onEnd: (() => void)[] = [];
 
   constructor(
     readonly principal: Principal,
@@ -99,8 +100,7 @@ export class Subscriber {
   /** End with a final message; no more writes after this. */
   end(finalMessage: string | undefined): void {
     if (this.#ended) return;
-    this.#ended = true;
-    this.#pendingUris.clear();
+    this.markGone();
     this.sink.end(finalMessage);
   }
 
@@ -108,6 +108,13 @@ export class Subscriber {
   markGone(): void {
     this.#ended = true;
     this.#pendingUris.clear();
+    for (const listener of this.#onEnd.splice(0)) listener();
+  }
+
+  /** Run `listener` once when the stream ends, either way. */
+  onEnd(listener: () => void): void {
+    if (this.#ended) listener();
+    else this.#onEnd.push(listener);
   }
 }
 
@@ -180,9 +187,29 @@ export class Fanout {
     };
   }
 
-  /** Start delivering to `subscriber` (its reservation becomes the stream's place). */
+  /**
+   * Start delivering to `subscriber` (its reservation becomes the stream's place). A stream opened
+   * with a token lives no longer than the token: at its `exp` the stream ends, and the client
+   * listens again with a fresh one.
+   */
   add(subscriber: Subscriber, releaseReservation: () => void): void {
     releaseReservation();
+    const exp = subscriber.principal.claims['exp'];
+    if (typeof exp === 'number') {
+      const timer = setTimeout(
+        () => {
+          if (!this.#streams.has(subscriber)) return;
+          this.#endWithError(
+            subscriber,
+            'Subscription ended: the token expired; listen again with a fresh one.',
+            'AUTHENTICATION_REQUIRED',
+          );
+        },
+        Math.max(0, Math.min(exp * 1000 - Date.now(), 2 ** 31 - 1)),
+      );
+      timer.unref();
+      subscriber.onEnd(() => clearTimeout(timer));
+    }
     this.#perRole.set(
       subscriber.roleKey,
       (this.#perRole.get(subscriber.roleKey) ?? 0) + 1,

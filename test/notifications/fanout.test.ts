@@ -226,6 +226,31 @@ describe('Fanout', () => {
     await publishing;
   });
 
+  it('ends a stream when the token it was opened with expires', async () => {
+    const { fanout } = setup();
+    const sink = new MemorySink();
+    const principal: Principal = {
+      role: 'support',
+      claims: { exp: Date.now() / 1000 + 0.2 },
+    };
+    fanout.add(
+      new Subscriber(principal, new SubscriptionMessages('t'), [], true, sink),
+      fanout.reserve(principal),
+    );
+    expect(fanout.size).toBe(1);
+    const deadline = Date.now() + 3000;
+    while (sink.ended === null && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(fanout.size).toBe(0);
+    expect(JSON.parse(sink.ended as string)).toMatchObject({
+      id: 't',
+      error: {
+        message: expect.stringMatching(/token expired/),
+        data: { code: 'AUTHENTICATION_REQUIRED' },
+      },
+    });
+  });
+
   it('gives every open stream its graceful result on closeAll', () => {
     const { fanout, open } = setup();
     const sink = open('support', [], true);
