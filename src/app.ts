@@ -22,6 +22,7 @@ import {
 } from './protocol/index.js';
 import { createListenMethod, Fanout } from './notifications/index.js';
 import {
+  createCompleteMethod,
   createListResourcesMethod,
   createListTemplatesMethod,
   createReadResourceMethod,
@@ -50,7 +51,8 @@ const INSTRUCTIONS =
   'pgmcp serves documents, files and notes stored in PostgreSQL as MCP resources. ' +
   'List them with resources/list (paginated), read one by URI with resources/read; ' +
   'reading a file:///…/ directory returns its entry and its children. ' +
-  'resources/templates/list shows the URI patterns (notes:///{tag}/{slug}, file:///{+path}). ' +
+  'resources/templates/list shows the URI patterns (notes:///{tag}/{slug}, file:///{+path}); ' +
+  'completion/complete suggests their variables from the resources you can read. ' +
   'subscriptions/listen delivers notifications/resources/updated for subscribed URIs (a file:///…/ ' +
   'directory covers what is under it) and notifications/resources/list_changed as changes commit.';
 
@@ -85,7 +87,10 @@ export function createApp(options: AppOptions): App {
     [
       'server/discover',
       createDiscoverMethod({
-        capabilities: { resources: { subscribe: true, listChanged: true } },
+        capabilities: {
+          resources: { subscribe: true, listChanged: true },
+          completions: {},
+        },
         instructions: INSTRUCTIONS,
         ttlMs: TTL_MS.discover,
       }),
@@ -99,6 +104,7 @@ export function createApp(options: AppOptions): App {
         maxDirectoryEntries: options.maxDirectoryEntries,
       }),
     ],
+    ['completion/complete', createCompleteMethod({ db: options.db })],
     [
       'subscriptions/listen',
       createListenMethod({

@@ -50,3 +50,4 @@ export {
   type ChangePosition,
   type ChangeRow,
 } from './changes.js';
+export { TEMPLATE_COMPLETION_CANDIDATES } from './completion.js';

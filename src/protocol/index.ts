@@ -22,6 +22,7 @@ export {
 } from './raw-json.js';
 export {
   CancelledParamsSchema,
+  CompleteParamsSchema,
   EmptyParamsSchema,
   PROTOCOL_VERSION,
   PaginatedParamsSchema,
@@ -31,6 +32,7 @@ export {
   readableId,
   type Annotations,
   type Cacheable,
+  type CompleteParams,
   type Implementation,
   type InboundMessage,
   type PaginatedParams,

@@ -42,6 +42,19 @@ export type ReadResourceParams = z.infer<typeof ReadResourceParamsSchema>;
 
 export const EmptyParamsSchema = z.object({});
 
+/** completion/complete (spec §9): a prompt or a resource template, one argument, earlier ones. */
+export const CompleteParamsSchema = z.object({
+  ref: z.discriminatedUnion('type', [
+    z.object({ type: z.literal('ref/prompt'), name: z.string() }),
+    z.object({ type: z.literal('ref/resource'), uri: z.string() }),
+  ]),
+  argument: z.object({ name: z.string(), value: z.string() }),
+  context: z
+    .object({ arguments: z.record(z.string(), z.string()).optional() })
+    .optional(),
+});
+export type CompleteParams = z.infer<typeof CompleteParamsSchema>;
+
 export const CancelledParamsSchema = z.object({
   requestId: RequestIdSchema,
   reason: z.string().optional(),

@@ -7,3 +7,4 @@ export { TTL_MS } from './cache-hints.js';
 export { isDirectoryUri, validateResourceUri } from './uri.js';
 export { parseUriTemplate, type UriTemplate } from './uri-template.js';
 export { readableUris } from './subscriptions.js';
+export { createCompleteMethod } from './completion.js';

@@ -25,6 +25,7 @@ const RESULT_DEFS: Record<string, string> = {
   'resources/templates/list': 'ListResourceTemplatesResultResponse',
   'resources/read': 'ReadResourceResultResponse',
   'subscriptions/listen': 'SubscriptionsListenResultResponse',
+  'completion/complete': 'CompleteResultResponse',
 };
 
 /** Which $defs entry each server notification must match. */

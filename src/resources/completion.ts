@@ -1,0 +1,132 @@
+// completion/complete (spec §9) for resource-template arguments: suggest the values a variable
+// takes in the stored resources the caller can read, matching what was typed and the arguments
+// already chosen. pgmcp has no prompts, so a prompt reference is an invalid ref (-32602).
+import {
+  runRequestQuery,
+  TEMPLATE_COMPLETION_CANDIDATES,
+  type DatabaseHandle,
+} from '../db/index.js';
+import { ProtocolError } from '../errors.js';
+import {
+  CompleteParamsSchema,
+  createMethod,
+  type CompleteParams,
+  type MethodHandler,
+} from '../protocol/index.js';
+import { parseUriTemplate, type UriTemplate } from './uri-template.js';
+import { prefixUpperBound } from './uri.js';
+
+/** At most this many values in one answer (the spec's cap). */
+const MAX_VALUES = 100;
+/** Stored URIs examined per completion: enough for distinct values, bounded on large tables. */
+const MAX_CANDIDATES = 5000;
+// Stands in for "from here on, unknown" when expanding the template to find the literal prefix.
+const MARK = '\u0001';
+
+export interface CompletionDependencies {
+  readonly db: DatabaseHandle;
+}
+
+export function createCompleteMethod(
+  deps: CompletionDependencies,
+): MethodHandler<CompleteParams> {
+  return createMethod({
+    params: CompleteParamsSchema,
+    async handle(params, ctx) {
+      const { ref, argument } = params;
+      if (ref.type === 'ref/prompt')
+        throw new ProtocolError(
+          'INVALID_PARAMS',
+          'Invalid params: unknown prompt (this server has no prompts).',
+        );
+      let template: UriTemplate;
+      try {
+        template = parseUriTemplate(ref.uri);
+      } catch {
+        throw invalidTemplate();
+      }
+      if (!template.variables.includes(argument.name))
+        throw new ProtocolError(
+          'INVALID_PARAMS',
+          `Invalid params: the template has no variable ${JSON.stringify(argument.name.slice(0, 100))}.`,
+        );
+      const chosen = params.context?.arguments ?? {};
+      const from = literalPrefix(template, argument, chosen);
+      const [row] = await runRequestQuery(
+        deps.db,
+        ctx.principal,
+        ctx.signal,
+        TEMPLATE_COMPLETION_CANDIDATES,
+        {
+          template: ref.uri,
+          from,
+          to: from === '' ? null : prefixUpperBound(from),
+          limit: MAX_CANDIDATES,
+        },
+      );
+      // A template the role cannot see is answered exactly like one that does not exist.
+      if (row === undefined || !row.template_visible) throw invalidTemplate();
+      const found = new Set<string>();
+      for (const uri of row.uris) {
+        const values = template.match(uri);
+        if (values === undefined) continue;
+        const value = values[argument.name];
+        if (value === undefined || !value.startsWith(argument.value)) continue;
+        if (
+          Object.entries(chosen).some(
+            ([name, wanted]) =>
+              name !== argument.name &&
+              values[name] !== undefined &&
+              values[name] !== wanted,
+          )
+        )
+          continue;
+        found.add(value);
+      }
+      const values = [...found].sort().slice(0, MAX_VALUES);
+      return {
+        completion: {
+          values,
+          total: found.size,
+          hasMore:
+            found.size > MAX_VALUES || row.uris.length === MAX_CANDIDATES,
+        },
+      };
+    },
+  });
+}
+
+function invalidTemplate(): ProtocolError {
+  return new ProtocolError(
+    'INVALID_PARAMS',
+    'Invalid params: unknown resource template.',
+  );
+}
+
+/**
+ * The longest URI prefix every candidate must start with: the template expanded with the chosen
+ * arguments up to the first variable that is neither chosen nor the one being completed, and,
+ * when the completed variable comes first, with what was typed so far.
+ */
+function literalPrefix(
+  template: UriTemplate,
+  argument: { name: string; value: string },
+  chosen: Readonly<Record<string, string>>,
+): string {
+  const values: Record<string, string | undefined> = {};
+  for (const name of template.variables) {
+    if (name === argument.name) {
+      values[name] = argument.value + MARK;
+      break;
+    }
+    const value = chosen[name];
+    if (value === undefined) {
+      values[name] = MARK;
+      break;
+    }
+    values[name] = value;
+  }
+  const expanded = template.expand(values);
+  const cut = expanded.indexOf('%01');
+  return cut === -1 ? expanded : expanded.slice(0, cut);
+}
