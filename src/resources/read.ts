@@ -17,6 +17,7 @@ import {
   type ReadResourceParams,
 } from '../protocol/index.js';
 import { cacheHints } from './cache-hints.js';
+import { isCatalogUri, readCatalog } from './catalog.js';
 import { renderContents } from './render.js';
 import {
   isDirectoryUri,
@@ -45,9 +46,11 @@ export function createReadResourceMethod(
     params: ReadResourceParamsSchema,
     async handle(params, ctx) {
       const uri = validateResourceUri(params.uri);
-      const contents = isDirectoryUri(uri)
-        ? await readDirectory(deps, uri, ctx.principal, ctx.signal)
-        : await readOne(deps, uri, ctx.principal, ctx.signal);
+      const contents = isCatalogUri(uri)
+        ? await readCatalog(deps.db, uri, ctx.principal, ctx.signal)
+        : isDirectoryUri(uri)
+          ? await readDirectory(deps, uri, ctx.principal, ctx.signal)
+          : await readOne(deps, uri, ctx.principal, ctx.signal);
       if (contents.length === 0) {
         throw new ProtocolError('RESOURCE_NOT_FOUND', 'Resource not found.', {
           data: { uri: params.uri },

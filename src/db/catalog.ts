@@ -1,0 +1,66 @@
+// The company database's catalog, read from pg_catalog as the request role: only relations the
+// role holds some privilege on, never system schemas or pgmcp's own.
+import type { PreparedQuery } from './queries.js';
+
+/** Schemas that are never exposed (system and pgmcp's own). */
+const HIDDEN_SCHEMAS = `n.nspname not in ('pg_catalog', 'information_schema', 'pgmcp')
+  and n.nspname !~ '^pg_(toast|temp_|toast_temp_)'`;
+
+const VISIBLE_RELATION = `c.relkind in ('r', 'p', 'v', 'm', 'f') and ${HIDDEN_SCHEMAS}
+  and (has_table_privilege(c.oid, 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')
+       or has_any_column_privilege(c.oid, 'SELECT, INSERT, UPDATE, REFERENCES'))`;
+
+/**
+ * One relation's facts as JSON (columns with types, nullability, defaults, comments and enum
+ * values; constraints; foreign keys pointing at it; indexes; RLS; approximate rows; comment), or
+ * no row when the database name does not match, the relation does not exist, or the role holds
+ * no privilege on it.
+ */
+export const DESCRIBE_RELATION: PreparedQuery<
+  { database: string; schema: string; relation: string },
+  { description: string }
+> = {
+  name: 'pgmcp_describe_relation',
+  text: `select json_build_object(
+    'database', current_database(),
+    'schema', n.nspname,
+    'name', c.relname,
+    'kind', case c.relkind when 'r' then 'table' when 'p' then 'partitioned table' when 'v' then 'view'
+                           when 'm' then 'materialized view' else 'foreign table' end,
+    'comment', obj_description(c.oid, 'pg_class'),
+    'rowLevelSecurity', c.relrowsecurity,
+    'approximateRows', case when c.reltuples < 0 then null else c.reltuples::bigint end,
+    'columns', (select coalesce(json_agg(json_build_object(
+        'name', a.attname,
+        'type', format_type(a.atttypid, a.atttypmod),
+        'nullable', not a.attnotnull,
+        'default', case when a.attgenerated = 's' then null else pg_get_expr(d.adbin, d.adrelid) end,
+        'generated', case when a.attgenerated = 's' then pg_get_expr(d.adbin, d.adrelid) end,
+        'identity', case a.attidentity when 'a' then 'always' when 'd' then 'by default' end,
+        'comment', col_description(a.attrelid, a.attnum),
+        'enumValues', (select json_agg(e.enumlabel order by e.enumsortorder) from pg_enum e
+                        where e.enumtypid = coalesce(nullif(t.typelem, 0), a.atttypid)))
+        order by a.attnum), '[]')
+      from pg_attribute a join pg_type t on t.oid = a.atttypid
+      left join pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
+      where a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped),
+    'constraints', (select coalesce(json_agg(json_build_object(
+        'name', k.conname,
+        'type', case k.contype when 'p' then 'primary key' when 'f' then 'foreign key' when 'u' then 'unique'
+                               when 'c' then 'check' when 'x' then 'exclusion' else k.contype::text end,
+        'definition', pg_get_constraintdef(k.oid)) order by k.contype, k.conname), '[]')
+      from pg_constraint k where k.conrelid = c.oid),
+    'referencedBy', (select coalesce(json_agg(json_build_object(
+        'name', k.conname, 'table', format('%I.%I', rn.nspname, r.relname), 'definition', pg_get_constraintdef(k.oid))
+        order by rn.nspname, r.relname, k.conname), '[]')
+      from pg_constraint k join pg_class r on r.oid = k.conrelid join pg_namespace rn on rn.oid = r.relnamespace
+      where k.confrelid = c.oid and k.contype = 'f'
+        and (has_table_privilege(r.oid, 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')
+             or has_any_column_privilege(r.oid, 'SELECT, INSERT, UPDATE, REFERENCES'))),
+    'indexes', (select coalesce(json_agg(pg_get_indexdef(i.indexrelid) order by i.indexrelid), '[]')
+      from pg_index i where i.indrelid = c.oid)
+  )::text as description
+  from pg_class c join pg_namespace n on n.oid = c.relnamespace
+  where current_database() = $1 and n.nspname = $2 and c.relname = $3 and ${VISIBLE_RELATION}`,
+  values: (args) => [args.database, args.schema, args.relation],
+};

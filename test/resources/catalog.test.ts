@@ -1,0 +1,170 @@
+// Catalog resources: pg://{database}/{schema}/{table} read from pg_catalog as the caller's role.
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { catalogUri } from '../../src/resources/catalog.js';
+import {
+  call,
+  startTestServer,
+  testDatabaseUrl,
+  type TestServer,
+} from '../setup/harness.js';
+
+let sql: pg.Client;
+let database: string;
+const servers: Record<string, TestServer> = {};
+
+const ORDERS_MARKDOWN = (db: string) => `# shop.orders (table)
+
+One row per checkout.
+
+Database \`${db}\`, schema \`shop\`; row-level security off; about 500 rows.
+JSON form: pg://${db}/shop/orders?format=json
+
+## Columns
+
+| column | type | nullable | default | comment |
+|---|---|---|---|---|
+| id | bigint | no | identity (always) |  |
+| customer_id | bigint | no |  |  |
+| status | shop.order_status (one of: pending, paid, shipped, delivered, cancelled) | no | 'pending'::shop.order_status |  |
+| placed_at | timestamp with time zone | no | now() |  |
+
+## Primary key
+
+- orders_pkey: PRIMARY KEY (id)
+
+## Foreign keys
+
+- orders_customer_id_fkey: FOREIGN KEY (customer_id) REFERENCES shop.customers(id)
+
+## Referenced by
+
+- shop.order_items (order_items_order_id_fkey): FOREIGN KEY (order_id) REFERENCES shop.orders(id) ON DELETE CASCADE
+- support.tickets (tickets_order_id_fkey): FOREIGN KEY (order_id) REFERENCES shop.orders(id)
+
+## Indexes
+
+- CREATE UNIQUE INDEX orders_pkey ON shop.orders USING btree (id)
+- CREATE INDEX orders_customer_id_idx ON shop.orders USING btree (customer_id)
+`;
+
+async function read(role: string, uri: string) {
+  return call((servers[role] as TestServer).url, 'resources/read', { uri });
+}
+
+beforeAll(async () => {
+  sql = new pg.Client({ connectionString: testDatabaseUrl() });
+  await sql.connect();
+  database = new URL(testDatabaseUrl()).pathname.slice(1);
+  // Deterministic row estimate, and a relation whose name needs quoting and encoding.
+  await sql.query('analyze shop.orders');
+  await sql.query(`create schema if not exists "Odd Schema"`);
+  await sql.query(
+    `create table if not exists "Odd Schema"."we/ird ""name"" é" (id int primary key, "a|b" text)`,
+  );
+  await sql.query(`grant usage on schema "Odd Schema" to engineering`);
+  await sql.query(
+    `grant select on "Odd Schema"."we/ird ""name"" é" to engineering`,
+  );
+  for (const role of ['support', 'finance', 'engineering'])
+    servers[role] = await startTestServer({
+      principal: { role, claims: {} },
+    });
+});
+
+afterAll(async () => {
+  for (const server of Object.values(servers)) await server.close();
+  await sql.end();
+});
+
+describe('catalog resources', () => {
+  it('describe a table in Markdown: columns, enum values, keys both ways, indexes, comment', async () => {
+    const { result } = await read('support', `pg://${database}/shop/orders`);
+    expect(result?.['contents']).toEqual([
+      {
+        uri: `pg://${database}/shop/orders`,
+        mimeType: 'text/markdown',
+        text: ORDERS_MARKDOWN(database),
+      },
+    ]);
+  });
+
+  it('give the same facts as JSON with ?format=json', async () => {
+    const uri = `pg://${database}/shop/orders?format=json`;
+    const { result } = await read('support', uri);
+    const [content] = result?.['contents'] as { text: string }[];
+    const facts = JSON.parse(content?.text ?? '{}') as Record<string, unknown>;
+    expect(facts).toMatchObject({
+      schema: 'shop',
+      name: 'orders',
+      kind: 'table',
+      approximateRows: 500,
+      columns: expect.arrayContaining([
+        expect.objectContaining({
+          name: 'status',
+          enumValues: ['pending', 'paid', 'shipped', 'delivered', 'cancelled'],
+        }),
+      ]),
+    });
+  });
+
+  it('show a role only relations it holds a privilege on; others read exactly like missing ones', async () => {
+    const invoices = `pg://${database}/finance/invoices`;
+    expect((await read('finance', invoices)).result).toBeDefined();
+    const hidden = await read('support', invoices);
+    const missing = await read('support', `pg://${database}/finance/nothing`);
+    expect(hidden.error?.code).toBe(-32602);
+    expect(hidden.error?.message).toBe(missing.error?.message);
+    // Referencing tables the role cannot see are left out of "Referenced by".
+    const { result } = await read('finance', `pg://${database}/shop/orders`);
+    const text = (result?.['contents'] as { text: string }[])[0]?.text ?? '';
+    expect(text).toContain('finance.invoices (invoices_order_id_fkey)');
+    expect(text).not.toContain('support.tickets');
+  });
+
+  it('describe views, and never system schemas or pgmcp itself', async () => {
+    const view = await read(
+      'finance',
+      `pg://${database}/finance/revenue_by_month`,
+    );
+    expect((view.result?.['contents'] as { text: string }[])[0]?.text).toMatch(
+      /^# finance\.revenue_by_month \(view\)/,
+    );
+    for (const uri of [
+      `pg://${database}/pg_catalog/pg_class`,
+      `pg://${database}/pgmcp/resources`,
+      `pg://${database}/information_schema/tables`,
+    ])
+      expect((await read('engineering', uri)).error?.code).toBe(-32602);
+  });
+
+  it('round-trip identifiers with quotes, slashes, spaces and Unicode through percent-encoding', async () => {
+    const uri = catalogUri(database, 'Odd Schema', 'we/ird "name" é');
+    expect(uri).toBe(
+      `pg://${database}/Odd%20Schema/we%2Fird%20%22name%22%20%C3%A9`,
+    );
+    const { result, error } = await read('engineering', uri);
+    expect(error).toBeUndefined();
+    const text = (result?.['contents'] as { text: string }[])[0]?.text ?? '';
+    expect(text).toContain('# Odd Schema.we/ird "name" é (table)');
+    expect(text).toContain('| a\\|b | text |');
+  });
+
+  it('treat injection attempts and other databases as names that do not exist', async () => {
+    for (const uri of [
+      `pg://${database}/shop/orders%27%3B%20drop%20table%20shop.orders%3B--`,
+      `pg://${database}/shop%22.%22orders/orders`,
+      `pg://other_db/shop/orders`,
+      `pg://${database}/shop`,
+      `pg://${database}/shop/orders/extra`,
+      `pg://${database}/shop/%E0%A4%A`,
+    ]) {
+      const { error } = await read('engineering', uri);
+      expect(error?.code, uri).toBe(-32602);
+    }
+    const { rows } = await sql.query(
+      'select count(*)::int as n from shop.orders',
+    );
+    expect(rows[0]?.n).toBe(500);
+  });
+});
