@@ -11,16 +11,17 @@ const VISIBLE_RELATION = `c.relkind in ('r', 'p', 'v', 'm', 'f') and ${HIDDEN_SC
        or has_any_column_privilege(c.oid, 'SELECT, INSERT, UPDATE, REFERENCES'))`;
 
 /**
- * One relation's facts as JSON (columns with types, nullability, defaults, comments and enum
- * values; constraints; foreign keys pointing at it; indexes; RLS; approximate rows; comment), or
- * no row when the database name does not match, the relation does not exist, or the role holds
+ * Relations' facts as JSON, one row each in name order (one relation, or every one in the schema
+ * when `relation` is null): (columns with types, nullability, defaults, comments and enum
+ * values; constraints; foreign keys pointing at it; indexes; RLS; approximate rows; comment).
+ * No row when the database name does not match, the relation does not exist, or the role holds
  * no privilege on it.
  */
-export const DESCRIBE_RELATION: PreparedQuery<
-  { database: string; schema: string; relation: string },
+export const DESCRIBE_RELATIONS: PreparedQuery<
+  { database: string; schema: string; relation: string | null; limit: number },
   { description: string }
 > = {
-  name: 'pgmcp_describe_relation',
+  name: 'pgmcp_describe_relations',
   text: `select json_build_object(
     'database', current_database(),
     'schema', n.nspname,
@@ -61,6 +62,22 @@ export const DESCRIBE_RELATION: PreparedQuery<
       from pg_index i where i.indrelid = c.oid)
   )::text as description
   from pg_class c join pg_namespace n on n.oid = c.relnamespace
-  where current_database() = $1 and n.nspname = $2 and c.relname = $3 and ${VISIBLE_RELATION}`,
-  values: (args) => [args.database, args.schema, args.relation],
+  where current_database() = $1 and n.nspname = $2 and ($3::text is null or c.relname = $3)
+    and ${VISIBLE_RELATION}
+  order by c.relname
+  limit $4`,
+  values: (args) => [args.database, args.schema, args.relation, args.limit],
+};
+
+/** A schema the role may use (USAGE), with its comment; no row when hidden or unknown. */
+export const DESCRIBE_SCHEMA: PreparedQuery<
+  { database: string; schema: string },
+  { comment: string | null }
+> = {
+  name: 'pgmcp_describe_schema',
+  text: `select obj_description(n.oid, 'pg_namespace') as comment
+           from pg_namespace n
+          where current_database() = $1 and n.nspname = $2 and ${HIDDEN_SCHEMAS}
+            and has_schema_privilege(n.oid, 'USAGE')`,
+  values: (args) => [args.database, args.schema],
 };

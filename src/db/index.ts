@@ -51,4 +51,4 @@ export {
   type ChangeRow,
 } from './changes.js';
 export { TEMPLATE_COMPLETION_CANDIDATES } from './completion.js';
-export { DESCRIBE_RELATION } from './catalog.js';
+export { DESCRIBE_RELATIONS, DESCRIBE_SCHEMA } from './catalog.js';

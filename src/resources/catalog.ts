@@ -4,7 +4,8 @@
 // like one that does not exist.
 import type { Principal } from '../auth/index.js';
 import {
-  DESCRIBE_RELATION,
+  DESCRIBE_RELATIONS,
+  DESCRIBE_SCHEMA,
   runRequestQuery,
   type DatabaseHandle,
 } from '../db/index.js';
@@ -33,11 +34,14 @@ interface RelationFacts {
   indexes: string[];
 }
 
-/** A catalog URI, split: pg://{database}/{schema}/{relation}, identifiers percent-decoded. */
+/**
+ * A catalog URI, split: pg://{database}/{schema} (a schema) or pg://{database}/{schema}/{relation},
+ * identifiers percent-decoded.
+ */
 export interface CatalogAddress {
   readonly database: string;
   readonly schema: string;
-  readonly relation: string;
+  readonly relation: string | undefined;
   readonly format: 'markdown' | 'json';
 }
 
@@ -48,18 +52,18 @@ export function isCatalogUri(uri: string): boolean {
 /**
  * Parse a pg:// URI (already through validateResourceUri). Identifiers are percent-encoded as
  * encodeURIComponent does, so "/", "%", spaces and non-ASCII survive; undefined when the URI does
- * not name a relation.
+ * not name a schema or relation.
  */
 export function parseCatalogUri(uri: string): CatalogAddress | undefined {
-  const match = /^pg:\/\/([^/?#]+)\/([^/?#]+)\/([^/?#]+)(\?format=json)?$/.exec(
-    uri,
-  );
+  const match =
+    /^pg:\/\/([^/?#]+)\/([^/?#]+)(?:\/([^/?#]+))?(\?format=json)?$/.exec(uri);
   if (match === null) return undefined;
   try {
     return {
       database: decodeURIComponent(match[1] as string),
       schema: decodeURIComponent(match[2] as string),
-      relation: decodeURIComponent(match[3] as string),
+      relation:
+        match[3] === undefined ? undefined : decodeURIComponent(match[3]),
       format: match[4] === undefined ? 'markdown' : 'json',
     };
   } catch {
@@ -67,45 +71,116 @@ export function parseCatalogUri(uri: string): CatalogAddress | undefined {
   }
 }
 
-/** The canonical URI of a relation (optionally its JSON form). */
+/** The canonical URI of a schema (relation undefined) or relation, optionally its JSON form. */
 export function catalogUri(
   database: string,
   schema: string,
-  relation: string,
+  relation?: string,
   format: 'markdown' | 'json' = 'markdown',
 ): string {
-  const base = `pg://${encodeURIComponent(database)}/${encodeURIComponent(schema)}/${encodeURIComponent(relation)}`;
-  return format === 'json' ? `${base}?format=json` : base;
+  let uri = `pg://${encodeURIComponent(database)}/${encodeURIComponent(schema)}`;
+  if (relation !== undefined) uri += `/${encodeURIComponent(relation)}`;
+  return format === 'json' ? `${uri}?format=json` : uri;
 }
 
-/** The contents JSON of one catalog resource, or none. */
+/**
+ * The contents JSON of one catalog resource, or none. A relation is one content; a schema is a
+ * directory: a short summary, then one content per table and view the role can see in it (at
+ * most `maxEntries`).
+ */
 export async function readCatalog(
   db: DatabaseHandle,
   uri: string,
   principal: Principal,
   signal: AbortSignal,
+  maxEntries: number,
 ): Promise<string[]> {
   const address = parseCatalogUri(uri);
   if (address === undefined) return [];
-  const rows = await runRequestQuery(db, principal, signal, DESCRIBE_RELATION, {
-    database: address.database,
-    schema: address.schema,
-    relation: address.relation,
-  });
-  const description = rows[0]?.description;
-  if (description === undefined) return [];
-  if (address.format === 'json')
-    return [
-      JSON.stringify({ uri, mimeType: 'application/json', text: description }),
-    ];
-  const facts = JSON.parse(description) as RelationFacts;
-  return [
-    JSON.stringify({
-      uri,
-      mimeType: 'text/markdown',
-      text: renderMarkdown(facts),
-    }),
-  ];
+  const { database, schema, relation, format } = address;
+  let summary: string | undefined;
+  if (relation === undefined) {
+    const [found] = await runRequestQuery(
+      db,
+      principal,
+      signal,
+      DESCRIBE_SCHEMA,
+      {
+        database,
+        schema,
+      },
+    );
+    if (found === undefined) return [];
+    summary = found.comment ?? '';
+  }
+  const rows = await runRequestQuery(
+    db,
+    principal,
+    signal,
+    DESCRIBE_RELATIONS,
+    {
+      database,
+      schema,
+      relation: relation ?? null,
+      limit: relation === undefined ? maxEntries + 1 : 1,
+    },
+  );
+  const relations = rows
+    .slice(0, relation === undefined ? maxEntries : 1)
+    .map((row) => ({
+      json: row.description,
+      facts: JSON.parse(row.description) as RelationFacts,
+    }));
+  const contents = relations.map(({ json, facts }) =>
+    format === 'json'
+      ? JSON.stringify({
+          uri: catalogUri(facts.database, facts.schema, facts.name, 'json'),
+          mimeType: 'application/json',
+          text: json,
+        })
+      : JSON.stringify({
+          uri: catalogUri(facts.database, facts.schema, facts.name),
+          mimeType: 'text/markdown',
+          text: renderMarkdown(facts),
+        }),
+  );
+  if (summary === undefined) return contents;
+  const truncated = rows.length > maxEntries;
+  const listing = [
+    `# Schema ${schema}`,
+    '',
+    ...(summary === '' ? [] : [summary, '']),
+    relations.length === 0
+      ? 'No tables or views you can see.'
+      : `${relations.length}${truncated ? '+' : ''} tables and views you can see:`,
+    '',
+    ...relations.map(
+      ({ facts }) =>
+        `- ${facts.name} (${facts.kind})${facts.comment === null ? '' : `: ${facts.comment}`} — ${catalogUri(facts.database, facts.schema, facts.name)}`,
+    ),
+  ].join('\n');
+  const entry =
+    format === 'json'
+      ? JSON.stringify({
+          uri,
+          mimeType: 'application/json',
+          text: JSON.stringify({
+            database,
+            schema,
+            comment: summary === '' ? null : summary,
+            relations: relations.map(({ facts }) => ({
+              name: facts.name,
+              kind: facts.kind,
+            })),
+            truncated,
+          }),
+        })
+      : JSON.stringify({
+          uri,
+          mimeType: 'inode/directory',
+          text: `${listing}\n`,
+        });
+  return [entry, ...contents];
 }
 
 /** An LLM-friendly description: what the relation holds, its columns, keys and indexes. */

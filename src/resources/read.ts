@@ -47,7 +47,13 @@ export function createReadResourceMethod(
     async handle(params, ctx) {
       const uri = validateResourceUri(params.uri);
       const contents = isCatalogUri(uri)
-        ? await readCatalog(deps.db, uri, ctx.principal, ctx.signal)
+        ? await readCatalog(
+            deps.db,
+            uri,
+            ctx.principal,
+            ctx.signal,
+            deps.maxDirectoryEntries,
+          )
         : isDirectoryUri(uri)
           ? await readDirectory(deps, uri, ctx.principal, ctx.signal)
           : await readOne(deps, uri, ctx.principal, ctx.signal);

@@ -89,6 +89,43 @@ describe('catalog resources', () => {
     ]);
   });
 
+  it('read a schema as a directory: a summary, then each table and view the role can see', async () => {
+    const { result } = await read('support', `pg://${database}/shop`);
+    const contents = result?.['contents'] as {
+      uri: string;
+      mimeType: string;
+      text: string;
+    }[];
+    expect(contents[0]).toMatchObject({
+      uri: `pg://${database}/shop`,
+      mimeType: 'inode/directory',
+    });
+    expect(contents[0]?.text).toMatch(
+      /^# Schema shop\n\nOnline shop: customers, catalogue and orders\.\n/,
+    );
+    // support holds privileges on customers, orders and order_items, not on products.
+    expect(contents.slice(1).map((content) => content.uri)).toEqual(
+      ['customers', 'order_items', 'orders'].map(
+        (name) => `pg://${database}/shop/${name}`,
+      ),
+    );
+    expect(contents[3]?.text).toBe(ORDERS_MARKDOWN(database));
+    const finance = await read('finance', `pg://${database}/shop?format=json`);
+    const entry = JSON.parse(
+      (finance.result?.['contents'] as { text: string }[])[0]?.text ?? '{}',
+    ) as { relations: { name: string }[] };
+    expect(entry.relations.map((relation) => relation.name)).toEqual([
+      'order_items',
+      'orders',
+      'products',
+    ]);
+    // No USAGE on the schema: it reads like one that does not exist.
+    const hidden = await read('support', `pg://${database}/finance`);
+    const missing = await read('support', `pg://${database}/nowhere`);
+    expect(hidden.error?.code).toBe(-32602);
+    expect(hidden.error?.message).toBe(missing.error?.message);
+  });
+
   it('give the same facts as JSON with ?format=json', async () => {
     const uri = `pg://${database}/shop/orders?format=json`;
     const { result } = await read('support', uri);
@@ -155,7 +192,7 @@ describe('catalog resources', () => {
       `pg://${database}/shop/orders%27%3B%20drop%20table%20shop.orders%3B--`,
       `pg://${database}/shop%22.%22orders/orders`,
       `pg://other_db/shop/orders`,
-      `pg://${database}/shop`,
+      `pg://other_db/shop`,
       `pg://${database}/shop/orders/extra`,
       `pg://${database}/shop/%E0%A4%A`,
     ]) {
