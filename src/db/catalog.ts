@@ -81,3 +81,31 @@ export const DESCRIBE_SCHEMA: PreparedQuery<
             and has_schema_privilege(n.oid, 'USAGE')`,
   values: (args) => [args.database, args.schema],
 };
+
+/**
+ * Names the role can see, for completion: the database's own name, the schemas it may use, or
+ * the relations in `schema` it holds a privilege on; those starting with `prefix`, in order, at
+ * most `limit`.
+ */
+export const CATALOG_NAMES: PreparedQuery<
+  {
+    kind: 'database' | 'schema' | 'table';
+    schema: string | null;
+    prefix: string;
+    limit: number;
+  },
+  { name: string }
+> = {
+  name: 'pgmcp_catalog_names',
+  text: `select current_database()::text as name
+          where $1 = 'database' and starts_with(current_database(), $3)
+         union all
+         select n.nspname::text from pg_namespace n
+          where $1 = 'schema' and ${HIDDEN_SCHEMAS} and has_schema_privilege(n.oid, 'USAGE')
+            and starts_with(n.nspname, $3)
+         union all
+         select c.relname::text from pg_class c join pg_namespace n on n.oid = c.relnamespace
+          where $1 = 'table' and n.nspname = $2 and ${VISIBLE_RELATION} and starts_with(c.relname, $3)
+         order by 1 limit $4`,
+  values: (args) => [args.kind, args.schema, args.prefix, args.limit],
+};

@@ -51,4 +51,8 @@ export {
   type ChangeRow,
 } from './changes.js';
 export { TEMPLATE_COMPLETION_CANDIDATES } from './completion.js';
-export { DESCRIBE_RELATIONS, DESCRIBE_SCHEMA } from './catalog.js';
+export {
+  CATALOG_NAMES,
+  DESCRIBE_RELATIONS,
+  DESCRIBE_SCHEMA,
+} from './catalog.js';

@@ -2,10 +2,12 @@
 // takes in the stored resources the caller can read, matching what was typed and the arguments
 // already chosen. pgmcp has no prompts, so a prompt reference is an invalid ref (-32602).
 import {
+  CATALOG_NAMES,
   runRequestQuery,
   TEMPLATE_COMPLETION_CANDIDATES,
   type DatabaseHandle,
 } from '../db/index.js';
+import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
 import {
   CompleteParamsSchema,
@@ -51,6 +53,8 @@ export function createCompleteMethod(
           `Invalid params: the template has no variable ${JSON.stringify(argument.name.slice(0, 100))}.`,
         );
       const chosen = params.context?.arguments ?? {};
+      if (CATALOG_TEMPLATES.has(ref.uri))
+        return completeCatalog(deps, ref.uri, argument, chosen, ctx);
       const from = literalPrefix(template, argument, chosen);
       const [row] = await runRequestQuery(
         deps.db,
@@ -94,6 +98,58 @@ export function createCompleteMethod(
       };
     },
   });
+}
+
+/** The catalog's templates (migrations/0005): completed from pg_catalog, not stored URIs. */
+const CATALOG_TEMPLATES = new Set([
+  'pg://{database}/{schema}',
+  'pg://{database}/{schema}/{table}',
+]);
+
+/**
+ * Schema and relation names the role can see (and the database's name), in the role's own
+ * transaction; `table` needs the `schema` chosen in context.arguments.
+ */
+async function completeCatalog(
+  deps: CompletionDependencies,
+  template: string,
+  argument: { name: string; value: string },
+  chosen: Readonly<Record<string, string>>,
+  ctx: { principal: Principal; signal: AbortSignal },
+): Promise<Record<string, unknown>> {
+  // The template itself must be visible to the role, as for any other.
+  const [row] = await runRequestQuery(
+    deps.db,
+    ctx.principal,
+    ctx.signal,
+    TEMPLATE_COMPLETION_CANDIDATES,
+    { template, from: 'pg://', to: 'pg://', limit: 0 },
+  );
+  if (row === undefined || !row.template_visible) throw invalidTemplate();
+  const kind = argument.name as 'database' | 'schema' | 'table';
+  const schema = chosen['schema'];
+  if (kind === 'table' && schema === undefined)
+    return { completion: { values: [], total: 0, hasMore: false } };
+  const names = await runRequestQuery(
+    deps.db,
+    ctx.principal,
+    ctx.signal,
+    CATALOG_NAMES,
+    {
+      kind,
+      schema: schema ?? null,
+      prefix: argument.value,
+      limit: MAX_VALUES + 1,
+    },
+  );
+  const values = names.slice(0, MAX_VALUES).map((name) => name.name);
+  return {
+    completion: {
+      values,
+      ...(names.length > MAX_VALUES ? {} : { total: values.length }),
+      hasMore: names.length > MAX_VALUES,
+    },
+  };
 }
 
 function invalidTemplate(): ProtocolError {

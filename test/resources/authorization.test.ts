@@ -144,7 +144,11 @@ describe('authorization by readers (RLS)', () => {
       (none.result?.['resourceTemplates'] as { uriTemplate: string }[]).map(
         (t) => t.uriTemplate,
       ),
-    ).toEqual(['test://template/{id}/data']);
+    ).toEqual([
+      'pg://{database}/{schema}',
+      'pg://{database}/{schema}/{table}',
+      'test://template/{id}/data',
+    ]);
   });
 
   it('stops showing rows on the next page when a role loses a grant mid-walk', async () => {

@@ -129,6 +129,61 @@ describe('completion/complete', () => {
     });
   });
 
+  it('lists the catalog templates and completes them from what the role can see in pg_catalog', async () => {
+    const { result: templates } = await call(
+      support.url,
+      'resources/templates/list',
+    );
+    expect(
+      (templates?.['resourceTemplates'] as { uriTemplate: string }[]).map(
+        (template) => template.uriTemplate,
+      ),
+    ).toEqual(
+      expect.arrayContaining([
+        'pg://{database}/{schema}',
+        'pg://{database}/{schema}/{table}',
+      ]),
+    );
+    const database = new URL(testDatabaseUrl()).pathname.slice(1);
+    const values = async (
+      name: string,
+      value: string,
+      context?: Record<string, string>,
+    ) =>
+      (
+        (
+          await complete(
+            support,
+            'pg://{database}/{schema}/{table}',
+            { name, value },
+            context,
+          )
+        ).result?.['completion'] as { values: string[] }
+      ).values;
+    expect(await values('database', '')).toEqual([database]);
+    const schemas = await values('schema', '');
+    expect(schemas).toEqual(expect.arrayContaining(['shop', 'support']));
+    for (const hidden of [
+      'finance',
+      'pgmcp',
+      'pg_catalog',
+      'information_schema',
+    ])
+      expect(schemas).not.toContain(hidden);
+    expect(await values('schema', 'sh')).toEqual(['shop']);
+    // support holds privileges on three of shop's four tables.
+    expect(await values('table', '', { schema: 'shop' })).toEqual([
+      'customers',
+      'order_items',
+      'orders',
+    ]);
+    expect(await values('table', 'ord', { schema: 'shop' })).toEqual([
+      'order_items',
+      'orders',
+    ]);
+    expect(await values('table', '')).toEqual([]);
+  });
+
   it('completes reserved-expansion paths, slashes and all', async () => {
     const { result } = await complete(support, 'file:///{+path}', {
       name: 'path',

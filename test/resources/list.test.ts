@@ -184,9 +184,10 @@ describe('resources/templates/list', () => {
       const templates = first.result?.['resourceTemplates'] as {
         uriTemplate: string;
       }[];
+      // The catalog's templates come from a migration, so before the seeds' ones.
       expect(templates.map((template) => template.uriTemplate)).toEqual([
-        'notes:///{tag}/{slug}',
-        'file:///{+path}',
+        'pg://{database}/{schema}',
+        'pg://{database}/{schema}/{table}',
       ]);
       const cursor = first.result?.['nextCursor'] as string;
       expect(typeof cursor).toBe('string');
@@ -197,8 +198,16 @@ describe('resources/templates/list', () => {
         (second.result?.['resourceTemplates'] as { uriTemplate: string }[]).map(
           (t) => t.uriTemplate,
         ),
+      ).toEqual(['notes:///{tag}/{slug}', 'file:///{+path}']);
+      const third = await call(small.url, 'resources/templates/list', {
+        cursor: second.result?.['nextCursor'],
+      });
+      expect(
+        (third.result?.['resourceTemplates'] as { uriTemplate: string }[]).map(
+          (t) => t.uriTemplate,
+        ),
       ).toEqual(['test://template/{id}/data']);
-      expect(second.result).not.toHaveProperty('nextCursor');
+      expect(third.result).not.toHaveProperty('nextCursor');
       // A resources/list cursor is not a templates cursor.
       const list = await call(small.url, 'resources/list');
       const wrong = await call(small.url, 'resources/templates/list', {
