@@ -51,7 +51,9 @@ const INSTRUCTIONS =
   'pgmcp serves documents, files and notes stored in PostgreSQL as MCP resources. ' +
   'List them with resources/list (paginated), read one by URI with resources/read; ' +
   'reading a file:///…/ directory returns its entry and its children. ' +
-  'resources/templates/list shows the URI patterns (notes:///{tag}/{slug}, file:///{+path}); ' +
+  'pg://{database}/{schema}/{table} describes a table or view of the company database you have ' +
+  'access to (append ?format=json for JSON); pg://{database}/{schema} lists a schema. ' +
+  'resources/templates/list shows the URI patterns (notes:///{tag}/{slug}, file:///{+path}, pg://…); ' +
   'completion/complete suggests their variables from the resources you can read. ' +
   'subscriptions/listen delivers notifications/resources/updated for subscribed URIs (a file:///…/ ' +
   'directory covers what is under it) and notifications/resources/list_changed as changes commit.';
