@@ -5,6 +5,18 @@ import {
   type ResourceListingRow,
 } from '../db/index.js';
 
+// Characters JSON.stringify would escape (", \, controls) or may escape (lone surrogates: any
+// surrogate sends the string down the slow path, which handles pairs and lone ones alike).
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/**
+ * JSON.stringify of a string, byte for byte. Most column values (URIs, names, titles, prose) need no
+ * escapes: they are quoted as they are, without the stringifier's per-call setup and copy.
+ */
+export function jsonString(value: string): string {
+  return NEEDS_ESCAPE.test(value) ? JSON.stringify(value) : `"${value}"`;
+}
+
 // The audience column holds a handful of distinct arrays ({assistant}, {user,assistant}, …):
 // convert each once. Bounded, since the column's check constraint allows only subsets of two values.
 const audienceCache = new Map<string, string>();
@@ -53,7 +65,7 @@ const mimeTypeCache = new Map<string, string>();
 function mimeTypeJson(value: string): string {
   let json = mimeTypeCache.get(value);
   if (json === undefined) {
-    json = JSON.stringify(value);
+    json = jsonString(value);
     if (mimeTypeCache.size < 64) mimeTypeCache.set(value, json);
   }
   return json;
@@ -71,12 +83,11 @@ function annotationsJson(row: ResourceListingRow | ResourceContentRow): string {
 
 /** The MCP `Resource` object of a row, as JSON text. */
 export function renderResource(row: ResourceListingRow): string {
-  let json = `{"uri":${JSON.stringify(row[COLUMN.uri])},"name":${JSON.stringify(row[COLUMN.name])}`;
+  let json = `{"uri":${jsonString(row[COLUMN.uri])},"name":${jsonString(row[COLUMN.name])}`;
   const title = row[COLUMN.title];
-  if (title !== null) json += `,"title":${JSON.stringify(title)}`;
+  if (title !== null) json += `,"title":${jsonString(title)}`;
   const description = row[COLUMN.description];
-  if (description !== null)
-    json += `,"description":${JSON.stringify(description)}`;
+  if (description !== null) json += `,"description":${jsonString(description)}`;
   const mimeType = row[COLUMN.mime_type];
   if (mimeType !== null) json += `,"mimeType":${mimeTypeJson(mimeType)}`;
   return `${json},"size":${row[COLUMN.size]},"annotations":${annotationsJson(row)}}`;
@@ -91,13 +102,13 @@ export function renderContents(
   row: ResourceContentRow,
   extraMeta = '',
 ): string {
-  let json = `{"uri":${JSON.stringify(row[COLUMN.uri])}`;
+  let json = `{"uri":${jsonString(row[COLUMN.uri])}`;
   const mimeType = row[COLUMN.mime_type];
   if (mimeType !== null) json += `,"mimeType":${mimeTypeJson(mimeType)}`;
   // bytea arrives in hex output form: "\x" followed by two hex digits per byte.
   const blob = row[COLUMN.blob];
   if (blob !== null)
     json += `,"blob":"${Buffer.from(blob.slice(2), 'hex').toString('base64')}"`;
-  else json += `,"text":${JSON.stringify(row[COLUMN.text] ?? '')}`;
+  else json += `,"text":${jsonString(row[COLUMN.text] ?? '')}`;
   return `${json},"_meta":{"dev.pgmcp/size":${row[COLUMN.size]},"dev.pgmcp/annotations":${annotationsJson(row)}${extraMeta}}}`;
 }
