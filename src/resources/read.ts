@@ -46,8 +46,8 @@ export function createReadResourceMethod(
     async handle(params, ctx) {
       const uri = validateResourceUri(params.uri);
       const contents = isDirectoryUri(uri)
-        ? await readDirectory(deps, uri, ctx.principal, ctx.signal)
-        : await readOne(deps, uri, ctx.principal, ctx.signal);
+        ? await readDirectory(deps, uri, ctx.principal, ctx)
+        : await readOne(deps, uri, ctx.principal, ctx);
       if (contents.length === 0) {
         throw new ProtocolError('RESOURCE_NOT_FOUND', 'Resource not found.', {
           data: { uri: params.uri },
@@ -66,12 +66,12 @@ async function readOne(
   deps: ReadDependencies,
   uri: string,
   principal: Principal,
-  signal: AbortSignal,
+  cancellation: { readonly aborted: boolean },
 ): Promise<string[]> {
   const rows = await runRequestQuery(
     deps.db,
     principal,
-    signal,
+    cancellation,
     READ_RESOURCE,
     { uri },
   );
@@ -83,13 +83,13 @@ async function readDirectory(
   deps: ReadDependencies,
   uri: string,
   principal: Principal,
-  signal: AbortSignal,
+  cancellation: { readonly aborted: boolean },
 ): Promise<string[]> {
   // One statement: the directory row (if stored) sorts first, then up to max + 1 children.
   const rows = await runRequestQuery(
     deps.db,
     principal,
-    signal,
+    cancellation,
     READ_DIRECTORY,
     {
       directoryUri: uri,
