@@ -43,6 +43,14 @@ function audienceJson(value: string): string {
  * (another session time zone) goes through Date.
  */
 export function isoTimestamp(value: string): string {
+  // The usual form, with at least milliseconds: date, "T", time to the millisecond, "Z".
+  if (
+    value.length >= 26 &&
+    value.charCodeAt(10) === 32 &&
+    value.charCodeAt(19) === 46 &&
+    value.endsWith('+00')
+  )
+    return `${value.slice(0, 10)}T${value.slice(11, 23)}Z`;
   if (
     value.length >= 22 &&
     value.endsWith('+00') &&
