@@ -84,6 +84,7 @@ export class ImplicitTransaction {
 
   constructor(readonly statements: readonly ImplicitStatement[]) {
     this.#rows = statements.map(() => []);
+    this.#textRows = statements[0]?.textOutput === true;
     this.result = new Promise((resolve, reject) => {
       this.#resolve = resolve;
       this.#reject = reject;
@@ -113,7 +114,10 @@ export class ImplicitTransaction {
           values: [...statement.values],
           valueMapper: wireValue,
         });
-        connection.describe({ type: 'P', name: '' });
+        // Text rows need no field list (a DataRow carries its own column count): no Describe, so
+        // the backend sends no RowDescription and the driver parses none.
+        if (statement.textOutput !== true)
+          connection.describe({ type: 'P', name: '' });
         connection.execute({ portal: '', rows: 0 });
       }
       connection.sync();
@@ -124,7 +128,6 @@ export class ImplicitTransaction {
 
   handleRowDescription(message: { fields: readonly Field[] }): void {
     this.#fields = message.fields;
-    this.#textRows = this.statements[this.#current]?.textOutput === true;
     this.#parsers = this.#textRows
       ? []
       : message.fields.map(
@@ -152,12 +155,17 @@ export class ImplicitTransaction {
   }
 
   handleCommandComplete(): void {
-    this.#current += 1;
-    this.#fields = [];
+    this.#advance();
   }
 
   handleEmptyQuery(): void {
+    this.#advance();
+  }
+
+  #advance(): void {
     this.#current += 1;
+    this.#fields = [];
+    this.#textRows = this.statements[this.#current]?.textOutput === true;
   }
 
   handlePortalSuspended(): void {

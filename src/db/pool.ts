@@ -1,4 +1,5 @@
 // Connection pools: one for requests (read-only by default) and short-lived admin clients.
+import './data-rows.js';
 import pg from 'pg';
 
 export interface DatabaseOptions {

@@ -19,16 +19,18 @@ const SET_IDENTITY = {
  * own read-only transaction. With a role, the identity statement (set_config('role', …, true) and
  * the claims, transaction-local, never session-level on a pooled connection) and the query go out
  * together before one Sync: PostgreSQL runs them as one implicit read-only transaction, and the
- * role ends with it. Driver errors become ProtocolErrors through the SQLSTATE table.
+ * role ends with it. Driver errors become ProtocolErrors through the SQLSTATE table. An already
+ * cancelled request (`cancellation`: a signal, or a request context, which answers without making one)
+ * is refused before taking a connection.
  */
 export async function runRequestQuery<TArgs, TRow>(
   db: DatabaseHandle,
   principal: Principal,
-  signal: AbortSignal,
+  cancellation: { readonly aborted: boolean },
   query: PreparedQuery<TArgs, TRow>,
   args: TArgs,
 ): Promise<TRow[]> {
-  if (signal.aborted)
+  if (cancellation.aborted)
     throw new ProtocolError('TIMEOUT', 'The request was cancelled.');
   let client;
   try {

@@ -24,6 +24,8 @@ export interface RequestContext {
   readonly principal: Principal;
   /** Aborted when the client cancels (HTTP: stream closed; stdio: notifications/cancelled). */
   readonly signal: AbortSignal;
+  /** Whether the client has cancelled, read without making the signal (most handlers only check). */
+  readonly aborted: boolean;
 }
 
 /** A method handler: validated params in, result payload out (without resultType/_meta, added here). */
@@ -67,6 +69,8 @@ export interface Dispatcher {
 export interface TransportContext {
   readonly principal: Principal;
   readonly signal: AbortSignal;
+  /** Whether the client has cancelled, if the transport can say without making `signal`. */
+  readonly aborted?: boolean;
   /**
    * Transport-level checks that need the validated `_meta` (HTTP: MCP-Protocol-Version, Mcp-Method,
    * Mcp-Name against the body). Runs after the `_meta` check and before the version check, the order
@@ -185,6 +189,9 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       // Read lazily: transports may create the signal on first use.
       get signal() {
         return transport.signal;
+      },
+      get aborted() {
+        return transport.aborted ?? transport.signal.aborted;
       },
     });
     if (payload instanceof StreamingResult)

@@ -21,25 +21,56 @@ export class RawJson {
 }
 
 /**
+ * JSON text of `message` without its `result` member, left open after `"result":` (what
+ * JSON.stringify of the rest would write, with the member appended). The JSON-RPC envelope,
+ * {jsonrpc: "2.0", id, result} in that order, is written without a copy of the message.
+ */
+const ENVELOPE_KEYS = ['jsonrpc', 'id', 'result'];
+
+function openEnvelope(message: object): string {
+  const record = message as Record<string, unknown>;
+  let index = 0;
+  for (const key in record) {
+    if (key !== ENVELOPE_KEYS[index] || !Object.hasOwn(record, key))
+      return openEnvelopeSlow(message);
+    index += 1;
+  }
+  const id = record['id'];
+  return index === ENVELOPE_KEYS.length &&
+    record['jsonrpc'] === '2.0' &&
+    (typeof id === 'number' || typeof id === 'string')
+    ? `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`
+    : openEnvelopeSlow(message);
+}
+
+function openEnvelopeSlow(message: object): string {
+  const { result: _result, ...envelope } = message as { result?: unknown };
+  const head = JSON.stringify(envelope);
+  return `${head.slice(0, -1)}${head.length > 2 ? ',' : ''}"result":`;
+}
+
+// Result member names are short identifiers: quoted as they are unless JSON would escape something.
+const PLAIN_KEY = /^[\w./-]*$/;
+
+/**
  * JSON text of one outgoing message. The result object is written member by member so RawJson
  * members go out verbatim; everything else is plain JSON.stringify (V8's fast path).
  */
 export function serializeMessage(message: object): string {
-  const { result, ...envelope } = message as { result?: unknown };
-  if (result instanceof RawJson) {
-    const head = JSON.stringify(envelope);
-    return `${head.slice(0, -1)}${head.length > 2 ? ',' : ''}"result":${result.json}}`;
-  }
+  const result = (message as { result?: unknown }).result;
+  if (result instanceof RawJson)
+    return `${openEnvelope(message)}${result.json}}`;
   if (typeof result !== 'object' || result === null)
     return JSON.stringify(message);
   let members = '';
-  for (const [key, value] of Object.entries(result)) {
+  for (const key of Object.keys(result)) {
+    const value = (result as Record<string, unknown>)[key];
     if (value === undefined) continue;
     const json = value instanceof RawJson ? value.json : JSON.stringify(value);
-    members += `${members === '' ? '' : ','}${JSON.stringify(key)}:${json}`;
+    const name = PLAIN_KEY.test(key) ? `"${key}"` : JSON.stringify(key);
+    members += `${members === '' ? '' : ','}${name}:${json}`;
   }
-  const head = JSON.stringify(envelope);
-  return `${head.slice(0, -1)}${head.length > 2 ? ',' : ''}"result":{${members}}}`;
+  return `${openEnvelope(message)}{${members}}}`;
 }
 
 const CLOSE_BRACE = Buffer.from('}');
@@ -49,14 +80,10 @@ const CLOSE_BRACE = Buffer.from('}');
  * as its kept bytes: a constant answer is encoded once, not once per response.
  */
 export function serializeMessageBytes(message: object): Buffer {
-  const { result, ...envelope } = message as { result?: unknown };
+  const result = (message as { result?: unknown }).result;
   if (result instanceof RawJson) {
-    const head = JSON.stringify(envelope);
     return Buffer.concat([
-      Buffer.from(
-        `${head.slice(0, -1)}${head.length > 2 ? ',' : ''}"result":`,
-        'utf8',
-      ),
+      Buffer.from(openEnvelope(message), 'utf8'),
       result.bytes,
       CLOSE_BRACE,
     ]);

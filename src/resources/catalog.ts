@@ -92,7 +92,7 @@ export async function readCatalog(
   db: DatabaseHandle,
   uri: string,
   principal: Principal,
-  signal: AbortSignal,
+  cancellation: { readonly aborted: boolean },
   maxEntries: number,
 ): Promise<string[]> {
   const address = parseCatalogUri(uri);
@@ -103,7 +103,7 @@ export async function readCatalog(
     const [found] = await runRequestQuery(
       db,
       principal,
-      signal,
+      cancellation,
       DESCRIBE_SCHEMA,
       {
         database,
@@ -116,7 +116,7 @@ export async function readCatalog(
   const rows = await runRequestQuery(
     db,
     principal,
-    signal,
+    cancellation,
     DESCRIBE_RELATIONS,
     {
       database,

@@ -59,7 +59,7 @@ export function createCompleteMethod(
       const [row] = await runRequestQuery(
         deps.db,
         ctx.principal,
-        ctx.signal,
+        ctx,
         TEMPLATE_COMPLETION_CANDIDATES,
         {
           template: ref.uri,
@@ -115,13 +115,13 @@ async function completeCatalog(
   template: string,
   argument: { name: string; value: string },
   chosen: Readonly<Record<string, string>>,
-  ctx: { principal: Principal; signal: AbortSignal },
+  ctx: { principal: Principal; aborted: boolean },
 ): Promise<Record<string, unknown>> {
   // The template itself must be visible to the role, as for any other.
   const [row] = await runRequestQuery(
     deps.db,
     ctx.principal,
-    ctx.signal,
+    ctx,
     TEMPLATE_COMPLETION_CANDIDATES,
     { template, from: 'pg://', to: 'pg://', limit: 0 },
   );
@@ -133,7 +133,7 @@ async function completeCatalog(
   const names = await runRequestQuery(
     deps.db,
     ctx.principal,
-    ctx.signal,
+    ctx,
     CATALOG_NAMES,
     {
       kind,

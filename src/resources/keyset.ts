@@ -73,7 +73,7 @@ export function createKeysetListMethod<TRow>(
       const rows = await runRequestQuery(
         deps.db,
         ctx.principal,
-        ctx.signal,
+        ctx,
         options.query,
         { afterId, limit: deps.pageSize + 1 },
       );

@@ -51,12 +51,12 @@ export function createReadResourceMethod(
             deps.db,
             uri,
             ctx.principal,
-            ctx.signal,
+            ctx,
             deps.maxDirectoryEntries,
           )
         : isDirectoryUri(uri)
-          ? await readDirectory(deps, uri, ctx.principal, ctx.signal)
-          : await readOne(deps, uri, ctx.principal, ctx.signal);
+          ? await readDirectory(deps, uri, ctx.principal, ctx)
+          : await readOne(deps, uri, ctx.principal, ctx);
       if (contents.length === 0) {
         throw new ProtocolError('RESOURCE_NOT_FOUND', 'Resource not found.', {
           data: { uri: params.uri },
@@ -75,12 +75,12 @@ async function readOne(
   deps: ReadDependencies,
   uri: string,
   principal: Principal,
-  signal: AbortSignal,
+  cancellation: { readonly aborted: boolean },
 ): Promise<string[]> {
   const rows = await runRequestQuery(
     deps.db,
     principal,
-    signal,
+    cancellation,
     READ_RESOURCE,
     { uri },
   );
@@ -92,13 +92,13 @@ async function readDirectory(
   deps: ReadDependencies,
   uri: string,
   principal: Principal,
-  signal: AbortSignal,
+  cancellation: { readonly aborted: boolean },
 ): Promise<string[]> {
   // One statement: the directory row (if stored) sorts first, then up to max + 1 children.
   const rows = await runRequestQuery(
     deps.db,
     principal,
-    signal,
+    cancellation,
     READ_DIRECTORY,
     {
       directoryUri: uri,

@@ -5,6 +5,18 @@ import {
   type ResourceListingRow,
 } from '../db/index.js';
 
+// Characters JSON.stringify would escape (", \, controls) or may escape (lone surrogates: any
+// surrogate sends the string down the slow path, which handles pairs and lone ones alike).
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/**
+ * JSON.stringify of a string, byte for byte. Most column values (URIs, names, titles, prose) need no
+ * escapes: they are quoted as they are, without the stringifier's per-call setup and copy.
+ */
+export function jsonString(value: string): string {
+  return NEEDS_ESCAPE.test(value) ? JSON.stringify(value) : `"${value}"`;
+}
+
 // The audience column holds a handful of distinct arrays ({assistant}, {user,assistant}, …):
 // convert each once. Bounded, since the column's check constraint allows only subsets of two values.
 const audienceCache = new Map<string, string>();
@@ -31,6 +43,14 @@ function audienceJson(value: string): string {
  * (another session time zone) goes through Date.
  */
 export function isoTimestamp(value: string): string {
+  // The usual form, with at least milliseconds: date, "T", time to the millisecond, "Z".
+  if (
+    value.length >= 26 &&
+    value.charCodeAt(10) === 32 &&
+    value.charCodeAt(19) === 46 &&
+    value.endsWith('+00')
+  )
+    return `${value.slice(0, 10)}T${value.slice(11, 23)}Z`;
   if (
     value.length >= 22 &&
     value.endsWith('+00') &&
@@ -53,7 +73,7 @@ const mimeTypeCache = new Map<string, string>();
 function mimeTypeJson(value: string): string {
   let json = mimeTypeCache.get(value);
   if (json === undefined) {
-    json = JSON.stringify(value);
+    json = jsonString(value);
     if (mimeTypeCache.size < 64) mimeTypeCache.set(value, json);
   }
   return json;
@@ -69,17 +89,29 @@ function annotationsJson(row: ResourceListingRow | ResourceContentRow): string {
   return `${json}"lastModified":"${isoTimestamp(row[COLUMN.updated_at])}"}`;
 }
 
-/** The MCP `Resource` object of a row, as JSON text. */
+/** jsonString(value) without its quotes: the quotes go into the constant text around it. */
+function jsonStringBody(value: string): string {
+  return NEEDS_ESCAPE.test(value) ? JSON.stringify(value).slice(1, -1) : value;
+}
+
+/**
+ * The MCP `Resource` object of a row, as JSON text. Written with as few pieces as it can (each
+ * closing quote shares a constant with the next key): a page joins 100 of these rope strings, and
+ * the join walks every piece.
+ */
 export function renderResource(row: ResourceListingRow): string {
-  let json = `{"uri":${JSON.stringify(row[COLUMN.uri])},"name":${JSON.stringify(row[COLUMN.name])}`;
+  let json = `{"uri":"${jsonStringBody(row[COLUMN.uri])}","name":"${jsonStringBody(row[COLUMN.name])}`;
   const title = row[COLUMN.title];
-  if (title !== null) json += `,"title":${JSON.stringify(title)}`;
+  if (title !== null) json += `","title":"${jsonStringBody(title)}`;
   const description = row[COLUMN.description];
   if (description !== null)
-    json += `,"description":${JSON.stringify(description)}`;
+    json += `","description":"${jsonStringBody(description)}`;
   const mimeType = row[COLUMN.mime_type];
-  if (mimeType !== null) json += `,"mimeType":${mimeTypeJson(mimeType)}`;
-  return `${json},"size":${row[COLUMN.size]},"annotations":${annotationsJson(row)}}`;
+  json +=
+    mimeType === null
+      ? '","size":'
+      : `","mimeType":${mimeTypeJson(mimeType)},"size":`;
+  return `${json}${row[COLUMN.size]},"annotations":${annotationsJson(row)}}`;
 }
 
 /**
@@ -91,13 +123,13 @@ export function renderContents(
   row: ResourceContentRow,
   extraMeta = '',
 ): string {
-  let json = `{"uri":${JSON.stringify(row[COLUMN.uri])}`;
+  let json = `{"uri":${jsonString(row[COLUMN.uri])}`;
   const mimeType = row[COLUMN.mime_type];
   if (mimeType !== null) json += `,"mimeType":${mimeTypeJson(mimeType)}`;
   // bytea arrives in hex output form: "\x" followed by two hex digits per byte.
   const blob = row[COLUMN.blob];
   if (blob !== null)
     json += `,"blob":"${Buffer.from(blob.slice(2), 'hex').toString('base64')}"`;
-  else json += `,"text":${JSON.stringify(row[COLUMN.text] ?? '')}`;
+  else json += `,"text":${jsonString(row[COLUMN.text] ?? '')}`;
   return `${json},"_meta":{"dev.pgmcp/size":${row[COLUMN.size]},"dev.pgmcp/annotations":${annotationsJson(row)}${extraMeta}}}`;
 }

@@ -283,6 +283,9 @@ async function handle(
       if (cancelled) controller.abort();
       return controller.signal;
     },
+    get aborted() {
+      return cancelled;
+    },
     verifyRequest: (checked) => verifyHeaders(request, checked),
   });
   if (outcome.kind === 'stream') {
