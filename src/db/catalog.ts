@@ -109,3 +109,41 @@ export const CATALOG_NAMES: PreparedQuery<
          order by 1 limit $4`,
   values: (args) => [args.kind, args.schema, args.prefix, args.limit],
 };
+
+/**
+ * One keyset page of the catalog listing in (schema, relation) order after (`afterSchema`,
+ * `afterRelation`): each schema the role may use (relation '' , so it sorts before its relations),
+ * then the relations it holds a privilege on. Names compare in C order (type name), so the key is
+ * stable across pages.
+ */
+export const LIST_CATALOG_PAGE: PreparedQuery<
+  { afterSchema: string; afterRelation: string; limit: number },
+  {
+    database: string;
+    schema: string;
+    relation: string;
+    kind: string | null;
+    comment: string | null;
+  }
+> = {
+  name: 'pgmcp_list_catalog_page',
+  text: `select current_database()::text as database, e.schema, e.relation, e.kind, e.comment
+           from (
+             select n.nspname as schema, ''::name as relation, null::text as kind,
+                    obj_description(n.oid, 'pg_namespace') as comment
+               from pg_namespace n
+              where ${HIDDEN_SCHEMAS} and has_schema_privilege(n.oid, 'USAGE')
+             union all
+             select n.nspname, c.relname,
+                    case c.relkind when 'r' then 'table' when 'p' then 'partitioned table'
+                                   when 'v' then 'view' when 'm' then 'materialized view'
+                                   else 'foreign table' end,
+                    obj_description(c.oid, 'pg_class')
+               from pg_class c join pg_namespace n on n.oid = c.relnamespace
+              where ${VISIBLE_RELATION}
+           ) e
+          where (e.schema, e.relation) > ($1::name, $2::name)
+          order by e.schema, e.relation
+          limit $3`,
+  values: (args) => [args.afterSchema, args.afterRelation, args.limit],
+};

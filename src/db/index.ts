@@ -54,5 +54,6 @@ export { TEMPLATE_COMPLETION_CANDIDATES } from './completion.js';
 export {
   CATALOG_NAMES,
   DESCRIBE_RELATIONS,
+  LIST_CATALOG_PAGE,
   DESCRIBE_SCHEMA,
 } from './catalog.js';

@@ -69,8 +69,19 @@ describe('authorization by readers (RLS)', () => {
         'select uri from pgmcp.resources where readers && $1::text[] order by id',
         [MEMBERSHIPS[role]],
       );
-      const uris = await walk(server.url);
+      const all = await walk(server.url);
+      const uris = all.filter((uri) => !uri.startsWith('pg://'));
       expect(uris).toEqual(expected.rows.map((row) => row.uri));
+      // The catalog follows, limited to what the role holds privileges on.
+      const catalog = all.slice(uris.length);
+      expect(catalog.every((uri) => uri.startsWith('pg://'))).toBe(true);
+      const database = new URL(testDatabaseUrl()).pathname.slice(1);
+      if (role === 'support') {
+        expect(catalog).toContain(`pg://${database}/shop/orders`);
+        expect(catalog.some((uri) => uri.includes('/finance'))).toBe(false);
+      }
+      if (role === 'finance')
+        expect(catalog).toContain(`pg://${database}/finance/invoices`);
       if (role !== 'admin')
         expect(uris.length).toBeLessThan(
           (await sql.query('select 1 from pgmcp.resources')).rowCount ?? 0,

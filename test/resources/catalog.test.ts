@@ -1,8 +1,10 @@
 // Catalog resources: pg://{database}/{schema}/{table} read from pg_catalog as the caller's role.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCursorCodec } from '../../src/protocol/index.js';
 import { catalogUri } from '../../src/resources/catalog.js';
 import {
+  TEST_CURSOR_SECRET,
   call,
   startTestServer,
   testDatabaseUrl,
@@ -185,6 +187,46 @@ describe('catalog resources', () => {
     const text = (result?.['contents'] as { text: string }[])[0]?.text ?? '';
     expect(text).toContain('# Odd Schema.we/ird "name" é (table)');
     expect(text).toContain('| a\\|b | text |');
+  });
+
+  it('are listed by resources/list after the stored resources, as the role may see them', async () => {
+    const codec = createCursorCodec([TEST_CURSOR_SECRET]);
+    // Start the walk at the catalog: a cursor of the catalog phase before every name.
+    const { result } = await call(
+      (servers['support'] as TestServer).url,
+      'resources/list',
+      { cursor: codec.encode({ c: 'resources', k: ['pg', '', ''] }) },
+    );
+    const resources = result?.['resources'] as {
+      uri: string;
+      name: string;
+      mimeType: string;
+      description?: string;
+    }[];
+    expect(resources).toContainEqual({
+      uri: `pg://${database}/shop`,
+      name: 'shop',
+      title: 'Schema shop',
+      mimeType: 'inode/directory',
+      description: 'Online shop: customers, catalogue and orders.',
+    });
+    expect(resources).toContainEqual({
+      uri: `pg://${database}/shop/orders`,
+      name: 'shop.orders',
+      title: 'shop.orders (table)',
+      mimeType: 'text/markdown',
+      description: 'One row per checkout.',
+    });
+    expect(
+      resources.some((resource) => resource.uri.includes('/finance')),
+    ).toBe(false);
+    // A catalog cursor of the wrong shape is an invalid cursor.
+    const { error } = await call(
+      (servers['support'] as TestServer).url,
+      'resources/list',
+      { cursor: codec.encode({ c: 'resources', k: ['pg', 'shop'] }) },
+    );
+    expect(error).toMatchObject({ code: -32602, message: 'Invalid cursor.' });
   });
 
   it('treat injection attempts and other databases as names that do not exist', async () => {

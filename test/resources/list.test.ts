@@ -35,8 +35,16 @@ describe('resources/list', () => {
     expect(notes).toBeGreaterThanOrEqual(3000);
     const { uris, pages } = await walkList(server.url);
     expect(new Set(uris).size).toBe(uris.length);
-    expect(uris).toEqual(rows.map((row) => row.uri));
-    expect(pages.length).toBe(Math.ceil(rows.length / 100));
+    // Stored resources first, in key order; then the catalog (README "URIs"), which other files
+    // may be adding to while this one walks.
+    const stored = uris.filter((uri) => !uri.startsWith('pg://'));
+    expect(stored).toEqual(rows.map((row) => row.uri));
+    expect(uris.slice(0, stored.length)).toEqual(stored);
+    const catalog = uris.slice(stored.length);
+    expect(catalog).toContain(
+      `pg://${new URL(testDatabaseUrl()).pathname.slice(1)}/shop/orders`,
+    );
+    expect(pages.length).toBe(Math.ceil(uris.length / 100));
   });
 
   it('returns full pages of the configured size and omits nextCursor exactly on the last page', async () => {
@@ -53,22 +61,33 @@ describe('resources/list', () => {
         cursor = result?.['nextCursor'] as string | undefined;
         expect(typeof cursor).toBe('string');
       }
-      // The tail: after the second-to-last row comes one page of one row, without nextCursor;
-      // after the eighth-to-last, one full page of 7 that still has none (nothing after it).
-      const { rows } = await sql.query<{ id: string }>(
-        'select id::text as id from pgmcp.resources order by resources.id desc limit 8',
+      // The tail: after the second-to-last stored row comes the last one, then the catalog fills
+      // the page; pages stay full until the last, which alone has no nextCursor.
+      const { rows } = await sql.query<{ id: string; uri: string }>(
+        'select id::text as id, uri from pgmcp.resources order by resources.id desc limit 2',
       );
       const codec = createCursorCodec([TEST_CURSOR_SECRET]);
-      const lastOne = await call(small.url, 'resources/list', {
-        cursor: codec.encode({ c: 'resources', k: [rows[1]?.id ?? ''] }),
+      let tail: string | undefined = codec.encode({
+        c: 'resources',
+        k: [rows[1]?.id ?? ''],
       });
-      expect((lastOne.result?.['resources'] as unknown[]).length).toBe(1);
-      expect(lastOne.result).not.toHaveProperty('nextCursor');
-      const lastFull = await call(small.url, 'resources/list', {
-        cursor: codec.encode({ c: 'resources', k: [rows[7]?.id ?? ''] }),
-      });
-      expect((lastFull.result?.['resources'] as unknown[]).length).toBe(7);
-      expect(lastFull.result).not.toHaveProperty('nextCursor');
+      const seen: string[] = [];
+      for (;;) {
+        const { result } = await call(small.url, 'resources/list', {
+          cursor: tail,
+        });
+        const resources = result?.['resources'] as { uri: string }[];
+        seen.push(...resources.map((resource) => resource.uri));
+        tail = result?.['nextCursor'] as string | undefined;
+        if (tail === undefined) {
+          expect(resources.length).toBeLessThanOrEqual(7);
+          break;
+        }
+        expect(resources.length).toBe(7);
+      }
+      expect(seen[0]).toBe(rows[0]?.uri);
+      expect(seen.slice(1).every((uri) => uri.startsWith('pg://'))).toBe(true);
+      expect(new Set(seen).size).toBe(seen.length);
     } finally {
       await small.close();
     }
