@@ -45,12 +45,9 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
   );
   // pg-pool takes its own 'error' listener off a client while it is checked out. A FATAL that
   // arrives between two statements (a server shutting down, pg_terminate_backend) would then be an
-  // uncaught exception: every client keeps this listener for life. The next statement on a dead
-  // client fails, and the request path releases it as broken.
-  const guarded = new WeakSet<pg.PoolClient>();
-  pool.on('acquire', (client) => {
-    if (guarded.has(client)) return;
-    guarded.add(client);
+  // uncaught exception: every client gets this listener once, when it connects, and keeps it for
+  // life. The next statement on a dead client fails, and the request path releases it as broken.
+  pool.on('connect', (client) => {
     client.on('error', (error) =>
       options.onError('database connection failed while in use', error),
     );
