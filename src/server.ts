@@ -245,13 +245,7 @@ export async function startServer(
         allowedOrigins: config.allowedOrigins,
         authenticate,
         keepAliveMs: config.live.keepAliveMs,
-        ready: () => {
-          const health = liveFeed.health();
-          return {
-            ok: health.listening && health.reading,
-            detail: { liveUpdates: health },
-          };
-        },
+        ready: () => liveFeed.readiness(),
         protectedResource:
           config.auth.mode === 'jwt'
             ? {

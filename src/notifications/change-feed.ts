@@ -37,7 +37,8 @@ export interface FeedHealth {
 }
 
 export interface ChangeFeed {
-  health(): FeedHealth;
+  /** For /readyz: ready while listening and reading, with the details. */
+  readiness(): { ok: boolean; detail: { liveUpdates: FeedHealth } };
   /** Read the log now (tests and the start-up path use it; notifications do it on their own). */
   poll(): Promise<void>;
   stop(): Promise<void>;
@@ -164,7 +165,10 @@ export async function startChangeFeed(
   prune();
 
   return {
-    health: () => ({ listening, reading }),
+    readiness: () => ({
+      ok: listening && reading,
+      detail: { liveUpdates: { listening, reading } },
+    }),
     poll,
     async stop() {
       stopped = true;

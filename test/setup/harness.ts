@@ -121,16 +121,7 @@ export async function startTestServer(
     authenticate:
       options.authenticate ?? (() => options.principal ?? LOGIN_PRINCIPAL),
     protectedResource: options.protectedResource,
-    ready:
-      feed === undefined
-        ? undefined
-        : () => {
-            const health = feed.health();
-            return {
-              ok: health.listening && health.reading,
-              detail: { liveUpdates: health },
-            };
-          },
+    ready: feed === undefined ? undefined : () => feed.readiness(),
     log: (line) => logger.warn(line),
   });
   return {
