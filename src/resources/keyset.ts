@@ -4,6 +4,7 @@ import {
   type DatabaseHandle,
   type PreparedQuery,
 } from '../db/index.js';
+import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
 import {
   createMethod,
@@ -43,6 +44,27 @@ export function decodeAfterId(
 }
 
 /**
+ * Up to `room` rows after a keyset position, as the request's role, and whether more follow: one
+ * extra row is fetched to know, so the last page is known without a count.
+ */
+export async function keysetPage<TArgs extends { limit: number }, TRow>(
+  db: DatabaseHandle,
+  ctx: { readonly principal: Principal; readonly aborted: boolean },
+  query: PreparedQuery<TArgs, TRow>,
+  position: Omit<TArgs, 'limit'>,
+  room: number,
+): Promise<{ page: TRow[]; more: boolean }> {
+  const rows = await runRequestQuery(db, ctx.principal, ctx, query, {
+    ...position,
+    limit: room + 1,
+  } as TArgs);
+  return {
+    page: rows.length > room ? rows.slice(0, room) : rows,
+    more: rows.length > room,
+  };
+}
+
+/**
  * A list method over one table: keyset pages on the bigint primary key, in key order. Pages are
  * stable while rows are inserted and deleted (no duplicates; nothing that existed for the whole
  * walk is skipped), the last page is as fast as the first, and `nextCursor` is absent exactly on
@@ -70,19 +92,17 @@ export function createKeysetListMethod<TRow>(
         params.cursor,
         options.collection,
       );
-      const rows = await runRequestQuery(
+      const { page, more } = await keysetPage(
         deps.db,
-        ctx.principal,
         ctx,
         options.query,
-        { afterId, limit: deps.pageSize + 1 },
+        { afterId },
+        deps.pageSize,
       );
-      const page =
-        rows.length > deps.pageSize ? rows.slice(0, deps.pageSize) : rows;
       const last = page.at(-1);
       return {
         [options.field]: new RawJson(`[${page.map(options.render).join(',')}]`),
-        ...(rows.length > deps.pageSize && last !== undefined
+        ...(more && last !== undefined
           ? {
               nextCursor: deps.cursors.encode({
                 c: options.collection,

@@ -1,11 +1,6 @@
 // resources/list: stored resources in primary-key order, then the catalog (schemas, then their
 // tables and views) in name order, one keyset page per call under one cursor design.
-import {
-  COLUMN,
-  LIST_CATALOG_PAGE,
-  LIST_RESOURCES_PAGE,
-  runRequestQuery,
-} from '../db/index.js';
+import { COLUMN, LIST_CATALOG_PAGE, LIST_RESOURCES_PAGE } from '../db/index.js';
 import { ProtocolError } from '../errors.js';
 import {
   createMethod,
@@ -17,7 +12,7 @@ import {
 } from '../protocol/index.js';
 import { cacheHints } from './cache-hints.js';
 import { catalogUri } from './catalog.js';
-import { decodeAfterId, type ListDependencies } from './keyset.js';
+import { decodeAfterId, keysetPage, type ListDependencies } from './keyset.js';
 import { renderResource } from './render.js';
 
 const COLLECTION = 'resources';
@@ -93,39 +88,34 @@ export function createListResourcesMethod(
       let next: string[] | undefined;
       let catalogFrom: { schema: string; relation: string } | undefined;
       if (position.phase === 'stored') {
-        const rows = await runRequestQuery(
+        const { page, more } = await keysetPage(
           deps.db,
-          ctx.principal,
           ctx,
           LIST_RESOURCES_PAGE,
-          { afterId: position.afterId, limit: deps.pageSize + 1 },
+          { afterId: position.afterId },
+          deps.pageSize,
         );
-        const page = rows.slice(0, deps.pageSize);
         for (const row of page) items.push(renderResource(row));
         const last = page.at(-1);
-        if (rows.length > deps.pageSize && last !== undefined)
-          next = [last[COLUMN.id]];
+        if (more && last !== undefined) next = [last[COLUMN.id]];
         else catalogFrom = { schema: '', relation: '' };
       } else {
         catalogFrom = { schema: position.schema, relation: position.relation };
       }
       if (catalogFrom !== undefined) {
-        const room = deps.pageSize - items.length;
-        const rows = await runRequestQuery(
+        const { page, more } = await keysetPage(
           deps.db,
-          ctx.principal,
           ctx,
           LIST_CATALOG_PAGE,
           {
             afterSchema: catalogFrom.schema,
             afterRelation: catalogFrom.relation,
-            limit: room + 1,
           },
+          deps.pageSize - items.length,
         );
-        const page = rows.slice(0, room);
         for (const row of page) items.push(renderCatalogEntry(row));
         const last = page.at(-1);
-        if (rows.length > room)
+        if (more)
           next =
             last === undefined
               ? [CATALOG, catalogFrom.schema, catalogFrom.relation]
