@@ -120,15 +120,16 @@ export async function liveBenchmarks(
   const server = await serveAs(app.dispatcher, PRINCIPAL);
   const port = Number(new URL(server.url).port);
   const clients = await startClients();
-  const update = () =>
+  /** One single-row update, committed on its own. */
+  const update = (uri = URI) =>
     admin.query(
       `update pgmcp.resources set priority = random() where uri = $1`,
-      [URI],
+      [uri],
     );
 
   try {
     // 1. Commit → notification at the client with 1,000 open streams, each subscribed to its own
-    //    resource: 50 changes one after another, each heard by the one stream that asked.
+    //    resource: 200 changes one after another, each heard by the one stream that asked.
     const heapBefore = heapAfterGc();
     const latencyUris = Array.from(
       { length: 1000 },
@@ -144,10 +145,7 @@ export async function liveBenchmarks(
     for (let sample = 0; sample < 200; sample += 1) {
       const uri = latencyUris[(sample * 7) % latencyUris.length] as string;
       const sent = performance.timeOrigin + performance.now();
-      await admin.query(
-        `update pgmcp.resources set priority = random() where uri = $1`,
-        [uri],
-      );
+      await update(uri);
       // The commit is acknowledged: from here on the change is the server's to deliver.
       const committed = performance.timeOrigin + performance.now();
       const { times } = await clients.command<{ times: number[] }>({

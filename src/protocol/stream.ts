@@ -53,11 +53,13 @@ export type ListenParams = z.infer<typeof ListenParamsSchema>;
 /** Pre-serialized messages of one subscription: its id is spliced in verbatim (string or number). */
 export class SubscriptionMessages {
   readonly #meta: string;
+  readonly #id: RequestId;
   readonly #idJson: string;
   readonly #listChanged: string;
 
   constructor(id: RequestId) {
     RequestIdSchema.parse(id);
+    this.#id = id;
     this.#idJson = JSON.stringify(id);
     this.#meta = `{"${META_SUBSCRIPTION_ID}":${this.#idJson}}`;
     this.#listChanged = `{"jsonrpc":"2.0","method":"notifications/resources/list_changed","params":{"_meta":${this.#meta}}}`;
@@ -86,7 +88,7 @@ export class SubscriptionMessages {
   error(code: number, message: string, data: Record<string, unknown>): string {
     return JSON.stringify({
       jsonrpc: '2.0',
-      id: JSON.parse(this.#idJson) as RequestId,
+      id: this.#id,
       error: { code, message, data },
     });
   }

@@ -50,6 +50,13 @@ class MemorySink implements StreamSink {
   }
 }
 
+/** Wait (up to 3 s) until the fan-out ends `sink`'s stream. */
+async function untilEnded(sink: MemorySink): Promise<void> {
+  const deadline = Date.now() + 3000;
+  while (sink.ended === null && Date.now() < deadline)
+    await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
 const fanouts: Fanout[] = [];
 afterEach(() => {
   for (const fanout of fanouts.splice(0)) fanout.closeAll();
@@ -166,9 +173,7 @@ describe('Fanout', () => {
     sink.blocked = true;
     await fanout.publish([change('notes:///a/1')]);
     expect(fanout.size).toBe(1);
-    const deadline = Date.now() + 3000;
-    while (sink.ended === null && Date.now() < deadline)
-      await new Promise((resolve) => setTimeout(resolve, 20));
+    await untilEnded(sink);
     expect(fanout.size).toBe(0);
     expect(JSON.parse(sink.ended as string)).toMatchObject({
       id: 1,
@@ -186,9 +191,7 @@ describe('Fanout', () => {
     sink.blocked = true;
     sink.pendingBytes = 10_000;
     await fanout.publish([change('notes:///a/1')]);
-    const deadline = Date.now() + 3000;
-    while (sink.ended === null && Date.now() < deadline)
-      await new Promise((resolve) => setTimeout(resolve, 20));
+    await untilEnded(sink);
     expect(fanout.size).toBe(0);
   });
 
@@ -238,9 +241,7 @@ describe('Fanout', () => {
       fanout.reserve(principal),
     );
     expect(fanout.size).toBe(1);
-    const deadline = Date.now() + 3000;
-    while (sink.ended === null && Date.now() < deadline)
-      await new Promise((resolve) => setTimeout(resolve, 20));
+    await untilEnded(sink);
     expect(fanout.size).toBe(0);
     expect(JSON.parse(sink.ended as string)).toMatchObject({
       id: 't',
