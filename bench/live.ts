@@ -2,6 +2,7 @@
 // others: commit → notification latency with 1,000 open streams, one change fanned out to 10,000
 // streams against a bare node:http SSE broadcast, resources/read p99 during those broadcasts,
 // memory per idle stream, and write throughput with the capture triggers against without.
+import { catalogSource } from '../src/resources/index.js';
 import { fork, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import v8 from 'node:v8';
@@ -103,8 +104,10 @@ export async function liveBenchmarks(
     maxStreams: 20_000,
     maxStreamsPerRole: 20_000,
   };
+  const source = await catalogSource(db);
   const app = createApp({
     db,
+    sources: [source],
     cursorSecrets: ['bench-live-cursor-secret-0123456789'],
     pageSize: 100,
     maxDirectoryEntries: 500,
@@ -113,7 +116,7 @@ export async function liveBenchmarks(
   });
   const feed = await startChangeFeed({
     db,
-    publish: (changes) => app.fanout.publish(changes),
+    publish: (changes) => app.publish(source, changes),
     retentionSeconds: live.changeRetentionSeconds,
     log: (line) => logger.warn(line),
   });
@@ -291,7 +294,7 @@ export async function liveBenchmarks(
       const running = withFeed
         ? await startChangeFeed({
             db,
-            publish: (changes) => app.fanout.publish(changes),
+            publish: (changes) => app.publish(source, changes),
             retentionSeconds: live.changeRetentionSeconds,
             log: (line) => logger.warn(line),
           })

@@ -2,6 +2,7 @@
 // Seeds 1,000,000 stored resources into a bench database (BENCH_DATABASE_URL or TEST_DATABASE_URL's
 // server, else an embedded PostgreSQL), then measures HTTP list/read/discover against raw pg and a
 // bare node:http echo. Results: bench/results/latest.json and a table on stdout.
+import { catalogSource } from '../src/resources/index.js';
 import http from 'node:http';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -210,6 +211,7 @@ async function main(): Promise<void> {
     stream: { write: () => true } as unknown as NodeJS.WritableStream,
   });
   const app = createApp({
+    sources: [await catalogSource(db)],
     db,
     cursorSecrets: [CURSOR_SECRET],
     pageSize: PAGE_SIZE,

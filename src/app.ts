@@ -9,6 +9,7 @@ import type { Config } from './config.js';
 import {
   CHANGE_VISIBILITY,
   runRequestQuery,
+  type ChangeRow,
   type DatabaseHandle,
 } from './db/index.js';
 import { ProtocolError } from './errors.js';
@@ -22,6 +23,8 @@ import {
 } from './protocol/index.js';
 import { createListenMethod, Fanout } from './notifications/index.js';
 import {
+  deliveredChanges,
+  type CatalogSource,
   createCompleteMethod,
   createListResourcesMethod,
   createListTemplatesMethod,
@@ -33,6 +36,8 @@ import { SERVER_INFO } from './version.js';
 
 export interface AppOptions {
   readonly db: DatabaseHandle;
+  /** Databases whose catalog and row collections are pg:// resources; the first is `db`'s. */
+  readonly sources: readonly CatalogSource[];
   /** First signs cursors; all verify (rotation, replicas). */
   readonly cursorSecrets: readonly string[];
   readonly pageSize: number;
@@ -43,8 +48,10 @@ export interface AppOptions {
 
 export interface App {
   readonly dispatcher: Dispatcher;
-  /** Open listen streams; the change feed publishes into it (server.ts). */
+  /** Open listen streams. */
   readonly fanout: Fanout;
+  /** Deliver a batch from `source`'s change feed (server.ts wires one feed per database). */
+  publish(source: CatalogSource, changes: readonly ChangeRow[]): Promise<void>;
 }
 
 const INSTRUCTIONS =
@@ -61,7 +68,12 @@ const INSTRUCTIONS =
 /** Build the dispatcher with every method this server offers. */
 export function createApp(options: AppOptions): App {
   const cursors = createCursorCodec(options.cursorSecrets);
-  const listDeps = { db: options.db, cursors, pageSize: options.pageSize };
+  const listDeps = {
+    db: options.db,
+    sources: options.sources,
+    cursors,
+    pageSize: options.pageSize,
+  };
   // Delivery checks run with no client to cancel them.
   const background = new AbortController().signal;
   const fanout = new Fanout({
@@ -103,17 +115,21 @@ export function createApp(options: AppOptions): App {
       'resources/read',
       createReadResourceMethod({
         db: options.db,
+        sources: options.sources,
         maxDirectoryEntries: options.maxDirectoryEntries,
       }),
     ],
-    ['completion/complete', createCompleteMethod({ db: options.db })],
+    [
+      'completion/complete',
+      createCompleteMethod({ db: options.db, sources: options.sources }),
+    ],
     [
       'subscriptions/listen',
       createListenMethod({
         fanout,
         maxUris: options.live.maxSubscriptionUris,
         readableUris: (uris, principal, signal) =>
-          readableUris(options.db, uris, principal, signal),
+          readableUris(options.db, options.sources, uris, principal, signal),
       }),
     ],
   ]);
@@ -122,7 +138,14 @@ export function createApp(options: AppOptions): App {
     methods,
     logError: (message, error) => options.logger.error(message, error),
   });
-  return { dispatcher, fanout };
+  return {
+    dispatcher,
+    fanout,
+    publish: (source, changes) =>
+      fanout.publish(
+        changes.flatMap((change) => deliveredChanges(source, change)),
+      ),
+  };
 }
 
 export interface AuthenticateOptions {

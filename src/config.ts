@@ -1,6 +1,10 @@
-// Flags, then environment → one zod-validated, frozen config, read once at start-up.
+// Flags, then environment, then the optional config file → one zod-validated, frozen config, read
+// once at start-up.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from './errors.js';
+import { PROJECT_ROOT } from './version.js';
 
 /** Command-line flags that override environment variables (undefined = not given). */
 export interface ConfigFlags {
@@ -11,6 +15,68 @@ export interface ConfigFlags {
   seed?: string | undefined;
   role?: string | undefined;
   allowUnsafeLogin?: boolean | undefined;
+  /** The config file (JSON): catalog scope and row collections. */
+  config?: string | undefined;
+  /** More databases, each "name=postgres://…" (--database, repeatable). */
+  databases?: string[] | undefined;
+}
+
+/** The demo's config file, used by the embedded default when no other is given. */
+export const DEMO_CONFIG_FILE = path.join(
+  PROJECT_ROOT,
+  'seeds',
+  'demo',
+  'pgmcp.config.json',
+);
+
+const identifier = z
+  .string()
+  .min(1, 'names must not be empty')
+  .max(63, 'PostgreSQL names are at most 63 bytes');
+
+/** The config file's shape (README "Configuration file"); unknown keys are mistakes, not ignored. */
+const ConfigFileSchema = z
+  .object({
+    $schema: z.string().optional(),
+    catalog: z
+      .object({
+        includeSchemas: z.array(identifier).optional(),
+        excludeSchemas: z.array(identifier).optional(),
+      })
+      .strict()
+      .optional(),
+    collections: z
+      .array(
+        z
+          .object({
+            database: z.string().min(1).optional(),
+            schema: identifier,
+            table: identifier,
+            list: z.boolean().optional(),
+            titleColumn: identifier.optional(),
+          })
+          .strict(),
+      )
+      .optional(),
+  })
+  .strict();
+
+/** A table whose rows are resources pg://{database}/{schema}/{table}/rows/{key}. */
+export interface CollectionConfig {
+  /** The database's name (its URI authority); undefined: the main database. */
+  readonly database: string | undefined;
+  readonly schema: string;
+  readonly table: string;
+  /** Whether resources/list lists its rows (after the catalog). */
+  readonly list: boolean;
+  /** A column whose text becomes each listed row's title. */
+  readonly titleColumn: string | undefined;
+}
+
+/** Which schemas the catalog shows: `include` (all when null) minus `exclude`. */
+export interface CatalogScope {
+  readonly include: readonly string[] | null;
+  readonly exclude: readonly string[];
 }
 
 const csv = (value: string | undefined): string[] | undefined =>
@@ -111,7 +177,22 @@ const ConfigSchema = z.object({
   allowUnsafeLogin: z.boolean(),
 });
 
-export type Config = Readonly<z.infer<typeof ConfigSchema>>;
+/** A database served besides the main one: its catalog and collections, under `name`. */
+export interface DatabaseConfig {
+  readonly name: string;
+  readonly connectionString: string;
+}
+
+export type Config = Readonly<
+  z.infer<typeof ConfigSchema> & {
+    /** More databases (--database name=url, PGMCP_DATABASES): catalog, rows, live schema. */
+    databases: readonly DatabaseConfig[];
+    /** The config file read, if any. */
+    configFile: string | undefined;
+    catalog: CatalogScope;
+    collections: readonly CollectionConfig[];
+  }
+>;
 
 const LOOPBACK_BIND = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
 
@@ -198,8 +279,104 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv): Config {
       `HOST ${host} is not loopback, so clients will reach pgmcp by other names: list them in PGMCP_ALLOWED_HOSTS (e.g. PGMCP_ALLOWED_HOSTS=mcp.example.com), or "*" to accept any Host header (DNS rebinding protection then relies on Origin checks alone).`,
     );
   }
-  const config = parsed.data;
-  return Object.freeze(config);
+  const configFile =
+    flags.config ??
+    nonEmpty(env['PGMCP_CONFIG']) ??
+    (parsed.data.database.mode === 'embedded' ? DEMO_CONFIG_FILE : undefined);
+  const file = configFile === undefined ? {} : readConfigFile(configFile);
+  const databases = parseDatabases(
+    flags.databases ??
+      nonEmpty(env['PGMCP_DATABASES'])?.trim().split(/\s+/) ??
+      [],
+  );
+  const collections = (file.collections ?? []).map((collection) => ({
+    database: collection.database,
+    schema: collection.schema,
+    table: collection.table,
+    list: collection.list ?? false,
+    titleColumn: collection.titleColumn,
+  }));
+  const seen = new Set<string>();
+  for (const { database, schema, table } of collections) {
+    const key = JSON.stringify([database, schema, table]);
+    if (seen.has(key))
+      throw new ConfigError(
+        `${configFile}: collection ${schema}.${table} is listed twice.`,
+      );
+    seen.add(key);
+    if (
+      database !== undefined &&
+      !databases.some((entry) => entry.name === database)
+    )
+      throw new ConfigError(
+        `${configFile}: collection ${schema}.${table} names database "${database}", which is not given with --database ${database}=… (or PGMCP_DATABASES).`,
+      );
+  }
+  return Object.freeze({
+    ...parsed.data,
+    configFile,
+    databases,
+    catalog: {
+      include: file.catalog?.includeSchemas ?? null,
+      exclude: file.catalog?.excludeSchemas ?? [],
+    },
+    collections,
+  });
+}
+
+/** "name=postgres://…" entries → databases; names are URI authorities, so a plain word each. */
+function parseDatabases(entries: readonly string[]): DatabaseConfig[] {
+  const databases: DatabaseConfig[] = [];
+  for (const entry of entries) {
+    const equals = entry.indexOf('=');
+    const name = entry.slice(0, Math.max(equals, 0));
+    const connectionString = entry.slice(equals + 1);
+    if (
+      equals <= 0 ||
+      !/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(name) ||
+      !/^postgres(ql)?:\/\//.test(connectionString)
+    )
+      throw new ConfigError(
+        `--database (PGMCP_DATABASES) takes name=postgres://user:password@host/db, the name made of letters, digits, ".", "_" and "-" (got ${JSON.stringify(redactConnectionString(entry).slice(0, 80))}).`,
+      );
+    if (databases.some((database) => database.name === name))
+      throw new ConfigError(`--database ${name} is given twice.`);
+    databases.push({ name, connectionString });
+  }
+  return databases;
+}
+
+/** Read and validate the JSON config file; every problem says which file and which field. */
+function readConfigFile(file: string): z.infer<typeof ConfigFileSchema> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ConfigError(
+      `cannot read the config file ${file} (PGMCP_CONFIG / --config): ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
+    );
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(
+      `the config file ${file} is not valid JSON: ${(error as Error).message}`,
+    );
+  }
+  const parsed = ConfigFileSchema.safeParse(json);
+  if (!parsed.success) {
+    const problems = parsed.error.issues
+      .map(
+        (issue) =>
+          `  - ${issue.path.length === 0 ? '(top level)' : issue.path.join('.')}: ${issue.message}`,
+      )
+      .join('\n');
+    throw new ConfigError(
+      `invalid config file ${file}:\n${problems}\nSee README "Configuration file".`,
+    );
+  }
+  return parsed.data;
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

@@ -5,7 +5,9 @@ import { isAllowedRoleName, mintToken } from './auth/index.js';
 import {
   AUTHENTICATOR_ROLE,
   EmbeddedPostgresError,
+  createDatabase,
   grantToAuthenticator,
+  setExposed,
   listDatasets,
   type DatabaseHandle,
 } from './db/index.js';
@@ -31,6 +33,7 @@ Commands:
   seed <dataset>    load a dataset from seeds/ (demo, conformance, bench) and exit
   token --role R    print a development bearer token signed with the HS256 secret
   role grant <role> let pgmcp_authenticator switch to <role> for requests
+  expose <table>    capture a table's row changes for live updates (unexpose removes it)
 
 Run \`pgmcp <command> --help\` for a command's options.
 Without DATABASE_URL (or PG* variables) pgmcp runs an embedded PostgreSQL with data in .pgmcp/.
@@ -38,6 +41,7 @@ Without DATABASE_URL (or PG* variables) pgmcp runs an embedded PostgreSQL with d
 
 const COMMAND_HELP: Record<string, string> = {
   serve: `Usage: pgmcp serve [--port N] [--host H] [--stdio] [--role R] [--no-migrate] [--seed DATASET] [--allow-unsafe-login]
+                   [--config FILE] [--database NAME=URL]…
 
 Serve MCP 2026-07-28. Over HTTP the endpoint is http://HOST:PORT/mcp and every request needs a
 bearer token (README "Authorization"); over stdio every request runs as --role.
@@ -48,6 +52,10 @@ bearer token (README "Authorization"); over stdio every request runs as --role.
   --no-migrate           do not apply pending migrations at start-up
   --seed DATASET         load a dataset before serving (the embedded default loads demo once by itself)
   --allow-unsafe-login   serve HTTP even when logged in as a superuser or table owner (no RLS for it)
+  --config FILE          the config file: catalog scope, row collections (env PGMCP_CONFIG; README
+                         "Configuration file"; the embedded default uses seeds/demo/pgmcp.config.json)
+  --database NAME=URL    serve another database's catalog and rows as pg://NAME/… (repeatable;
+                         env PGMCP_DATABASES, space-separated)
   -h, --help             show this help
 `,
   token: `Usage: pgmcp token --role R [--ttl 1h] [--claim key=value]…
@@ -62,6 +70,16 @@ http://HOST:PORT/mcp) and any extra claims, visible to SQL as current_setting('r
 
 GRANT <role> TO pgmcp_authenticator, so requests whose token names <role> may run as it.
 Runs as the database's administrative login (DATABASE_URL, or the embedded superuser).
+`,
+  expose: `Usage: pgmcp expose <schema.table>
+       pgmcp unexpose <schema.table>
+
+Install (or remove) change capture on a company table: three statement-level triggers that log
+its row changes to pgmcp.changes, so subscribers of its rows (pg://{database}/{schema}/{table}/rows/{key})
+hear of them. Name the table as SQL would ("My Schema"."My Table" for mixed case). Serve its rows
+by listing it under "collections" in the config file (README "Row collections"). Runs as the
+database's administrative login (DATABASE_URL, or the embedded superuser), which must own the
+table or be a superuser. --database NAME picks a database given with --database NAME=url.
 `,
   migrate: `Usage: pgmcp migrate
 
@@ -101,6 +119,8 @@ export async function main(argv: string[]): Promise<void> {
     else if (command === 'seed') await oneShot(rest, 'seed', logger);
     else if (command === 'token') await token(rest);
     else if (command === 'role') await role(rest, logger);
+    else if (command === 'expose' || command === 'unexpose')
+      await expose(command, rest, logger);
     else throw new UsageError(`unknown command "${command}"`);
   } catch (error) {
     process.exitCode = report(error, logger);
@@ -186,6 +206,61 @@ async function role(args: string[], logger: Logger): Promise<void> {
   }
 }
 
+async function expose(
+  command: 'expose' | 'unexpose',
+  args: string[],
+  logger: Logger,
+): Promise<void> {
+  const { values, positionals } = parse('expose', args, {
+    database: { type: 'string' },
+  });
+  if (values['help'] === true) {
+    process.stdout.write(COMMAND_HELP['expose'] ?? '');
+    return;
+  }
+  const [table] = positionals;
+  if (table === undefined || positionals.length !== 1)
+    throw new UsageError(`usage: pgmcp ${command} <schema.table>`);
+  const config = loadConfig({}, process.env);
+  const name = values['database'];
+  let open: { db: DatabaseHandle; close(): Promise<void> };
+  if (typeof name === 'string') {
+    const database = config.databases.find((entry) => entry.name === name);
+    if (database === undefined)
+      throw new ConfigError(
+        `no database ${name}: give it with PGMCP_DATABASES="${name}=postgres://…"`,
+      );
+    const db = createDatabase({
+      connectionString: database.connectionString,
+      poolSize: 1,
+      statementTimeoutMs: config.statementTimeoutMs,
+      onError: (message, error) => logger.error(message, error),
+    });
+    open = { db, close: () => db.close() };
+  } else {
+    open = await openDatabase(config, logger);
+  }
+  try {
+    const client = await open.db.connectAdmin();
+    try {
+      const relid = await setExposed(client, table, command === 'expose');
+      if (relid === undefined)
+        throw new ConfigError(
+          `no table ${JSON.stringify(table)}: name it as SQL would, schema.table ("My Schema"."My Table" for mixed case).`,
+        );
+      logger.info(
+        command === 'expose'
+          ? `${relid}: row changes are now captured; list it under "collections" in the config file to serve its rows`
+          : `${relid}: row changes are no longer captured`,
+      );
+    } finally {
+      await client.end();
+    }
+  } finally {
+    await open.close();
+  }
+}
+
 function report(error: unknown, logger: Logger): number {
   if (error instanceof UsageError) {
     process.stderr.write(`pgmcp: ${error.message}\n\n${USAGE}`);
@@ -247,6 +322,8 @@ async function serve(args: string[], logger: Logger): Promise<void> {
     seed: { type: 'string' },
     role: { type: 'string' },
     'allow-unsafe-login': { type: 'boolean' },
+    config: { type: 'string' },
+    database: { type: 'string', multiple: true },
   });
   if (values['help'] === true) {
     process.stdout.write(COMMAND_HELP['serve'] ?? '');
@@ -264,6 +341,8 @@ async function serve(args: string[], logger: Logger): Promise<void> {
     seed: values['seed'] as string | undefined,
     role: values['role'] as string | undefined,
     allowUnsafeLogin: values['allow-unsafe-login'] as boolean | undefined,
+    config: values['config'] as string | undefined,
+    databases: values['database'] as string[] | undefined,
   };
   const config = loadConfig(flags, process.env);
   // Signals are handled from before start-up: a Ctrl-C while the embedded PostgreSQL starts, or

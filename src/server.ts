@@ -4,13 +4,18 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createApp, createAuthenticate } from './app.js';
 import { createProgress } from './cli/progress.js';
-import { redactConnectionString, type Config } from './config.js';
+import {
+  redactConnectionString,
+  type CollectionConfig,
+  type Config,
+} from './config.js';
 import { ConfigError } from './errors.js';
 import {
   AUTHENTICATOR_ROLE,
   createDatabase,
   createRoleChecker,
   enableAuthenticatorLogin,
+  inspectCollection,
   inspectLogin,
   loadSeed,
   loadSharedSecret,
@@ -23,6 +28,7 @@ import {
 import { LOGIN_PRINCIPAL } from './auth/index.js';
 import type { Logger } from './log.js';
 import { startChangeFeed, type ChangeFeed } from './notifications/index.js';
+import { catalogSource, type CatalogSource } from './resources/index.js';
 import {
   startHttpTransport,
   startStdioTransport,
@@ -185,7 +191,8 @@ export async function startServer(
   }
   const open = await openDatabase(config, logger);
   let requestDb: DatabaseHandle | undefined;
-  let feed: ChangeFeed | undefined;
+  const feeds: ChangeFeed[] = [];
+  const extraDbs: DatabaseHandle[] = [];
   try {
     const { cursorSecret } = await prepareDatabase(open.db, logger, {
       migrate: config.migrate,
@@ -197,22 +204,72 @@ export async function startServer(
         ? open.db
         : await authenticatorDatabase(config, open, logger);
     if (!config.stdio) await refuseUnsafeLogin(config, requestDb, logger);
+    const sources = [
+      await catalogSource(requestDb, {
+        scope: config.catalog,
+        collections: config.collections.filter(
+          (collection) => collection.database === undefined,
+        ),
+      }),
+    ];
+    for (const database of config.databases) {
+      const db = createDatabase({
+        connectionString: database.connectionString,
+        poolSize: config.poolSize,
+        statementTimeoutMs: config.statementTimeoutMs,
+        onError: (message, error) => logger.error(message, error),
+      });
+      extraDbs.push(db);
+      logger.info(
+        `database ${database.name}: ${redactConnectionString(database.connectionString)}`,
+      );
+      if (config.migrate) await prepareDatabase(db, logger, { migrate: true });
+      if (!config.stdio) await refuseUnsafeLogin(config, db, logger);
+      sources.push(
+        await catalogSource(db, {
+          name: database.name,
+          scope: config.catalog,
+          collections: config.collections.filter(
+            (collection) => collection.database === database.name,
+          ),
+        }),
+      );
+    }
+    const named = new Set<string>();
+    for (const source of sources) {
+      if (named.has(source.name))
+        throw new ConfigError(
+          `two databases are named ${source.name}: give --database another name (the main database is named after itself).`,
+        );
+      named.add(source.name);
+      for (const collection of source.collections)
+        await checkCollection(source, collection, logger);
+    }
     const app = createApp({
       db: requestDb,
+      sources,
       cursorSecrets: config.cursorSecrets ?? [cursorSecret],
       pageSize: config.pageSize,
       maxDirectoryEntries: config.maxDirectoryEntries,
       live: config.live,
       logger,
     });
-    feed = await startChangeFeed({
-      db: requestDb,
-      publish: (changes) => app.fanout.publish(changes),
-      retentionSeconds: config.live.changeRetentionSeconds,
-      log: (line) => logger.info(line),
-    });
-    logger.info('live updates: listening for changes on pgmcp_changes');
-    const liveFeed = feed;
+    for (const source of sources) {
+      feeds.push(
+        await startChangeFeed({
+          db: source.db,
+          publish: (changes) => app.publish(source, changes),
+          retentionSeconds: config.live.changeRetentionSeconds,
+          log: (line) =>
+            logger.info(
+              sources.length === 1 ? line : `${source.name}: ${line}`,
+            ),
+        }),
+      );
+    }
+    logger.info(
+      `live updates: listening for changes on pgmcp_changes${sources.length === 1 ? '' : ` in ${sources.length} databases`}`,
+    );
     let http: HttpTransport | undefined;
     let stdio: StdioTransport | undefined;
     if (config.stdio) {
@@ -245,7 +302,7 @@ export async function startServer(
         allowedOrigins: config.allowedOrigins,
         authenticate,
         keepAliveMs: config.live.keepAliveMs,
-        ready: () => liveFeed.readiness(),
+        ready: () => readiness(feeds),
         protectedResource:
           config.auth.mode === 'jwt'
             ? {
@@ -275,24 +332,66 @@ export async function startServer(
         stopping ??= (async () => {
           // Every listen stream gets its graceful result before the transports close.
           app.fanout.closeAll();
-          await liveFeed.stop();
+          await Promise.all(feeds.map((feed) => feed.stop()));
           stdio?.close();
           await stdio?.closed;
           await http?.close();
           if (requests !== open.db)
             await requests.close().catch(() => undefined);
+          for (const db of extraDbs) await db.close().catch(() => undefined);
           await open.close();
         })();
         return stopping;
       },
     };
   } catch (error) {
-    await feed?.stop().catch(() => undefined);
+    for (const feed of feeds) await feed.stop().catch(() => undefined);
+    for (const db of extraDbs) await db.close().catch(() => undefined);
     if (requestDb !== undefined && requestDb !== open.db)
       await requestDb.close().catch(() => undefined);
     await open.close().catch(() => undefined);
     throw error;
   }
+}
+
+/** Ready when every database's feed is: the first that is not says why. */
+function readiness(
+  feeds: readonly ChangeFeed[],
+): ReturnType<ChangeFeed['readiness']> {
+  const states = feeds.map((feed) => feed.readiness());
+  return (
+    states.find((state) => !state.ok) ??
+    (states[0] as ReturnType<ChangeFeed['readiness']>)
+  );
+}
+
+/**
+ * A configured collection must name a table with a primary key (its rows are named by it); one
+ * without capture triggers is served, but its changes are not heard of, so say how to fix that.
+ */
+async function checkCollection(
+  source: CatalogSource,
+  collection: CollectionConfig,
+  logger: Logger,
+): Promise<void> {
+  const where = `collection ${collection.schema}.${collection.table} (database ${source.name})`;
+  const facts = await inspectCollection(
+    source.db,
+    collection.schema,
+    collection.table,
+  );
+  if (!facts.exists)
+    throw new ConfigError(
+      `${where}: no such table. Check "schema" and "table" in the config file (exact names, not quoted).`,
+    );
+  if (!facts.hasPrimaryKey)
+    throw new ConfigError(
+      `${where}: the table has no primary key, and rows are named by it. Add one, or remove the collection.`,
+    );
+  if (!facts.exposed)
+    logger.warn(
+      `${where}: changes are not captured, so subscribers will not hear of them; run pgmcp expose ${collection.schema}.${collection.table}`,
+    );
 }
 
 /**

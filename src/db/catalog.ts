@@ -1,10 +1,15 @@
 // The company database's catalog, read from pg_catalog as the request role: only relations the
 // role holds some privilege on, never system schemas or pgmcp's own.
+import type { DatabaseHandle } from './pool.js';
 import type { PreparedQuery } from './queries.js';
 
 /** Schemas that are never exposed (system and pgmcp's own). */
 const HIDDEN_SCHEMAS = `n.nspname not in ('pg_catalog', 'information_schema', 'pgmcp')
   and n.nspname !~ '^pg_(toast|temp_|toast_temp_)'`;
+
+/** The configured catalog scope ($include: null for every schema; $exclude), as SQL on n.nspname. */
+const IN_SCOPE = (include: number, exclude: number) =>
+  `($${include}::text[] is null or n.nspname = any($${include}::text[])) and not (n.nspname = any($${exclude}::text[]))`;
 
 const VISIBLE_RELATION = `c.relkind in ('r', 'p', 'v', 'm', 'f') and ${HIDDEN_SCHEMAS}
   and (has_table_privilege(c.oid, 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')
@@ -93,6 +98,8 @@ export const CATALOG_NAMES: PreparedQuery<
     schema: string | null;
     prefix: string;
     limit: number;
+    include: readonly string[] | null;
+    exclude: readonly string[];
   },
   { name: string }
 > = {
@@ -102,12 +109,20 @@ export const CATALOG_NAMES: PreparedQuery<
          union all
          select n.nspname::text from pg_namespace n
           where $1 = 'schema' and ${HIDDEN_SCHEMAS} and has_schema_privilege(n.oid, 'USAGE')
-            and starts_with(n.nspname, $3)
+            and starts_with(n.nspname, $3) and ${IN_SCOPE(5, 6)}
          union all
          select c.relname::text from pg_class c join pg_namespace n on n.oid = c.relnamespace
           where $1 = 'table' and n.nspname = $2 and ${VISIBLE_RELATION} and starts_with(c.relname, $3)
+            and ${IN_SCOPE(5, 6)}
          order by 1 limit $4`,
-  values: (args) => [args.kind, args.schema, args.prefix, args.limit],
+  values: (args) => [
+    args.kind,
+    args.schema,
+    args.prefix,
+    args.limit,
+    args.include,
+    args.exclude,
+  ],
 };
 
 /**
@@ -117,7 +132,13 @@ export const CATALOG_NAMES: PreparedQuery<
  * stable across pages.
  */
 export const LIST_CATALOG_PAGE: PreparedQuery<
-  { afterSchema: string; afterRelation: string; limit: number },
+  {
+    afterSchema: string;
+    afterRelation: string;
+    limit: number;
+    include: readonly string[] | null;
+    exclude: readonly string[];
+  },
   {
     database: string;
     schema: string;
@@ -132,7 +153,7 @@ export const LIST_CATALOG_PAGE: PreparedQuery<
              select n.nspname as schema, ''::name as relation, null::text as kind,
                     obj_description(n.oid, 'pg_namespace') as comment
                from pg_namespace n
-              where ${HIDDEN_SCHEMAS} and has_schema_privilege(n.oid, 'USAGE')
+              where ${HIDDEN_SCHEMAS} and has_schema_privilege(n.oid, 'USAGE') and ${IN_SCOPE(4, 5)}
              union all
              select n.nspname, c.relname,
                     case c.relkind when 'r' then 'table' when 'p' then 'partitioned table'
@@ -140,10 +161,24 @@ export const LIST_CATALOG_PAGE: PreparedQuery<
                                    else 'foreign table' end,
                     obj_description(c.oid, 'pg_class')
                from pg_class c join pg_namespace n on n.oid = c.relnamespace
-              where ${VISIBLE_RELATION}
+              where ${VISIBLE_RELATION} and ${IN_SCOPE(4, 5)}
            ) e
           where (e.schema, e.relation) > ($1::name, $2::name)
           order by e.schema, e.relation
           limit $3`,
-  values: (args) => [args.afterSchema, args.afterRelation, args.limit],
+  values: (args) => [
+    args.afterSchema,
+    args.afterRelation,
+    args.limit,
+    args.include,
+    args.exclude,
+  ],
 };
+
+/** What current_database() says: a catalog's URI authority unless configured otherwise. */
+export async function currentDatabaseName(db: DatabaseHandle): Promise<string> {
+  const { rows } = await db.pool.query<{ name: string }>(
+    'select current_database() as name',
+  );
+  return rows[0]?.name ?? '';
+}

@@ -5,13 +5,18 @@ import type { DatabaseHandle } from './pool.js';
 
 export type ChangeKind = 'created' | 'updated' | 'deleted' | 'schema';
 
-/** One logged change; `uri` is null for schema changes. */
+/**
+ * One logged change. `uri` is set for stored resources; rows of exposed tables and schema changes
+ * have none, and `detail` names what they touched ({schema, table, key} or {schema, table,
+ * command, objectType}).
+ */
 export interface ChangeRow {
   readonly seq: string;
   readonly txid: bigint;
   readonly relation: string;
   readonly uri: string | null;
   readonly kind: ChangeKind;
+  readonly detail: unknown;
 }
 
 export interface ChangePage {
@@ -33,6 +38,7 @@ interface PageRow {
   relation: string | null;
   uri: string | null;
   kind: ChangeKind | null;
+  detail: unknown;
 }
 
 /**
@@ -48,7 +54,7 @@ export async function readChangePage(
 ): Promise<ChangePage> {
   const { rows } = await db.pool.query<PageRow>({
     name: 'pgmcp_read_changes',
-    text: `select snapshot_xmin::text, seq::text, txid::text, relation, uri, kind
+    text: `select snapshot_xmin::text, seq::text, txid::text, relation, uri, kind, detail
              from pgmcp.read_changes($1::xid8, $2::xid8, $3::bigint, $4::integer)`,
     values: [
       horizon.toString(),
@@ -70,6 +76,7 @@ export async function readChangePage(
         relation: row.relation as string,
         uri: row.uri,
         kind: row.kind as ChangeKind,
+        detail: row.detail,
       })),
   };
 }
@@ -112,8 +119,10 @@ export async function pruneChanges(
  * Which of `seqs` the request role may hear of: `before` when it could read the resource before
  * the change, `after` when it can read it after, by the resources policy's own test (membership
  * of a role in `readers`), or always for a role that bypasses row-level security (a superuser or
- * BYPASSRLS login reads every resource, so it hears of every change). Run as the role
- * (runRequestQuery); the log's policy hides rows it could read neither before nor after.
+ * BYPASSRLS login reads every resource, so it hears of every change). Rows of exposed tables and
+ * schema changes carry no readers: the log's second policy (pgmcp.change_visible) shows them to a
+ * role exactly when it may hear of them, so both flags are set. Run as the role
+ * (runRequestQuery); the log's policies hide the rest.
  */
 export const CHANGE_VISIBILITY: PreparedQuery<
   { seqs: readonly string[] },
@@ -121,8 +130,10 @@ export const CHANGE_VISIBILITY: PreparedQuery<
 > = {
   name: 'pgmcp_change_visibility',
   text: `select c.seq::text as seq,
-                r.bypass or coalesce(c.readers_before && r.roles, false) as before,
-                r.bypass or coalesce(c.readers_after && r.roles, false) as after
+                r.bypass or coalesce(c.readers_before && r.roles,
+                                     c.readers_before is null and c.readers_after is null) as before,
+                r.bypass or coalesce(c.readers_after && r.roles,
+                                     c.readers_before is null and c.readers_after is null) as after
            from pgmcp.changes c,
                 (select pgmcp.member_roles() as roles,
                         (select rolsuper or rolbypassrls from pg_roles where rolname = current_user) as bypass) r

@@ -53,7 +53,14 @@ export {
 export { TEMPLATE_COMPLETION_CANDIDATES } from './completion.js';
 export {
   CATALOG_NAMES,
+  currentDatabaseName,
   DESCRIBE_RELATIONS,
   LIST_CATALOG_PAGE,
   DESCRIBE_SCHEMA,
 } from './catalog.js';
+export {
+  inspectCollection,
+  LIST_COLLECTION_ROWS,
+  READ_COLLECTION_ROW,
+  setExposed,
+} from './rows.js';

@@ -12,6 +12,12 @@ interface SqlStateRule {
 const SQLSTATE_RULES: readonly SqlStateRule[] = [
   { match: '42501', key: 'FORBIDDEN', message: 'Permission denied.' },
   {
+    // A row key that does not convert to its column's type (row collections).
+    match: '22',
+    key: 'INVALID_PARAMS',
+    message: 'Invalid params: a value does not fit its column type.',
+  },
+  {
     match: '28',
     key: 'UNAUTHENTICATED',
     message: 'The database refused the credentials.',

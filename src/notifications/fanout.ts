@@ -1,13 +1,25 @@
 // The fan-out: open listen streams, indexed by what they asked for, and the delivery of each batch
 // of logged changes to the streams whose role may hear of them.
 import type { Principal } from '../auth/index.js';
-import type { ChangeRow } from '../db/index.js';
 import { JSONRPC, ProtocolError } from '../errors.js';
 import type {
   Implementation,
   StreamSink,
   SubscriptionMessages,
 } from '../protocol/index.js';
+
+/**
+ * A committed change as the fan-out delivers it: `uri` is what subscribers of it (or of a
+ * directory above it) hear of; null when only lists may have changed. Several entries may share a
+ * seq (a schema change touches a schema's and a table's URIs); authorization is per seq.
+ */
+export interface PublishedChange {
+  readonly seq: string;
+  readonly uri: string | null;
+  readonly kind: 'created' | 'updated' | 'deleted' | 'schema';
+  /** Whether it can change resources/list (default true; false for rows of unlisted tables). */
+  readonly listed?: boolean;
+}
 
 /** What one role may hear of, per change seq: readable before it, readable after it. */
 export type Visibility = ReadonlyMap<
@@ -240,16 +252,15 @@ export class Fanout {
    * database is unavailable) this throws before anything is written, so the batch can be retried
    * whole. Then streams are written in slices, yielding between them.
    */
-  async publish(changes: readonly ChangeRow[]): Promise<void> {
-    const relevant = changes.filter(
-      (change) => change.uri !== null && change.kind !== 'schema',
-    );
+  async publish(changes: readonly PublishedChange[]): Promise<void> {
+    const relevant = changes;
     if (relevant.length === 0 || this.#streams.size === 0) return;
 
     // Which streams could care, and the roles to ask about.
-    const interested = new Map<Subscriber, ChangeRow[]>();
+    const interested = new Map<Subscriber, PublishedChange[]>();
     for (const change of relevant) {
-      for (const uri of subscriptionKeys(change.uri as string)) {
+      if (change.uri === null) continue;
+      for (const uri of subscriptionKeys(change.uri)) {
         const subscribers = this.#byUri.get(uri);
         if (subscribers === undefined) continue;
         for (const subscriber of subscribers) {
@@ -266,7 +277,12 @@ export class Fanout {
       principals.set(subscriber.roleKey, subscriber.principal);
     if (principals.size === 0) return;
 
-    const seqs = relevant.map((change) => change.seq);
+    const seqs = [...new Set(relevant.map((change) => change.seq))];
+    const listedSeqs = new Set(
+      relevant
+        .filter((change) => change.listed !== false)
+        .map((change) => change.seq),
+    );
     const visibility = new Map<string, Visibility>();
     const failedRoles = new Map<string, ProtocolError>();
     await Promise.all(
@@ -303,8 +319,8 @@ export class Fanout {
     const listChangedFor = new Map<string, boolean>();
     for (const [key, seen] of visibility) {
       let changed = false;
-      for (const entry of seen.values())
-        if (entry.before || entry.after) {
+      for (const [seq, entry] of seen)
+        if ((entry.before || entry.after) && listedSeqs.has(seq)) {
           changed = true;
           break;
         }
@@ -325,6 +341,7 @@ export class Fanout {
       const seen = visibility.get(subscriber.roleKey);
       if (seen === undefined) continue;
       for (const change of interested.get(subscriber) ?? []) {
+        if (change.uri === null) continue;
         const entry = seen.get(change.seq);
         // Creates and updates are heard by who can read the result; deletes by who could read it.
         if (
@@ -332,7 +349,7 @@ export class Fanout {
           !(change.kind === 'deleted' ? entry.before : entry.after)
         )
           continue;
-        const uri = change.uri as string;
+        const uri = change.uri;
         let json = uriJson.get(uri);
         if (json === undefined) uriJson.set(uri, (json = JSON.stringify(uri)));
         subscriber.enqueue(json, false);

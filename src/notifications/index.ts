@@ -11,6 +11,7 @@ export {
   Fanout,
   subscriptionKeys,
   type FanoutOptions,
+  type PublishedChange,
   type Visibility,
 } from './fanout.js';
 export { createListenMethod, type ListenDependencies } from './listen.js';

@@ -7,8 +7,8 @@ import {
   DESCRIBE_RELATIONS,
   DESCRIBE_SCHEMA,
   runRequestQuery,
-  type DatabaseHandle,
 } from '../db/index.js';
+import { inScope, readRow, type CatalogSource } from './rows.js';
 
 /** The facts DESCRIBE_RELATION returns (db/catalog.ts). */
 interface RelationFacts {
@@ -42,6 +42,8 @@ export interface CatalogAddress {
   readonly database: string;
   readonly schema: string;
   readonly relation: string | undefined;
+  /** pg://{database}/{schema}/{table}/rows/{key}: the key's values (README "Row collections"). */
+  readonly rowKey: string[] | undefined;
   readonly format: 'markdown' | 'json';
 }
 
@@ -56,7 +58,9 @@ export function isCatalogUri(uri: string): boolean {
  */
 export function parseCatalogUri(uri: string): CatalogAddress | undefined {
   const match =
-    /^pg:\/\/([^/?#]+)\/([^/?#]+)(?:\/([^/?#]+))?(\?format=json)?$/.exec(uri);
+    /^pg:\/\/([^/?#]+)\/([^/?#]+)(?:\/([^/?#]+)(?:\/rows\/([^/?#]*))?)?(\?format=json)?$/.exec(
+      uri,
+    );
   if (match === null) return undefined;
   try {
     return {
@@ -64,11 +68,36 @@ export function parseCatalogUri(uri: string): CatalogAddress | undefined {
       schema: decodeURIComponent(match[2] as string),
       relation:
         match[3] === undefined ? undefined : decodeURIComponent(match[3]),
-      format: match[4] === undefined ? 'markdown' : 'json',
+      rowKey: match[4] === undefined ? undefined : decodeRowKey(match[4]),
+      format: match[5] === undefined ? 'markdown' : 'json',
     };
   } catch {
     return undefined; // a malformed escape names nothing
   }
+}
+
+/**
+ * A row key in a URI: each primary-key column's value in its PostgreSQL text form, percent-encoded
+ * as encodeURIComponent does (which encodes ","), joined with ",", in key order. So "7" is
+ * id 7, and "1042,3" is (order_id 1042, line_no 3); a "," inside a value is "%2C".
+ */
+export function encodeRowKey(key: readonly string[]): string {
+  return key.map((value) => encodeURIComponent(value)).join(',');
+}
+
+/** The inverse of encodeRowKey; throws URIError on a malformed escape. */
+export function decodeRowKey(segment: string): string[] {
+  return segment.split(',').map((value) => decodeURIComponent(value));
+}
+
+/** pg://{database}/{schema}/{table}/rows/{key}. */
+export function rowUri(
+  database: string,
+  schema: string,
+  table: string,
+  key: readonly string[],
+): string {
+  return `${catalogUri(database, schema, table)}/rows/${encodeRowKey(key)}`;
 }
 
 /** The canonical URI of a schema (relation undefined) or relation, optionally its JSON form. */
@@ -83,13 +112,21 @@ export function catalogUri(
   return format === 'json' ? `${uri}?format=json` : uri;
 }
 
+/** The source a pg:// URI's authority names, if any is configured under that name. */
+export function sourceOf(
+  sources: readonly CatalogSource[],
+  database: string,
+): CatalogSource | undefined {
+  return sources.find((source) => source.name === database);
+}
+
 /**
  * The contents JSON of one catalog resource, or none. A relation is one content; a schema is a
  * directory: a short summary, then one content per table and view the role can see in it (at
- * most `maxEntries`).
+ * most `maxEntries`); a row of a collection is its JSON (rows.ts).
  */
 export async function readCatalog(
-  db: DatabaseHandle,
+  sources: readonly CatalogSource[],
   uri: string,
   principal: Principal,
   cancellation: { readonly aborted: boolean },
@@ -98,6 +135,20 @@ export async function readCatalog(
   const address = parseCatalogUri(uri);
   if (address === undefined) return [];
   const { database, schema, relation, format } = address;
+  const source = sourceOf(sources, database);
+  if (source === undefined) return [];
+  if (relation !== undefined && address.rowKey !== undefined)
+    return readRow(
+      source,
+      uri,
+      schema,
+      relation,
+      address.rowKey,
+      principal,
+      cancellation,
+    );
+  if (!inScope(source.scope, schema)) return [];
+  const db = source.db;
   let summary: string | undefined;
   if (relation === undefined) {
     const [found] = await runRequestQuery(
@@ -105,10 +156,7 @@ export async function readCatalog(
       principal,
       cancellation,
       DESCRIBE_SCHEMA,
-      {
-        database,
-        schema,
-      },
+      { database: source.databaseName, schema },
     );
     if (found === undefined) return [];
     summary = found.comment ?? '';
@@ -119,7 +167,7 @@ export async function readCatalog(
     cancellation,
     DESCRIBE_RELATIONS,
     {
-      database,
+      database: source.databaseName,
       schema,
       relation: relation ?? null,
       limit: relation === undefined ? maxEntries + 1 : 1,
@@ -129,14 +177,19 @@ export async function readCatalog(
     .slice(0, relation === undefined ? maxEntries : 1)
     .map((row) => ({
       json: row.description,
-      facts: JSON.parse(row.description) as RelationFacts,
+      // URIs carry the configured name, which may differ from the database's own.
+      facts: {
+        ...(JSON.parse(row.description) as RelationFacts),
+        database: source.name,
+      },
     }));
   const contents = relations.map(({ json, facts }) =>
     format === 'json'
       ? JSON.stringify({
           uri: catalogUri(facts.database, facts.schema, facts.name, 'json'),
           mimeType: 'application/json',
-          text: json,
+          text:
+            source.name === source.databaseName ? json : JSON.stringify(facts),
         })
       : JSON.stringify({
           uri: catalogUri(facts.database, facts.schema, facts.name),

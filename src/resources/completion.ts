@@ -3,6 +3,7 @@
 // already chosen. pgmcp has no prompts, so a prompt reference is an invalid ref (-32602).
 import {
   CATALOG_NAMES,
+  LIST_COLLECTION_ROWS,
   runRequestQuery,
   TEMPLATE_COMPLETION_CANDIDATES,
   type DatabaseHandle,
@@ -17,6 +18,8 @@ import {
 } from '../protocol/index.js';
 import { parseUriTemplate, type UriTemplate } from './uri-template.js';
 import { prefixUpperBound } from './uri.js';
+import { inScope, type CatalogSource } from './rows.js';
+import { encodeRowKey } from './catalog.js';
 
 /** At most this many values in one answer (the spec's cap). */
 const MAX_VALUES = 100;
@@ -27,6 +30,8 @@ const MARK = '\u0001';
 
 export interface CompletionDependencies {
   readonly db: DatabaseHandle;
+  /** The databases whose catalog and rows are pg:// resources (the first is `db`'s). */
+  readonly sources: readonly CatalogSource[];
 }
 
 export function createCompleteMethod(
@@ -100,11 +105,29 @@ export function createCompleteMethod(
   });
 }
 
-/** The catalog's templates (migrations/0005): completed from pg_catalog, not stored URIs. */
+/** The catalog's templates (migrations/0005, 0006): completed from pg_catalog and the config. */
+const ROW_TEMPLATE = 'pg://{database}/{schema}/{table}/rows/{key}';
 const CATALOG_TEMPLATES = new Set([
   'pg://{database}/{schema}',
   'pg://{database}/{schema}/{table}',
+  ROW_TEMPLATE,
 ]);
+/** Rows examined when completing a row key. */
+const MAX_ROW_CANDIDATES = 1000;
+
+/** Values starting with `prefix`, sorted, as a completion. */
+function completionOf(candidates: Iterable<string>, prefix: string) {
+  const found = [...new Set(candidates)]
+    .filter((value) => value.startsWith(prefix))
+    .sort();
+  return {
+    completion: {
+      values: found.slice(0, MAX_VALUES),
+      total: found.length,
+      hasMore: found.length > MAX_VALUES,
+    },
+  };
+}
 
 /**
  * Schema and relation names the role can see (and the database's name), in the role's own
@@ -126,12 +149,77 @@ async function completeCatalog(
     { template, from: 'pg://', to: 'pg://', limit: 0 },
   );
   if (row === undefined || !row.template_visible) throw invalidTemplate();
-  const kind = argument.name as 'database' | 'schema' | 'table';
+  const none = { completion: { values: [], total: 0, hasMore: false } };
+  const rows = template === ROW_TEMPLATE;
+  const sources = rows
+    ? deps.sources.filter((source) => source.collections.length > 0)
+    : deps.sources;
+  if (argument.name === 'database')
+    return completionOf(
+      sources.map((source) => source.name),
+      argument.value,
+    );
+  // Without a chosen database, the first (the one the server's own resources live in).
+  const source =
+    chosen['database'] === undefined
+      ? sources[0]
+      : sources.find((entry) => entry.name === chosen['database']);
+  if (source === undefined) return none;
   const schema = chosen['schema'];
-  if (kind === 'table' && schema === undefined)
-    return { completion: { values: [], total: 0, hasMore: false } };
+  if (rows) {
+    const { collections } = source;
+    if (argument.name === 'schema')
+      return completionOf(
+        collections.map((collection) => collection.schema),
+        argument.value,
+      );
+    if (schema === undefined) return none;
+    if (argument.name === 'table')
+      return completionOf(
+        collections
+          .filter((collection) => collection.schema === schema)
+          .map((collection) => collection.table),
+        argument.value,
+      );
+    const table = chosen['table'];
+    if (
+      table === undefined ||
+      !collections.some(
+        (collection) =>
+          collection.schema === schema && collection.table === table,
+      )
+    )
+      return none;
+    // The first rows the role can see, by key: enough to pick from on a small table.
+    const keys = await runRequestQuery(
+      source.db,
+      ctx.principal,
+      ctx,
+      LIST_COLLECTION_ROWS,
+      {
+        schema,
+        table,
+        after: null,
+        titleColumn: null,
+        limit: MAX_ROW_CANDIDATES,
+      },
+    );
+    const completion = completionOf(
+      keys.map((key) => encodeRowKey(key.key)),
+      argument.value,
+    );
+    if (keys.length === MAX_ROW_CANDIDATES)
+      completion.completion.hasMore = true;
+    return completion;
+  }
+  const kind = argument.name as 'schema' | 'table';
+  if (
+    kind === 'table' &&
+    (schema === undefined || !inScope(source.scope, schema))
+  )
+    return none;
   const names = await runRequestQuery(
-    deps.db,
+    source.db,
     ctx.principal,
     ctx,
     CATALOG_NAMES,
@@ -140,6 +228,8 @@ async function completeCatalog(
       schema: schema ?? null,
       prefix: argument.value,
       limit: MAX_VALUES + 1,
+      include: source.scope.include,
+      exclude: source.scope.exclude,
     },
   );
   const values = names.slice(0, MAX_VALUES).map((name) => name.name);

@@ -8,3 +8,9 @@ export { isDirectoryUri, validateResourceUri } from './uri.js';
 export { parseUriTemplate, type UriTemplate } from './uri-template.js';
 export { readableUris } from './subscriptions.js';
 export { createCompleteMethod } from './completion.js';
+export {
+  catalogSource,
+  deliveredChanges,
+  type CatalogSource,
+  type DeliveredChange,
+} from './rows.js';

@@ -1,5 +1,6 @@
-// resources/list: stored resources in primary-key order, then the catalog (schemas, then their
-// tables and views) in name order, one keyset page per call under one cursor design.
+// resources/list: stored resources in primary-key order, then each database's catalog (schemas,
+// then their tables and views) in name order, then the rows of listed collections in key order;
+// one keyset page per call under one cursor design.
 import { COLUMN, LIST_CATALOG_PAGE, LIST_RESOURCES_PAGE } from '../db/index.js';
 import { ProtocolError } from '../errors.js';
 import {
@@ -13,35 +14,61 @@ import {
 import { cacheHints } from './cache-hints.js';
 import { catalogUri } from './catalog.js';
 import { decodeAfterId, keysetPage, type ListDependencies } from './keyset.js';
+import { listRows, type CatalogSource, type RowsPosition } from './rows.js';
 import { renderResource } from './render.js';
 
 const COLLECTION = 'resources';
-/** The first key of a catalog-phase cursor; stored-phase cursors hold one numeric id. */
+/**
+ * The first key of a catalog-phase cursor ([pg, database, schema, relation]) and of a rows-phase
+ * cursor ([rows, database, schema, table, ...key | null]); stored-phase cursors hold one numeric id.
+ */
 const CATALOG = 'pg';
+const ROWS = 'rows';
 
 type Position =
   | { readonly phase: 'stored'; readonly afterId: string }
   | {
       readonly phase: 'catalog';
+      readonly source: number;
       readonly schema: string;
       readonly relation: string;
+    }
+  | {
+      readonly phase: 'rows';
+      readonly source: number;
+      /** Undefined: from the first listed collection's first row. */
+      readonly rows: RowsPosition | undefined;
     };
 
 function decodePosition(
+  sources: readonly CatalogSource[],
   cursors: CursorCodec,
   cursor: string | undefined,
 ): Position {
   if (cursor !== undefined) {
     const position = cursors.decode(cursor);
-    const [first, schema, relation] = position.k;
-    if (position.c === COLLECTION && first === CATALOG) {
+    const [first, database, schema, relation, ...key] = position.k;
+    if (position.c === COLLECTION && (first === CATALOG || first === ROWS)) {
+      const source = sources.findIndex((entry) => entry.name === database);
       if (
-        position.k.length !== 3 ||
+        source === -1 ||
         typeof schema !== 'string' ||
-        typeof relation !== 'string'
+        typeof relation !== 'string' ||
+        (first === CATALOG && key.length !== 0) ||
+        !key.every((value) => typeof value === 'string')
       )
         throw new ProtocolError('INVALID_CURSOR', 'Invalid cursor.');
-      return { phase: 'catalog', schema, relation };
+      return first === CATALOG
+        ? { phase: 'catalog', source, schema, relation }
+        : {
+            phase: 'rows',
+            source,
+            rows: {
+              schema,
+              table: relation,
+              after: key.length === 0 ? null : (key as string[]),
+            },
+          };
     }
   }
   return {
@@ -50,20 +77,30 @@ function decodePosition(
   };
 }
 
+/** The start of the `index`th database's catalog; undefined past the last. */
+function catalogStart(
+  sources: readonly CatalogSource[],
+  index: number,
+): Position | undefined {
+  return index < sources.length
+    ? { phase: 'catalog', source: index, schema: '', relation: '' }
+    : undefined;
+}
+
 type CatalogRow = (typeof LIST_CATALOG_PAGE)['row'] & {};
 
 /** A schema (a directory) or a table or view, as a Resource. */
-function renderCatalogEntry(row: CatalogRow): string {
+function renderCatalogEntry(database: string, row: CatalogRow): string {
   const schemaEntry = row.relation === '';
   const resource: Record<string, string> = schemaEntry
     ? {
-        uri: catalogUri(row.database, row.schema),
+        uri: catalogUri(database, row.schema),
         name: row.schema,
         title: `Schema ${row.schema}`,
         mimeType: 'inode/directory',
       }
     : {
-        uri: catalogUri(row.database, row.schema, row.relation),
+        uri: catalogUri(database, row.schema, row.relation),
         name: `${row.schema}.${row.relation}`,
         title: `${row.schema}.${row.relation} (${row.kind ?? 'relation'})`,
         mimeType: 'text/markdown',
@@ -78,48 +115,73 @@ function renderCatalogEntry(row: CatalogRow): string {
  * the catalog; the cursor says which phase and where.
  */
 export function createListResourcesMethod(
-  deps: ListDependencies,
+  deps: ListDependencies & { readonly sources: readonly CatalogSource[] },
 ): MethodHandler<PaginatedParams> {
   return createMethod({
     params: PaginatedParamsSchema,
     async handle(params, ctx) {
-      const position = decodePosition(deps.cursors, params.cursor);
+      let position: Position | undefined = decodePosition(
+        deps.sources,
+        deps.cursors,
+        params.cursor,
+      );
       const items: string[] = [];
-      let next: string[] | undefined;
-      let catalogFrom: { schema: string; relation: string } | undefined;
-      if (position.phase === 'stored') {
-        const { page, more } = await keysetPage(
-          deps.db,
-          ctx,
-          LIST_RESOURCES_PAGE,
-          { afterId: position.afterId },
-          deps.pageSize,
-        );
-        for (const row of page) items.push(renderResource(row));
-        const last = page.at(-1);
-        if (more && last !== undefined) next = [last[COLUMN.id]];
-        else catalogFrom = { schema: '', relation: '' };
-      } else {
-        catalogFrom = { schema: position.schema, relation: position.relation };
-      }
-      if (catalogFrom !== undefined) {
-        const { page, more } = await keysetPage(
-          deps.db,
-          ctx,
-          LIST_CATALOG_PAGE,
-          {
-            afterSchema: catalogFrom.schema,
-            afterRelation: catalogFrom.relation,
-          },
-          deps.pageSize - items.length,
-        );
-        for (const row of page) items.push(renderCatalogEntry(row));
-        const last = page.at(-1);
-        if (more)
-          next =
-            last === undefined
-              ? [CATALOG, catalogFrom.schema, catalogFrom.relation]
-              : [CATALOG, last.schema, last.relation];
+      let next: (string | number)[] | undefined;
+      // Each phase fills the room left, then says where the next page starts or hands on; with
+      // no room left, a phase still looks one row ahead, so the last page has no cursor.
+      while (position !== undefined && next === undefined) {
+        const room = deps.pageSize - items.length;
+        if (position.phase === 'stored') {
+          const { page, more } = await keysetPage(
+            deps.db,
+            ctx,
+            LIST_RESOURCES_PAGE,
+            { afterId: position.afterId },
+            room,
+          );
+          for (const row of page) items.push(renderResource(row));
+          const last = page.at(-1);
+          if (more && last !== undefined) next = [last[COLUMN.id]];
+          else position = catalogStart(deps.sources, 0);
+        } else if (position.phase === 'catalog') {
+          const source = deps.sources[position.source] as CatalogSource;
+          const { page, more } = await keysetPage(
+            source.db,
+            ctx,
+            LIST_CATALOG_PAGE,
+            {
+              afterSchema: position.schema,
+              afterRelation: position.relation,
+              include: source.scope.include,
+              exclude: source.scope.exclude,
+            },
+            room,
+          );
+          for (const row of page)
+            items.push(renderCatalogEntry(source.name, row));
+          const last = page.at(-1) ?? position;
+          const relation = 'relation' in last ? last.relation : '';
+          if (more) next = [CATALOG, source.name, last.schema, relation];
+          else
+            position = {
+              phase: 'rows',
+              source: position.source,
+              rows: undefined,
+            };
+        } else {
+          const source = deps.sources[position.source] as CatalogSource;
+          const listed = await listRows(source, ctx, position.rows, room);
+          items.push(...listed.items);
+          if (listed.next !== undefined)
+            next = [
+              ROWS,
+              source.name,
+              listed.next.schema,
+              listed.next.table,
+              ...(listed.next.after ?? []),
+            ];
+          else position = catalogStart(deps.sources, position.source + 1);
+        }
       }
       return {
         resources: new RawJson(`[${items.join(',')}]`),

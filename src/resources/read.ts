@@ -18,6 +18,7 @@ import {
 } from '../protocol/index.js';
 import { cacheHints } from './cache-hints.js';
 import { isCatalogUri, readCatalog } from './catalog.js';
+import type { CatalogSource } from './rows.js';
 import { renderContents } from './render.js';
 import {
   isDirectoryUri,
@@ -31,6 +32,8 @@ const META_TRUNCATED = 'dev.pgmcp/truncated';
 
 export interface ReadDependencies {
   readonly db: DatabaseHandle;
+  /** The databases whose catalog and rows are pg:// resources (the first is `db`'s). */
+  readonly sources: readonly CatalogSource[];
   /** Most children a directory read returns (the directory entry says when it cut). */
   readonly maxDirectoryEntries: number;
 }
@@ -48,7 +51,7 @@ export function createReadResourceMethod(
       const uri = validateResourceUri(params.uri);
       const contents = isCatalogUri(uri)
         ? await readCatalog(
-            deps.db,
+            deps.sources,
             uri,
             ctx.principal,
             ctx,

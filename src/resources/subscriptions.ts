@@ -1,11 +1,14 @@
 // Which URIs a listen stream may subscribe to: those the caller can read now (resources/read's
-// rules: a stored resource, or a file: directory with something readable under it).
+// rules: a stored resource, a file: directory with something readable under it, a catalog entry
+// or a row the role can see).
 import type { Principal } from '../auth/index.js';
 import {
   READABLE_URIS,
   runRequestQuery,
   type DatabaseHandle,
 } from '../db/index.js';
+import { isCatalogUri, readCatalog } from './catalog.js';
+import type { CatalogSource } from './rows.js';
 import {
   isDirectoryUri,
   prefixUpperBound,
@@ -19,16 +22,29 @@ import {
  */
 export async function readableUris(
   db: DatabaseHandle,
+  sources: readonly CatalogSource[],
   uris: readonly string[],
   principal: Principal,
   signal: AbortSignal,
 ): Promise<string[]> {
   const normalized = [...new Set(uris.map((uri) => validateResourceUri(uri)))];
-  const rows = await runRequestQuery(db, principal, signal, READABLE_URIS, {
-    uris: normalized,
-    upperBounds: normalized.map((uri) =>
-      isDirectoryUri(uri) ? prefixUpperBound(uri) : null,
-    ),
-  });
-  return rows.map((row) => row.uri);
+  const stored = normalized.filter((uri) => !isCatalogUri(uri));
+  const rows =
+    stored.length === 0
+      ? []
+      : await runRequestQuery(db, principal, signal, READABLE_URIS, {
+          uris: stored,
+          upperBounds: stored.map((uri) =>
+            isDirectoryUri(uri) ? prefixUpperBound(uri) : null,
+          ),
+        });
+  const readable = new Set(rows.map((row) => row.uri));
+  // Catalog entries and rows: as resources/read would answer (a directory read lists one entry).
+  await Promise.all(
+    normalized.filter(isCatalogUri).map(async (uri) => {
+      if ((await readCatalog(sources, uri, principal, signal, 1)).length > 0)
+        readable.add(uri);
+    }),
+  );
+  return normalized.filter((uri) => readable.has(uri));
 }

@@ -72,6 +72,15 @@ describe('database failures', () => {
     });
     const app = createApp({
       db,
+      sources: [
+        {
+          name: 'unreachable',
+          databaseName: 'unreachable',
+          db,
+          scope: { include: null, exclude: [] },
+          collections: [],
+        },
+      ],
       cursorSecrets: ['x'.repeat(20)],
       pageSize: 10,
       maxDirectoryEntries: 10,

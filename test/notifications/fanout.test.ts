@@ -3,7 +3,7 @@
 // written in slices. (Delivery through Postgres, HTTP and stdio is covered in live.test.ts.)
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Principal } from '../../src/auth/index.js';
-import type { ChangeRow } from '../../src/db/index.js';
+import type { PublishedChange } from '../../src/notifications/index.js';
 import {
   Fanout,
   subscriptionKeys,
@@ -113,9 +113,12 @@ function setup(
 }
 
 let seq = 0;
-function change(uri: string, kind: ChangeRow['kind'] = 'updated'): ChangeRow {
+function change(
+  uri: string,
+  kind: PublishedChange['kind'] = 'updated',
+): PublishedChange {
   seq += 1;
-  return { seq: String(seq), txid: 1n, relation: 'pgmcp.resources', uri, kind };
+  return { seq: String(seq), uri, kind };
 }
 
 describe('Fanout', () => {

@@ -158,6 +158,7 @@ describe('authorization by readers (RLS)', () => {
     ).toEqual([
       'pg://{database}/{schema}',
       'pg://{database}/{schema}/{table}',
+      'pg://{database}/{schema}/{table}/rows/{key}',
       'test://template/{id}/data',
     ]);
   });

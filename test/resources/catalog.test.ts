@@ -195,7 +195,7 @@ describe('catalog resources', () => {
     const { result } = await call(
       (servers['support'] as TestServer).url,
       'resources/list',
-      { cursor: codec.encode({ c: 'resources', k: ['pg', '', ''] }) },
+      { cursor: codec.encode({ c: 'resources', k: ['pg', database, '', ''] }) },
     );
     const resources = result?.['resources'] as {
       uri: string;

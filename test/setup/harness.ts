@@ -1,5 +1,6 @@
 // Test harness: an in-process pgmcp (real Postgres, HTTP on port 0) and a raw MCP client whose
 // every response is checked against the official schema.
+import { catalogSource } from '../../src/resources/index.js';
 import { inject } from 'vitest';
 import { createApp } from '../../src/app.js';
 import { LOGIN_PRINCIPAL, type Principal } from '../../src/auth/index.js';
@@ -68,6 +69,10 @@ export interface TestServerOptions {
   live?: Partial<Config['live']>;
   /** Live-update settings without a change feed (stream caps, listen validation). */
   liveSettings?: Partial<Config['live']>;
+  /** The catalog's scope (config file "catalog"); every schema by default. */
+  catalogScope?: Config['catalog'];
+  /** Row collections (config file "collections"); none by default. */
+  collections?: Config['collections'];
 }
 
 /** The test database URL global setup provided. */
@@ -92,8 +97,13 @@ export async function startTestServer(
     statementTimeoutMs: 10_000,
     onError: (message, error) => logger.error(message, error),
   });
+  const source = await catalogSource(db, {
+    scope: options.catalogScope,
+    collections: options.collections,
+  });
   const app = createApp({
     db,
+    sources: [source],
     cursorSecrets: options.cursorSecrets ?? [TEST_CURSOR_SECRET],
     pageSize: options.pageSize ?? 100,
     maxDirectoryEntries: options.maxDirectoryEntries ?? 500,
@@ -105,7 +115,7 @@ export async function startTestServer(
       ? undefined
       : await startChangeFeed({
           db,
-          publish: (changes) => app.fanout.publish(changes),
+          publish: (changes) => app.publish(source, changes),
           retentionSeconds: TEST_LIVE.changeRetentionSeconds,
           log: (line) => logger.info(line),
           pollIntervalMs: 500,
