@@ -76,10 +76,12 @@ export function createApp(options: AppOptions): App {
   };
   // Delivery checks run with no client to cancel them.
   const background = new AbortController().signal;
-  const fanout = new Fanout({
-    authorize: async (principal, seqs) => {
+  // Who may hear of which seqs of one database's change log, asked as the role in that database.
+  const authorizeIn =
+    (db: DatabaseHandle) =>
+    async (principal: Principal, seqs: readonly string[]) => {
       const rows = await runRequestQuery(
-        options.db,
+        db,
         principal,
         background,
         CHANGE_VISIBILITY,
@@ -88,7 +90,9 @@ export function createApp(options: AppOptions): App {
       return new Map(
         rows.map((row) => [row.seq, { before: row.before, after: row.after }]),
       );
-    },
+    };
+  const fanout = new Fanout({
+    authorize: authorizeIn(options.db),
     serverInfo: SERVER_INFO,
     maxStreams: options.live.maxStreams,
     maxStreamsPerRole: options.live.maxStreamsPerRole,
@@ -144,6 +148,7 @@ export function createApp(options: AppOptions): App {
     publish: (source, changes) =>
       fanout.publish(
         changes.flatMap((change) => deliveredChanges(source, change)),
+        authorizeIn(source.db),
       ),
   };
 }

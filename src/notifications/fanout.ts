@@ -252,7 +252,11 @@ export class Fanout {
    * database is unavailable) this throws before anything is written, so the batch can be retried
    * whole. Then streams are written in slices, yielding between them.
    */
-  async publish(changes: readonly PublishedChange[]): Promise<void> {
+  async publish(
+    changes: readonly PublishedChange[],
+    /** The check for these changes' seqs (each database has its own log); default: the option's. */
+    authorize: FanoutOptions['authorize'] = this.#options.authorize,
+  ): Promise<void> {
     const relevant = changes;
     if (relevant.length === 0 || this.#streams.size === 0) return;
 
@@ -288,7 +292,7 @@ export class Fanout {
     await Promise.all(
       [...principals].map(async ([key, principal]) => {
         try {
-          visibility.set(key, await this.#options.authorize(principal, seqs));
+          visibility.set(key, await authorize(principal, seqs));
         } catch (error) {
           if (
             !(error instanceof ProtocolError) ||
