@@ -290,6 +290,49 @@ describe('row resources', () => {
       ],
     ).toEqual({ values: ['1', '3', '5', '7', '9'], total: 5, hasMore: false });
   });
+  it('treat injection attempts in completion arguments as names that match nothing', async () => {
+    const hostile = [
+      `'; drop table inv.docs; --`,
+      `"; drop table inv.docs; --`,
+      '\u0000',
+      '..',
+      '%',
+      '_',
+    ];
+    for (const uri of [
+      'pg://{database}/{schema}/{table}',
+      'pg://{database}/{schema}/{table}/rows/{key}',
+    ])
+      for (const value of hostile) {
+        for (const [name, args] of [
+          ['schema', {}],
+          ['table', { schema: value }],
+          ['key', { schema: 'inv', table: value }],
+        ] as const) {
+          if (name === 'key' && !uri.endsWith('{key}')) continue;
+          const { result, error } = await call(
+            (servers[ROLE_A] as TestServer).url,
+            'completion/complete',
+            {
+              ref: { type: 'ref/resource', uri },
+              argument: { name, value: name === 'schema' ? value : '' },
+              context: { arguments: args },
+            },
+          );
+          if (error !== undefined) {
+            expect(error.code, `${uri} ${name} ${value}`).toBe(-32602);
+            continue;
+          }
+          expect(result?.['completion'], `${uri} ${name} ${value}`).toEqual({
+            values: [],
+            total: 0,
+            hasMore: false,
+          });
+        }
+      }
+    const { rows } = await sql.query('select count(*)::int as n from inv.docs');
+    expect(rows[0].n).toBeGreaterThanOrEqual(10);
+  });
 });
 
 describe('live rows and schema', () => {
