@@ -11,6 +11,7 @@ import {
   META,
   call,
   listen,
+  listenFresh,
   startTestServer,
   testDatabaseUrl,
   type ListenStream,
@@ -48,12 +49,8 @@ async function open(
   server: TestServer,
   notifications: Record<string, unknown>,
 ): Promise<ListenStream> {
-  // Let the feed deliver what is already committed, so the stream hears only what comes next.
-  await server.feed?.poll();
-  const stream = await listen(server.url, notifications);
+  const stream = await listenFresh(server, notifications);
   streams.push(stream);
-  expect(stream.status).toBe(200);
-  await stream.waitFor((messages) => messages.length >= 1);
   return stream;
 }
 

@@ -8,7 +8,7 @@ import type { CollectionConfig } from '../../src/config.js';
 import { rowUri } from '../../src/resources/catalog.js';
 import {
   call,
-  listen,
+  listenFresh,
   startTestServer,
   testDatabaseUrl,
   walkList,
@@ -78,12 +78,8 @@ async function open(
   role: string,
   notifications: Record<string, unknown>,
 ): Promise<ListenStream> {
-  const server = servers[role] as TestServer;
-  await server.feed?.poll();
-  const stream = await listen(server.url, notifications);
+  const stream = await listenFresh(servers[role] as TestServer, notifications);
   streams.push(stream);
-  expect(stream.status).toBe(200);
-  await stream.waitFor((messages) => messages.length >= 1);
   return stream;
 }
 

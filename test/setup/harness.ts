@@ -394,3 +394,19 @@ export async function listen(
     close: () => controller.abort(),
   };
 }
+
+/**
+ * Open a listen stream on `server` once its feed has delivered what is already committed (so the
+ * stream hears only what comes next), and wait for the acknowledgement.
+ */
+export async function listenFresh(
+  server: TestServer,
+  notifications: Record<string, unknown>,
+): Promise<ListenStream> {
+  await server.feed?.poll();
+  const stream = await listen(server.url, notifications);
+  if (stream.status !== 200)
+    throw new Error(`listen answered HTTP ${stream.status}`);
+  await stream.waitFor((messages) => messages.length >= 1);
+  return stream;
+}
