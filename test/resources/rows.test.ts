@@ -433,3 +433,41 @@ describe('live rows and schema', () => {
     ).rejects.toMatchObject({ code: '42P16' });
   });
 });
+
+describe('catalog descriptions of every relation kind', () => {
+  it('describe partitioned tables, materialized views, domains, enum arrays and arrays', async () => {
+    await sql.query(`
+      create domain inv.positive as int check (value > 0);
+      create type inv.mood as enum ('ok', 'meh');
+      create table inv.events (id int, at date not null, moods inv.mood[], qty inv.positive, tags text[])
+        partition by range (at);
+      create table inv.events_2026 partition of inv.events for values from ('2026-01-01') to ('2027-01-01');
+      create materialized view inv.event_counts as select at, count(*) as n from inv.events group by at;
+      grant select on inv.events, inv.event_counts to ${ROLE_A};
+    `);
+    const events = await read(
+      ROLE_A,
+      `pg://${DATABASE}/inv/events?format=json`,
+    );
+    expect(text(events.result)).toMatchObject({
+      kind: 'partitioned table',
+      columns: [
+        { name: 'id', type: 'integer', nullable: true, enumValues: null },
+        { name: 'at', type: 'date', nullable: false },
+        { name: 'moods', type: 'inv.mood[]', enumValues: ['ok', 'meh'] },
+        { name: 'qty', type: 'inv.positive', enumValues: null },
+        { name: 'tags', type: 'text[]', enumValues: null },
+      ],
+    });
+    const counts = await read(ROLE_A, `pg://${DATABASE}/inv/event_counts`);
+    expect(
+      (counts.result?.['contents'] as { text: string }[])[0]?.text,
+    ).toContain('# inv.event_counts (materialized view)');
+    // B holds no privilege on either: both read like missing relations.
+    for (const uri of [
+      `pg://${DATABASE}/inv/events`,
+      `pg://${DATABASE}/inv/event_counts`,
+    ])
+      expect((await read(ROLE_B, uri)).error).toMatchObject({ code: -32602 });
+  });
+});
