@@ -20,7 +20,8 @@ export type Workload =
   | { kind: 'list-first' }
   | { kind: 'list-after'; afterId: number; cursorSecret: string }
   | { kind: 'discover' }
-  | { kind: 'read'; rows: number };
+  | { kind: 'read'; rows: number }
+  | { kind: 'read-uris'; uris: string[] };
 
 export interface LoadSpec {
   url: string;
@@ -82,7 +83,8 @@ export function spreadId(
   return minId - 1 + ((i * 7919) % Math.max(1, maxId - minId - pageSize));
 }
 
-function request(
+/** A JSON-RPC request's body and headers, as the load client sends them. */
+export function request(
   method: string,
   params: Record<string, unknown>,
 ): { body: string; headers: Record<string, string | number> } {
@@ -143,10 +145,16 @@ function builder(
         request('resources/read', {
           uri: `bench:///r/${1 + ((i * 7919) % workload.rows)}`,
         });
+    case 'read-uris':
+      return (i) =>
+        request('resources/read', {
+          uri: workload.uris[i % workload.uris.length] as string,
+        });
   }
 }
 
-const ERROR_PREFIX = Buffer.from('{"jsonrpc":"2.0","id":1,"error"');
+/** How a JSON-RPC error response begins (the responses put `error` right after `id`). */
+export const ERROR_PREFIX = Buffer.from('{"jsonrpc":"2.0","id":1,"error"');
 
 /**
  * Drive `spec.url` with the workload over raw keep-alive sockets, one request in flight per
@@ -188,7 +196,8 @@ export async function runLoad(spec: LoadSpec): Promise<Run> {
   }
 }
 
-function serializeRequest(
+/** One HTTP/1.1 keep-alive POST, as bytes. */
+export function serializeRequest(
   url: URL,
   body: string,
   headers: Record<string, string | number>,
@@ -199,12 +208,13 @@ function serializeRequest(
   return Buffer.concat([Buffer.from(`${head}\r\n`), Buffer.from(body)]);
 }
 
-interface Connection {
+/** A keep-alive socket with one request in flight at a time. */
+export interface Connection {
   exchange(request: Buffer): Promise<{ status: number; body: Buffer }>;
   close(): void;
 }
 
-function connect(url: URL): Promise<Connection> {
+export function connect(url: URL): Promise<Connection> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(Number(url.port), url.hostname);
     socket.setNoDelay(true);

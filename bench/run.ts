@@ -1,10 +1,11 @@
 // `npm run bench`: pgmcp against baselines measured in the same run, reported as ratios.
 // Seeds 1,000,000 stored resources into a bench database (BENCH_DATABASE_URL or TEST_DATABASE_URL's
 // server, else an embedded PostgreSQL), then measures HTTP list/read/discover against raw pg and a
-// bare node:http echo. Results: bench/results/latest.json and a table on stdout.
+// bare node:http echo, and the catalog of a 10,000-table database (bench/catalog.ts). Results:
+// bench/results/latest.json and a table on stdout. BENCH_ONLY=catalog runs the catalog figures alone.
 import { catalogSource } from '../src/resources/index.js';
 import http from 'node:http';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -29,6 +30,7 @@ import {
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
 import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../src/server.js';
+import { catalogBenchmarks } from './catalog.js';
 import { liveBenchmarks } from './live.js';
 import { serveAs } from './serve.js';
 import { PROJECT_ROOT, SERVER_INFO } from '../src/version.js';
@@ -40,6 +42,13 @@ const WARMUP_MS = 500;
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
 const PAGE_SIZE = 100;
 const CURSOR_SECRET = 'bench-cursor-secret-0123456789';
+// Which figures to take: all of them, or with BENCH_ONLY=catalog only the catalog's (no 1M-row seed).
+const ONLY = process.env['BENCH_ONLY'];
+if (ONLY !== undefined && ONLY !== '' && ONLY !== 'catalog')
+  throw new Error(
+    `BENCH_ONLY=${ONLY}: the only filter is "catalog" (unset runs everything)`,
+  );
+const CATALOG_ONLY = ONLY === 'catalog';
 
 // The baselines: what a program would run against the same pool without pgmcp.
 const RAW_KEYSET_PAGE = `select id, uri, name, title, description, mime_type, size, audience, priority, updated_at
@@ -171,6 +180,24 @@ async function benchDatabase(
 async function main(): Promise<void> {
   const logger = createLogger();
   const database = await benchDatabase((line) => logger.info(line));
+  const results: Record<string, unknown> = {};
+  const report: string[] = [];
+  // The catalog first, on its own database (before the stored resources' loads warm anything).
+  {
+    const catalog = await catalogBenchmarks({
+      serverUrl: database.url,
+      logger,
+      rounds: ROUNDS,
+      load,
+    });
+    Object.assign(results, catalog.results);
+    report.push(...catalog.rows);
+  }
+  if (CATALOG_ONLY) {
+    await database.stop();
+    writeSummary(results, report);
+    return;
+  }
   const db = createDatabase({
     connectionString: database.url,
     poolSize: 10,
@@ -225,8 +252,6 @@ async function main(): Promise<void> {
   const readerServer = await serve({ role: 'bench_reader', claims: {} });
   const allServer = await serve({ role: 'bench_all', claims: {} });
   const url = server.url;
-  const results: Record<string, unknown> = {};
-  const report: string[] = [];
   const listWorkload: Workload = {
     kind: 'list',
     minId,
@@ -418,7 +443,20 @@ async function main(): Promise<void> {
   await db.close();
   await database.stop();
 
-  const summary = {
+  writeSummary(results, report);
+}
+
+/**
+ * Write bench/results/latest.json and print README's table. A BENCH_ONLY run keeps the other
+ * figures of the last full run in the file and notes its own date under `partialRuns`.
+ */
+function writeSummary(
+  results: Record<string, unknown>,
+  report: string[],
+): void {
+  const directory = path.join(PROJECT_ROOT, 'bench', 'results');
+  const file = path.join(directory, 'latest.json');
+  const run = {
     version: SERVER_INFO.version,
     date: new Date().toISOString(),
     machine: {
@@ -428,14 +466,21 @@ async function main(): Promise<void> {
     },
     durationMs: DURATION_MS,
     rounds: ROUNDS,
-    results,
   };
-  const directory = path.join(PROJECT_ROOT, 'bench', 'results');
+  let summary: Record<string, unknown> = { ...run, results };
+  if (CATALOG_ONLY && existsSync(file)) {
+    const last = JSON.parse(readFileSync(file, 'utf8')) as {
+      results?: Record<string, unknown>;
+      partialRuns?: Record<string, unknown>;
+    };
+    summary = {
+      ...last,
+      results: { ...last.results, ...results },
+      partialRuns: { ...last.partialRuns, catalog: run },
+    };
+  }
   mkdirSync(directory, { recursive: true });
-  writeFileSync(
-    path.join(directory, 'latest.json'),
-    `${JSON.stringify(summary, null, 2)}\n`,
-  );
+  writeFileSync(file, `${JSON.stringify(summary, null, 2)}\n`);
   // The same table README's Benchmarks section shows.
   process.stdout.write(
     `\n| measure | pgmcp vs baseline (median round) | ratio (median of ${ROUNDS} rounds) | target | |\n|---|---|---|---|---|\n${report.join('\n')}\n`,

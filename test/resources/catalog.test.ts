@@ -229,6 +229,101 @@ describe('catalog resources', () => {
     expect(error).toMatchObject({ code: -32602, message: 'Invalid cursor.' });
   });
 
+  it('walk a catalog of many tables across schemas page by page: each entry the role may see exactly once, in name order', async () => {
+    // Three schemas of 40 tables (names in mixed case, so C order matters), granted in part: every
+    // third table not at all, one only on a column, and one schema without USAGE (its tables
+    // are listed, its entry is not).
+    await sql.query(`do $$
+      begin
+        if not exists (select from pg_roles where rolname = 'catalog_walker') then
+          create role catalog_walker nologin;
+        end if;
+      end $$`);
+    await sql.query(`do $$
+      declare
+        s text;
+        t text;
+      begin
+        foreach s in array array['walk_a', 'Walk_B', 'walk_c'] loop
+          execute format('create schema if not exists %I', s);
+          for i in 1..40 loop
+            t := case when i % 10 = 0 then format('T%s', i) else format('t%s', lpad(i::text, 2, '0')) end;
+            execute format('create table if not exists %I.%I (id int primary key)', s, t);
+            if i % 3 = 1 then
+              execute format('grant select on %I.%I to catalog_walker', s, t);
+            elsif i % 3 = 2 then
+              execute format('grant insert on %I.%I to catalog_walker', s, t);
+            end if;
+          end loop;
+        end loop;
+        grant usage on schema walk_a, "Walk_B" to catalog_walker;
+        grant select (id) on walk_a.t03 to catalog_walker;
+      end $$`);
+    const walker = await startTestServer({
+      principal: { role: 'catalog_walker', claims: {} },
+      pageSize: 7,
+    });
+    const expected: string[] = [];
+    try {
+      await sql.query('begin read only');
+      await sql.query('set local role catalog_walker');
+      const { rows } = await sql.query<{ schema: string; relation: string }>(
+        `select n.nspname as schema, ''::name as relation from pg_namespace n
+          where n.nspname not in ('pg_catalog', 'information_schema', 'pgmcp')
+            and n.nspname !~ '^pg_(toast|temp_|toast_temp_)' and has_schema_privilege(n.oid, 'USAGE')
+         union all
+         select n.nspname, c.relname from pg_class c join pg_namespace n on n.oid = c.relnamespace
+          where c.relkind in ('r', 'p', 'v', 'm', 'f')
+            and n.nspname not in ('pg_catalog', 'information_schema', 'pgmcp')
+            and n.nspname !~ '^pg_(toast|temp_|toast_temp_)'
+            and (has_table_privilege(c.oid, 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')
+                 or has_any_column_privilege(c.oid, 'SELECT, INSERT, UPDATE, REFERENCES'))
+         order by 1, 2`,
+      );
+      for (const row of rows)
+        expected.push(
+          row.relation === ''
+            ? catalogUri(database, row.schema)
+            : catalogUri(database, row.schema, row.relation),
+        );
+    } finally {
+      await sql.query('rollback');
+    }
+    const codec = createCursorCodec([TEST_CURSOR_SECRET]);
+    const walked: string[] = [];
+    const sizes: number[] = [];
+    try {
+      let cursor: string | undefined = codec.encode({
+        c: 'resources',
+        k: ['pg', database, '', ''],
+      });
+      while (cursor !== undefined) {
+        const { result, error } = await call(walker.url, 'resources/list', {
+          cursor,
+        });
+        expect(error).toBeUndefined();
+        const resources = result?.['resources'] as { uri: string }[];
+        walked.push(...resources.map((resource) => resource.uri));
+        sizes.push(resources.length);
+        cursor = result?.['nextCursor'] as string | undefined;
+      }
+    } finally {
+      await walker.close();
+    }
+    expect(walked).toEqual(expected);
+    // 27 tables in each schema (14 with SELECT, 13 with INSERT), walk_a's column grant, two schemas.
+    expect(walked.filter((uri) => uri.includes('/walk_a/'))).toHaveLength(28);
+    expect(walked.filter((uri) => uri.includes('/Walk_B/'))).toHaveLength(27);
+    expect(walked.filter((uri) => uri.includes('/walk_c/'))).toHaveLength(27);
+    expect(walked).not.toContain(catalogUri(database, 'walk_c'));
+    expect(walked.indexOf(catalogUri(database, 'Walk_B', 'T10'))).toBeLessThan(
+      walked.indexOf(catalogUri(database, 'Walk_B', 't01')),
+    );
+    // Full pages until the last.
+    expect(sizes.slice(0, -1).every((size) => size === 7)).toBe(true);
+    expect(sizes.at(-1)).toBeGreaterThan(0);
+  });
+
   it('treat injection attempts and other databases as names that do not exist', async () => {
     for (const uri of [
       `pg://${database}/shop/orders%27%3B%20drop%20table%20shop.orders%3B--`,
