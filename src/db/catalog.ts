@@ -156,6 +156,8 @@ export const LIST_CATALOG_PAGE: PreparedQuery<
     relation: string;
     kind: string | null;
     comment: string | null;
+    /** ISO 8601 (UTC), when pgmcp saw the last schema change to it; null when it has not. */
+    lastModified: string | null;
   }
 > = {
   name: 'pgmcp_list_catalog_page',
@@ -164,7 +166,10 @@ export const LIST_CATALOG_PAGE: PreparedQuery<
                                when 'v' then 'view' when 'm' then 'materialized view'
                                when 'f' then 'foreign table' end as kind,
                 case when e.relkind is null then obj_description(e.oid, 'pg_namespace')
-                     else obj_description(e.oid, 'pg_class') end as comment
+                     else obj_description(e.oid, 'pg_class') end as comment,
+                (select to_char(k.changed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+                   from pgmcp.catalog_changes k
+                  where k.schema_name = e.schema and k.table_name = e.relation) as "lastModified"
            from (
              select n.oid, n.nspname as schema, ''::name as relation, null::"char" as relkind
                from pg_namespace n

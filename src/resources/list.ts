@@ -105,8 +105,11 @@ function renderCatalogEntry(database: string, row: CatalogRow): string {
         title: `${row.schema}.${row.relation} (${row.kind ?? 'relation'})`,
         mimeType: 'text/markdown',
       };
-  if (row.comment !== null) resource['description'] = row.comment;
-  return JSON.stringify(resource);
+  const entry: Record<string, unknown> = resource;
+  if (row.comment !== null) entry['description'] = row.comment;
+  if (row.lastModified !== null)
+    entry['annotations'] = { lastModified: row.lastModified };
+  return JSON.stringify(entry);
 }
 
 /**

@@ -11,6 +11,8 @@ import {
   type TestServer,
 } from '../setup/harness.js';
 
+const ISO_UTC = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/;
+
 let sql: pg.Client;
 let database: string;
 const servers: Record<string, TestServer> = {};
@@ -209,6 +211,8 @@ describe('catalog resources', () => {
       title: 'Schema shop',
       mimeType: 'inode/directory',
       description: 'Online shop: customers, catalogue and orders.',
+      // The seed's DDL ran after the migrations, so pgmcp saw it happen.
+      annotations: { lastModified: expect.stringMatching(ISO_UTC) },
     });
     expect(resources).toContainEqual({
       uri: `pg://${database}/shop/orders`,
@@ -216,6 +220,7 @@ describe('catalog resources', () => {
       title: 'shop.orders (table)',
       mimeType: 'text/markdown',
       description: 'One row per checkout.',
+      annotations: { lastModified: expect.stringMatching(ISO_UTC) },
     });
     expect(
       resources.some((resource) => resource.uri.includes('/finance')),

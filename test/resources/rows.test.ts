@@ -471,3 +471,19 @@ describe('catalog descriptions of every relation kind', () => {
       expect((await read(ROLE_B, uri)).error).toMatchObject({ code: -32602 });
   });
 });
+
+describe('catalog lastModified', () => {
+  it('is when pgmcp last saw a schema change to the relation, and moves with the next one', async () => {
+    const entry = async () => {
+      const resources = await resourcesOf(ROLE_A);
+      return resources.find(
+        (resource) => resource.uri === `pg://${DATABASE}/inv/quiet`,
+      ) as { annotations?: { lastModified: string } } | undefined;
+    };
+    const before = (await entry())?.annotations?.lastModified;
+    expect(before).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+    await sql.query(`comment on table inv.quiet is 'Quiet rows.'`);
+    const after = (await entry())?.annotations?.lastModified;
+    expect(Date.parse(after ?? '')).toBeGreaterThan(Date.parse(before ?? ''));
+  });
+});
