@@ -106,7 +106,7 @@ function renderRow(
   return JSON.stringify(resource);
 }
 
-/** Where a listing of rows stands: in the `index`th listed collection, after `after`. */
+/** Where a listing of rows stands: in the collection schema.table, after the key `after` (null: from its start). */
 export interface RowsPosition {
   readonly schema: string;
   readonly table: string;
