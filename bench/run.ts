@@ -38,6 +38,17 @@ const WARMUP_MS = 500;
 // times and reports the median of the per-round ratios.
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
 const PAGE_SIZE = 100;
+// The database the bench seeds on a BENCH_DATABASE_URL / TEST_DATABASE_URL server (one per checkout
+// that benchmarks at the same time); a plain identifier.
+const BENCH_DATABASE = process.env['BENCH_DATABASE'] ?? 'pgmcp_bench';
+if (!/^[a-z_][a-z0-9_]*$/.test(BENCH_DATABASE))
+  throw new Error(
+    `BENCH_DATABASE must be a lower-case identifier, not "${BENCH_DATABASE}"`,
+  );
+// A comma-separated list of result keys (e.g. "list_role_10pct_vs_all_p50,read_vs_point_read", or
+// "live") runs only those comparisons; unset runs all. latest.json is then not written.
+const ONLY = process.env['BENCH_ONLY']?.split(',').filter((key) => key !== '');
+const runs = (key: string): boolean => ONLY === undefined || ONLY.includes(key);
 const CURSOR_SECRET = 'bench-cursor-secret-0123456789';
 
 // The baselines: what a program would run against the same pool without pgmcp.
@@ -152,12 +163,14 @@ async function benchDatabase(
     const admin = new pg.Client({ connectionString: base });
     await admin.connect();
     const exists = await admin.query(
-      `select 1 from pg_database where datname = 'pgmcp_bench'`,
+      `select 1 from pg_database where datname = $1`,
+      [BENCH_DATABASE],
     );
-    if (exists.rowCount === 0) await admin.query('create database pgmcp_bench');
+    if (exists.rowCount === 0)
+      await admin.query(`create database "${BENCH_DATABASE}"`);
     await admin.end();
     const url = new URL(base);
-    url.pathname = '/pgmcp_bench';
+    url.pathname = `/${BENCH_DATABASE}`;
     return { url: url.toString(), stop: async () => undefined };
   }
   const embedded = await startEmbeddedPostgres({
@@ -256,6 +269,7 @@ async function main(): Promise<void> {
 
   // 1. resources/list over HTTP vs the raw keyset query on the same pool, at 10 and 50 callers.
   for (const concurrency of [10, 50]) {
+    if (!runs(`list_c${concurrency}`)) continue;
     const result = await compare(
       () =>
         measure(concurrency, DURATION_MS, WARMUP_MS, async (i) => {
@@ -281,7 +295,7 @@ async function main(): Promise<void> {
 
   // Context, not a target: the same-size page from a bare node:http server (fixed bytes, no
   // database, no JSON work) is the ceiling any Node server reaches on this machine and client.
-  {
+  if (runs('list_http_ceiling')) {
     const { rows: sample } = await db.pool.query<{ json: string }>(
       `select json_agg(json_build_object('uri', uri, 'name', name, 'title', title, 'description', description,
          'mimeType', mime_type, 'size', size, 'annotations', json_build_object('audience', audience, 'priority', priority,
@@ -301,25 +315,26 @@ async function main(): Promise<void> {
   }
 
   // 2. Last page vs first page latency, one caller.
-  record(
-    'last_vs_first_page',
-    'last-page p50 / first-page p50',
-    await compare(
-      () => load(url, 1, { kind: 'list-first' }),
-      () =>
-        load(url, 1, {
-          kind: 'list-after',
-          afterId: maxId - PAGE_SIZE,
-          cursorSecret: CURSOR_SECRET,
-        }),
-      (first, last) => last.p50 / first.p50,
-    ),
-    'p50',
-    { atLeast: false, value: 1.2 },
-  );
+  if (runs('last_vs_first_page'))
+    record(
+      'last_vs_first_page',
+      'last-page p50 / first-page p50',
+      await compare(
+        () => load(url, 1, { kind: 'list-first' }),
+        () =>
+          load(url, 1, {
+            kind: 'list-after',
+            afterId: maxId - PAGE_SIZE,
+            cursorSecret: CURSOR_SECRET,
+          }),
+        (first, last) => last.p50 / first.p50,
+      ),
+      'p50',
+      { atLeast: false, value: 1.2 },
+    );
 
   // 3. server/discover vs a bare node:http JSON echo in this process, same client, 10 callers.
-  {
+  if (runs('discover_vs_echo')) {
     const echo = await startBareServer((body) => body);
     const result = await compare(
       () => load(echo.url, 10, { kind: 'discover' }),
@@ -340,58 +355,61 @@ async function main(): Promise<void> {
   }
 
   // 4. resources/read vs the raw point read on the same pool, 10 callers.
-  record(
-    'read_vs_point_read',
-    'resources/read req/s vs the raw point read',
-    await compare(
-      () =>
-        measure(10, DURATION_MS, WARMUP_MS, async (i) => {
-          await db.pool.query(RAW_POINT_READ, [
-            `bench:///r/${1 + ((i * 7919) % 1_000_000)}`,
-          ]);
-        }),
-      () => load(url, 10, { kind: 'read', rows: 1_000_000 }),
-      throughputRatio,
-    ),
-    'per-second',
-    { atLeast: true, value: 0.7 },
-  );
+  if (runs('read_vs_point_read'))
+    record(
+      'read_vs_point_read',
+      'resources/read req/s vs the raw point read',
+      await compare(
+        () =>
+          measure(10, DURATION_MS, WARMUP_MS, async (i) => {
+            await db.pool.query(RAW_POINT_READ, [
+              `bench:///r/${1 + ((i * 7919) % 1_000_000)}`,
+            ]);
+          }),
+        () => load(url, 10, { kind: 'read', rows: 1_000_000 }),
+        throughputRatio,
+      ),
+      'per-second',
+      { atLeast: true, value: 0.7 },
+    );
 
   // 5. resources/list as a role that sees 10% of the rows vs the same keyset query under the same
   //    RLS, sent raw as one simple-protocol round trip (begin; set local role; select; commit).
-  record(
-    'list_role_10pct_vs_raw_rls',
-    'resources/list pages/s as a role that sees 10% of the rows, vs the raw query under the same RLS in one round trip',
-    await compare(
-      () =>
-        measure(10, DURATION_MS, WARMUP_MS, async (i) => {
-          const after = spreadId(i, minId, maxId, PAGE_SIZE);
-          await db.pool.query(
-            `begin read only; set local role bench_reader; ${RAW_KEYSET_PAGE.replace('$1', String(after)).replace('$2', String(PAGE_SIZE + 1))}; commit`,
-          );
-        }),
-      () => load(readerServer.url, 10, listWorkload),
-      throughputRatio,
-    ),
-    'per-second',
-    { atLeast: true, value: 0.8 },
-  );
+  if (runs('list_role_10pct_vs_raw_rls'))
+    record(
+      'list_role_10pct_vs_raw_rls',
+      'resources/list pages/s as a role that sees 10% of the rows, vs the raw query under the same RLS in one round trip',
+      await compare(
+        () =>
+          measure(10, DURATION_MS, WARMUP_MS, async (i) => {
+            const after = spreadId(i, minId, maxId, PAGE_SIZE);
+            await db.pool.query(
+              `begin read only; set local role bench_reader; ${RAW_KEYSET_PAGE.replace('$1', String(after)).replace('$2', String(PAGE_SIZE + 1))}; commit`,
+            );
+          }),
+        () => load(readerServer.url, 10, listWorkload),
+        throughputRatio,
+      ),
+      'per-second',
+      { atLeast: true, value: 0.8 },
+    );
 
   // 6. Role-filtered list p50 vs a role that sees everything, both through pgmcp, one caller.
-  record(
-    'list_role_10pct_vs_all_p50',
-    'resources/list p50, role seeing 10% / role seeing everything',
-    await compare(
-      () => load(allServer.url, 1, listWorkload),
-      () => load(readerServer.url, 1, listWorkload),
-      (all, reader) => reader.p50 / all.p50,
-    ),
-    'p50',
-    { atLeast: false, value: 1.25 },
-  );
+  if (runs('list_role_10pct_vs_all_p50'))
+    record(
+      'list_role_10pct_vs_all_p50',
+      'resources/list p50, role seeing 10% / role seeing everything',
+      await compare(
+        () => load(allServer.url, 1, listWorkload),
+        () => load(readerServer.url, 1, listWorkload),
+        (all, reader) => reader.p50 / all.p50,
+      ),
+      'p50',
+      { atLeast: false, value: 1.25 },
+    );
 
   // 7. Live updates (bench/live.ts): latency, fan-out, memory per stream, write cost.
-  {
+  if (runs('live')) {
     const liveAdmin = await db.connectAdmin();
     try {
       const live = await liveBenchmarks({
@@ -428,17 +446,22 @@ async function main(): Promise<void> {
     rounds: ROUNDS,
     results,
   };
-  const directory = path.join(PROJECT_ROOT, 'bench', 'results');
-  mkdirSync(directory, { recursive: true });
-  writeFileSync(
-    path.join(directory, 'latest.json'),
-    `${JSON.stringify(summary, null, 2)}\n`,
-  );
+  if (ONLY === undefined) {
+    const directory = path.join(PROJECT_ROOT, 'bench', 'results');
+    mkdirSync(directory, { recursive: true });
+    writeFileSync(
+      path.join(directory, 'latest.json'),
+      `${JSON.stringify(summary, null, 2)}\n`,
+    );
+  } else {
+    process.stdout.write(`\n${JSON.stringify(results)}\n`);
+  }
   // The same table README's Benchmarks section shows.
   process.stdout.write(
     `\n| measure | pgmcp vs baseline (median round) | ratio (median of ${ROUNDS} rounds) | target | |\n|---|---|---|---|---|\n${report.join('\n')}\n`,
   );
-  process.stdout.write(`\nwritten to bench/results/latest.json\n`);
+  if (ONLY === undefined)
+    process.stdout.write(`\nwritten to bench/results/latest.json\n`);
 }
 
 await main();
