@@ -41,14 +41,22 @@ const WARMUP_MS = 500;
 // times and reports the median of the per-round ratios.
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
 const PAGE_SIZE = 100;
-const CURSOR_SECRET = 'bench-cursor-secret-0123456789';
-// Which figures to take: all of them, or with BENCH_ONLY=catalog only the catalog's (no 1M-row seed).
-const ONLY = process.env['BENCH_ONLY'];
-if (ONLY !== undefined && ONLY !== '' && ONLY !== 'catalog')
+// The database the bench seeds on a BENCH_DATABASE_URL / TEST_DATABASE_URL server (one per checkout
+// that benchmarks at the same time); a plain identifier.
+const BENCH_DATABASE = process.env['BENCH_DATABASE'] ?? 'pgmcp_bench';
+if (!/^[a-z_][a-z0-9_]*$/.test(BENCH_DATABASE))
   throw new Error(
-    `BENCH_ONLY=${ONLY}: the only filter is "catalog" (unset runs everything)`,
+    `BENCH_DATABASE must be a lower-case identifier, not "${BENCH_DATABASE}"`,
   );
-const CATALOG_ONLY = ONLY === 'catalog';
+// A comma-separated list of result keys (e.g. "list_role_10pct_vs_all_p50,read_vs_point_read"),
+// or the groups "catalog" and "live", runs only those; unset runs all. A partial run merges its
+// figures into latest.json and notes its date under `partialRuns`.
+const ONLY = process.env['BENCH_ONLY']?.split(',').filter((key) => key !== '');
+const runs = (key: string): boolean => ONLY === undefined || ONLY.includes(key);
+// The catalog alone needs no 1M-row seed.
+const CATALOG_ONLY =
+  ONLY !== undefined && ONLY.length === 1 && ONLY[0] === 'catalog';
+const CURSOR_SECRET = 'bench-cursor-secret-0123456789';
 
 // The baselines: what a program would run against the same pool without pgmcp.
 const RAW_KEYSET_PAGE = `select id, uri, name, title, description, mime_type, size, audience, priority, updated_at
@@ -162,12 +170,14 @@ async function benchDatabase(
     const admin = new pg.Client({ connectionString: base });
     await admin.connect();
     const exists = await admin.query(
-      `select 1 from pg_database where datname = 'pgmcp_bench'`,
+      `select 1 from pg_database where datname = $1`,
+      [BENCH_DATABASE],
     );
-    if (exists.rowCount === 0) await admin.query('create database pgmcp_bench');
+    if (exists.rowCount === 0)
+      await admin.query(`create database "${BENCH_DATABASE}"`);
     await admin.end();
     const url = new URL(base);
-    url.pathname = '/pgmcp_bench';
+    url.pathname = `/${BENCH_DATABASE}`;
     return { url: url.toString(), stop: async () => undefined };
   }
   const embedded = await startEmbeddedPostgres({
@@ -183,7 +193,7 @@ async function main(): Promise<void> {
   const results: Record<string, unknown> = {};
   const report: string[] = [];
   // The catalog first, on its own database (before the stored resources' loads warm anything).
-  {
+  if (runs('catalog')) {
     const catalog = await catalogBenchmarks({
       serverUrl: database.url,
       logger,
@@ -216,6 +226,11 @@ async function main(): Promise<void> {
     );
     await admin.query('analyze pgmcp.resources');
   }
+  // Autovacuum keeps the visibility map of a live table current; servers with it off (CI
+  // settings) never would, and index-only scans, such as a request role's list walk
+  // (pgmcp.resource_listing), would read the heap instead. Vacuum what the bench reads, as
+  // autovacuum would after the seed and the live bench's updates of the previous run.
+  await admin.query('vacuum (analyze) pgmcp.resources, pgmcp.resource_listing');
   // The bench roles (cluster-wide, idempotent): bench_reader is in the readers of 1 row in 10.
   await admin.query(`do $$ begin
       if not exists (select from pg_roles where rolname = 'bench_reader') then create role bench_reader nologin; end if;
@@ -283,6 +298,7 @@ async function main(): Promise<void> {
 
   // 1. resources/list over HTTP vs the raw keyset query on the same pool, at 10 and 50 callers.
   for (const concurrency of [10, 50]) {
+    if (!runs(`list_c${concurrency}`)) continue;
     const result = await compare(
       () =>
         measure(concurrency, DURATION_MS, WARMUP_MS, async (i) => {
@@ -308,7 +324,7 @@ async function main(): Promise<void> {
 
   // Context, not a target: the same-size page from a bare node:http server (fixed bytes, no
   // database, no JSON work) is the ceiling any Node server reaches on this machine and client.
-  {
+  if (runs('list_http_ceiling')) {
     const { rows: sample } = await db.pool.query<{ json: string }>(
       `select json_agg(json_build_object('uri', uri, 'name', name, 'title', title, 'description', description,
          'mimeType', mime_type, 'size', size, 'annotations', json_build_object('audience', audience, 'priority', priority,
@@ -328,25 +344,26 @@ async function main(): Promise<void> {
   }
 
   // 2. Last page vs first page latency, one caller.
-  record(
-    'last_vs_first_page',
-    'last-page p50 / first-page p50',
-    await compare(
-      () => load(url, 1, { kind: 'list-first' }),
-      () =>
-        load(url, 1, {
-          kind: 'list-after',
-          afterId: maxId - PAGE_SIZE,
-          cursorSecret: CURSOR_SECRET,
-        }),
-      (first, last) => last.p50 / first.p50,
-    ),
-    'p50',
-    { atLeast: false, value: 1.2 },
-  );
+  if (runs('last_vs_first_page'))
+    record(
+      'last_vs_first_page',
+      'last-page p50 / first-page p50',
+      await compare(
+        () => load(url, 1, { kind: 'list-first' }),
+        () =>
+          load(url, 1, {
+            kind: 'list-after',
+            afterId: maxId - PAGE_SIZE,
+            cursorSecret: CURSOR_SECRET,
+          }),
+        (first, last) => last.p50 / first.p50,
+      ),
+      'p50',
+      { atLeast: false, value: 1.2 },
+    );
 
   // 3. server/discover vs a bare node:http JSON echo in this process, same client, 10 callers.
-  {
+  if (runs('discover_vs_echo')) {
     const echo = await startBareServer((body) => body);
     const result = await compare(
       () => load(echo.url, 10, { kind: 'discover' }),
@@ -367,58 +384,61 @@ async function main(): Promise<void> {
   }
 
   // 4. resources/read vs the raw point read on the same pool, 10 callers.
-  record(
-    'read_vs_point_read',
-    'resources/read req/s vs the raw point read',
-    await compare(
-      () =>
-        measure(10, DURATION_MS, WARMUP_MS, async (i) => {
-          await db.pool.query(RAW_POINT_READ, [
-            `bench:///r/${1 + ((i * 7919) % 1_000_000)}`,
-          ]);
-        }),
-      () => load(url, 10, { kind: 'read', rows: 1_000_000 }),
-      throughputRatio,
-    ),
-    'per-second',
-    { atLeast: true, value: 0.7 },
-  );
+  if (runs('read_vs_point_read'))
+    record(
+      'read_vs_point_read',
+      'resources/read req/s vs the raw point read',
+      await compare(
+        () =>
+          measure(10, DURATION_MS, WARMUP_MS, async (i) => {
+            await db.pool.query(RAW_POINT_READ, [
+              `bench:///r/${1 + ((i * 7919) % 1_000_000)}`,
+            ]);
+          }),
+        () => load(url, 10, { kind: 'read', rows: 1_000_000 }),
+        throughputRatio,
+      ),
+      'per-second',
+      { atLeast: true, value: 0.7 },
+    );
 
   // 5. resources/list as a role that sees 10% of the rows vs the same keyset query under the same
   //    RLS, sent raw as one simple-protocol round trip (begin; set local role; select; commit).
-  record(
-    'list_role_10pct_vs_raw_rls',
-    'resources/list pages/s as a role that sees 10% of the rows, vs the raw query under the same RLS in one round trip',
-    await compare(
-      () =>
-        measure(10, DURATION_MS, WARMUP_MS, async (i) => {
-          const after = spreadId(i, minId, maxId, PAGE_SIZE);
-          await db.pool.query(
-            `begin read only; set local role bench_reader; ${RAW_KEYSET_PAGE.replace('$1', String(after)).replace('$2', String(PAGE_SIZE + 1))}; commit`,
-          );
-        }),
-      () => load(readerServer.url, 10, listWorkload),
-      throughputRatio,
-    ),
-    'per-second',
-    { atLeast: true, value: 0.8 },
-  );
+  if (runs('list_role_10pct_vs_raw_rls'))
+    record(
+      'list_role_10pct_vs_raw_rls',
+      'resources/list pages/s as a role that sees 10% of the rows, vs the raw query under the same RLS in one round trip',
+      await compare(
+        () =>
+          measure(10, DURATION_MS, WARMUP_MS, async (i) => {
+            const after = spreadId(i, minId, maxId, PAGE_SIZE);
+            await db.pool.query(
+              `begin read only; set local role bench_reader; ${RAW_KEYSET_PAGE.replace('$1', String(after)).replace('$2', String(PAGE_SIZE + 1))}; commit`,
+            );
+          }),
+        () => load(readerServer.url, 10, listWorkload),
+        throughputRatio,
+      ),
+      'per-second',
+      { atLeast: true, value: 0.8 },
+    );
 
   // 6. Role-filtered list p50 vs a role that sees everything, both through pgmcp, one caller.
-  record(
-    'list_role_10pct_vs_all_p50',
-    'resources/list p50, role seeing 10% / role seeing everything',
-    await compare(
-      () => load(allServer.url, 1, listWorkload),
-      () => load(readerServer.url, 1, listWorkload),
-      (all, reader) => reader.p50 / all.p50,
-    ),
-    'p50',
-    { atLeast: false, value: 1.25 },
-  );
+  if (runs('list_role_10pct_vs_all_p50'))
+    record(
+      'list_role_10pct_vs_all_p50',
+      'resources/list p50, role seeing 10% / role seeing everything',
+      await compare(
+        () => load(allServer.url, 1, listWorkload),
+        () => load(readerServer.url, 1, listWorkload),
+        (all, reader) => reader.p50 / all.p50,
+      ),
+      'p50',
+      { atLeast: false, value: 1.25 },
+    );
 
   // 7. Live updates (bench/live.ts): latency, fan-out, memory per stream, write cost.
-  {
+  if (runs('live')) {
     const liveAdmin = await db.connectAdmin();
     try {
       const live = await liveBenchmarks({
@@ -468,7 +488,7 @@ function writeSummary(
     rounds: ROUNDS,
   };
   let summary: Record<string, unknown> = { ...run, results };
-  if (CATALOG_ONLY && existsSync(file)) {
+  if (ONLY !== undefined && existsSync(file)) {
     const last = JSON.parse(readFileSync(file, 'utf8')) as {
       results?: Record<string, unknown>;
       partialRuns?: Record<string, unknown>;
@@ -476,7 +496,7 @@ function writeSummary(
     summary = {
       ...last,
       results: { ...last.results, ...results },
-      partialRuns: { ...last.partialRuns, catalog: run },
+      partialRuns: { ...last.partialRuns, [ONLY.join(',')]: run },
     };
   }
   mkdirSync(directory, { recursive: true });

@@ -8,6 +8,7 @@ export {
 export { runRequestQuery } from './request-transaction.js';
 export {
   LIST_RESOURCES_PAGE,
+  LIST_RESOURCES_PAGE_AS_ROLE,
   LIST_TEMPLATES_PAGE,
   READ_DIRECTORY,
   READ_RESOURCE,

@@ -130,6 +130,46 @@ export const LIST_RESOURCES_PAGE = textRows<
   ),
 );
 
+const LISTING_SELECT = LISTING_COLUMNS.join(', ');
+const LISTING_FROM_PAGE = LISTING_COLUMNS.map((column) =>
+  column === 'id' ? 'p.resource_id' : `p.${column}`,
+).join(', ');
+
+/**
+ * LIST_RESOURCES_PAGE for a request role (same rows, same order): a role that reads few of the
+ * rows walks pgmcp.resource_listing (migration 0008), its listing columns kept together per
+ * reader, once per member role, instead of the whole table. Stubs (rows too large to copy) are
+ * read from pgmcp.resources. A role that RLS does not apply to (superuser, BYPASSRLS) reads the
+ * table as LIST_RESOURCES_PAGE does: the listing only holds rows that have readers.
+ */
+export const LIST_RESOURCES_PAGE_AS_ROLE: PreparedQuery<
+  { afterId: string; limit: number },
+  ResourceListingRow
+> = {
+  name: 'pgmcp_list_resources_page_as_role',
+  text: `with page as materialized (
+  select distinct on (l.resource_id) l.*
+    from unnest((select pgmcp.member_roles())) m(role)
+    cross join lateral (
+      select * from pgmcp.resource_listing l
+       where l.reader = m.role and l.resource_id > $1
+       order by l.resource_id
+       limit $2) l
+   where row_security_active('pgmcp.resources')
+   order by l.resource_id
+   limit $2)
+select ${LISTING_FROM_PAGE} from page p where not p.stub
+union all
+select ${LISTING_COLUMNS.map((column) => `r.${column}`).join(', ')}
+  from page p join pgmcp.resources r on r.id = p.resource_id where p.stub
+union all
+(select ${LISTING_SELECT} from pgmcp.resources
+  where not row_security_active('pgmcp.resources') and id > $1 order by id limit $2)
+order by 1`,
+  values: (args) => [args.afterId, args.limit],
+  textOutput: true,
+};
+
 /** One stored resource by exact URI. */
 export const READ_RESOURCE = textRows<{ uri: string }, ResourceContentRow>(
   prepare(

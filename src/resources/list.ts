@@ -1,7 +1,12 @@
 // resources/list: stored resources in primary-key order, then each database's catalog (schemas,
 // then their tables and views) in name order, then the rows of listed collections in key order;
 // one keyset page per call under one cursor design.
-import { COLUMN, LIST_CATALOG_PAGE, LIST_RESOURCES_PAGE } from '../db/index.js';
+import {
+  COLUMN,
+  LIST_CATALOG_PAGE,
+  LIST_RESOURCES_PAGE,
+  LIST_RESOURCES_PAGE_AS_ROLE,
+} from '../db/index.js';
 import { ProtocolError } from '../errors.js';
 import {
   createMethod,
@@ -138,7 +143,11 @@ export function createListResourcesMethod(
           const { page, more } = await keysetPage(
             deps.db,
             ctx,
-            LIST_RESOURCES_PAGE,
+            // Without a role the request runs as the login, usually a superuser that RLS does
+            // not apply to: it walks the table. A request role walks its own rows (db/queries.ts).
+            ctx.principal.role === null
+              ? LIST_RESOURCES_PAGE
+              : LIST_RESOURCES_PAGE_AS_ROLE,
             { afterId: position.afterId },
             room,
           );
