@@ -145,11 +145,15 @@ export function createApp(options: AppOptions): App {
   return {
     dispatcher,
     fanout,
-    publish: (source, changes) =>
-      fanout.publish(
+    publish: (source, changes) => {
+      // A schema change (DDL, GRANT, REVOKE) may change whose catalog has entries.
+      if (changes.some((change) => change.kind === 'schema'))
+        source.lookahead.clear();
+      return fanout.publish(
         changes.flatMap((change) => deliveredChanges(source, change)),
         authorizeIn(source.db),
-      ),
+      );
+    },
   };
 }
 

@@ -19,7 +19,12 @@ import {
 import { cacheHints } from './cache-hints.js';
 import { catalogUri } from './catalog.js';
 import { decodeAfterId, keysetPage, type ListDependencies } from './keyset.js';
-import { listRows, type CatalogSource, type RowsPosition } from './rows.js';
+import {
+  listRows,
+  LOOKAHEAD_TTL_MS,
+  type CatalogSource,
+  type RowsPosition,
+} from './rows.js';
 import { renderResource } from './render.js';
 
 const COLLECTION = 'resources';
@@ -157,6 +162,20 @@ export function createListResourcesMethod(
           else position = catalogStart(deps.sources, 0);
         } else if (position.phase === 'catalog') {
           const source = deps.sources[position.source] as CatalogSource;
+          // No room left happens only at the catalog's start: all it asks is whether the role
+          // sees any entry, which is remembered (rows.ts).
+          const role = ctx.principal.role ?? '';
+          const known = room === 0 ? source.lookahead.get(role) : undefined;
+          if (known !== undefined && known.until > Date.now()) {
+            if (known.any) next = [CATALOG, source.name, '', ''];
+            else
+              position = {
+                phase: 'rows',
+                source: position.source,
+                rows: undefined,
+              };
+            continue;
+          }
           const { page, more } = await keysetPage(
             source.db,
             ctx,
@@ -171,6 +190,11 @@ export function createListResourcesMethod(
           );
           for (const row of page)
             items.push(renderCatalogEntry(source.name, row));
+          if (room === 0)
+            source.lookahead.set(role, {
+              any: more,
+              until: Date.now() + LOOKAHEAD_TTL_MS,
+            });
           const last = page.at(-1) ?? position;
           const relation = 'relation' in last ? last.relation : '';
           if (more) next = [CATALOG, source.name, last.schema, relation];

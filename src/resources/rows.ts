@@ -22,7 +22,19 @@ export interface CatalogSource {
   readonly db: DatabaseHandle;
   readonly scope: CatalogScope;
   readonly collections: readonly CollectionConfig[];
+  /**
+   * Per role: whether its catalog has any entry, as last seen, until when. The page that ends
+   * the stored resources needs only that (is there a next page?), and asking the catalog costs
+   * as much as the page itself. Cleared when the source's feed reports a schema change.
+   */
+  readonly lookahead: Map<
+    string,
+    { readonly any: boolean; readonly until: number }
+  >;
 }
+
+/** How long a remembered lookahead holds without a schema change (a database without event triggers). */
+export const LOOKAHEAD_TTL_MS = 30_000;
 
 /**
  * A database as a catalog source, named (its URI authority) `name` or, by default, by what
@@ -43,6 +55,7 @@ export async function catalogSource(
     db,
     scope: options.scope ?? { include: null, exclude: [] },
     collections: options.collections ?? [],
+    lookahead: new Map(),
   };
 }
 

@@ -79,6 +79,7 @@ describe('database failures', () => {
           db,
           scope: { include: null, exclude: [] },
           collections: [],
+          lookahead: new Map(),
         },
       ],
       cursorSecrets: ['x'.repeat(20)],

@@ -487,3 +487,48 @@ describe('catalog lastModified', () => {
     expect(Date.parse(after ?? '')).toBeGreaterThan(Date.parse(before ?? ''));
   });
 });
+
+describe('the page that ends the stored resources', () => {
+  it('has a next cursor exactly when the catalog has entries for the role, also after a GRANT', async () => {
+    const role = 'pgmcp_rows_c';
+    await sql.query(
+      `do $$ begin if not exists (select from pg_roles where rolname = '${role}') then create role ${role} nologin; end if; end $$`,
+    );
+    // Exactly one page (4) of stored resources, and nothing else this role may see.
+    await sql.query(
+      `insert into pgmcp.resources (uri, name, text, readers)
+       select format('notes:///lookahead/n%s', n), format('n%s', n), 'x', array['${role}']
+         from generate_series(1, 4) as n`,
+    );
+    const server = await startTestServer({
+      databaseUrl,
+      principal: { role, claims: {} },
+      collections: COLLECTIONS,
+      catalogScope: { include: null, exclude: ['public'] },
+      pageSize: 4,
+      live: {},
+    });
+    try {
+      const first = async () => {
+        const { result } = await call(server.url, 'resources/list');
+        expect(result?.['resources']).toHaveLength(4);
+        return result?.['nextCursor'];
+      };
+      expect(await first()).toBeUndefined();
+      // Asked twice: the second answer comes from what the first learned, and agrees.
+      expect(await first()).toBeUndefined();
+      await sql.query(`grant usage on schema inv to ${role}`);
+      await server.feed?.poll();
+      const cursor = await first();
+      expect(typeof cursor).toBe('string');
+      const { result } = await call(server.url, 'resources/list', { cursor });
+      expect(result?.['resources']).toEqual([
+        expect.objectContaining({ uri: `pg://${DATABASE}/inv` }),
+      ]);
+      expect(result).not.toHaveProperty('nextCursor');
+    } finally {
+      await server.close();
+      await sql.query(`revoke usage on schema inv from ${role}`);
+    }
+  });
+});
