@@ -1,5 +1,6 @@
 // The pgmcp CLI: help on every command, usage and configuration errors that say how to fix them.
 import { spawnSync } from 'node:child_process';
+import pg from 'pg';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../src/version.js';
@@ -142,6 +143,49 @@ describe('pgmcp CLI', () => {
     });
     expect(result.status).toBe(2);
     expect(result.stderr).toContain('no development signing secret');
+  });
+
+  it('exposes and unexposes a table, refusing names that are not tables and tables without a key', async () => {
+    const sql = new pg.Client({ connectionString: testDatabaseUrl() });
+    await sql.connect();
+    const triggers = async () =>
+      (
+        await sql.query<{ n: number }>(
+          `select count(*)::int as n from pg_trigger where tgrelid = 'public."CLI Exposed"'::regclass and tgname like 'pgmcp_capture_%'`,
+        )
+      ).rows[0]?.n;
+    try {
+      await sql.query(
+        'create table if not exists public."CLI Exposed" (id int primary key); create table if not exists public.cli_keyless (v text)',
+      );
+      const env = { DATABASE_URL: testDatabaseUrl() };
+      const exposed = pgmcp(['expose', 'public."CLI Exposed"'], env);
+      expect(exposed.status, exposed.stderr).toBe(0);
+      expect(exposed.stderr).toContain('row changes are now captured');
+      expect(await triggers()).toBe(3);
+      expect(pgmcp(['unexpose', 'public."CLI Exposed"'], env).status).toBe(0);
+      expect(await triggers()).toBe(0);
+      for (const name of [
+        'public.nope',
+        'x"; drop table public.cli_keyless; --',
+      ]) {
+        const missing = pgmcp(['expose', name], env);
+        expect(missing.status).toBe(2);
+        expect(missing.stderr).toContain('no table');
+      }
+      const keyless = pgmcp(['expose', 'public.cli_keyless'], env);
+      expect(keyless.status).toBe(1);
+      expect(keyless.stderr).toContain('has no primary key');
+      expect(keyless.stderr).not.toMatch(/\n\s+at /);
+      expect(pgmcp(['expose', '--help']).stdout).toContain(
+        'Usage: pgmcp expose',
+      );
+    } finally {
+      await sql.query(
+        'drop table if exists public."CLI Exposed", public.cli_keyless',
+      );
+      await sql.end();
+    }
   });
 });
 
