@@ -390,8 +390,15 @@ async function checkCollection(
     );
   if (!facts.exposed)
     logger.warn(
-      `${where}: changes are not captured, so subscribers will not hear of them; run pgmcp expose ${collection.schema}.${collection.table}`,
+      `${where}: changes are not captured, so subscribers will not hear of them; run pgmcp expose '${sqlName(collection.schema)}.${sqlName(collection.table)}'`,
     );
+}
+
+/** An identifier as SQL writes it: bare when it may be, else double-quoted. */
+function sqlName(name: string): string {
+  return /^[a-z_][a-z0-9_$]*$/.test(name)
+    ? name
+    : `"${name.replace(/"/g, '""')}"`;
 }
 
 /**
