@@ -154,7 +154,26 @@ function builder(
 }
 
 /** How a JSON-RPC error response begins (the responses put `error` right after `id`). */
-export const ERROR_PREFIX = Buffer.from('{"jsonrpc":"2.0","id":1,"error"');
+const ERROR_PREFIX = Buffer.from('{"jsonrpc":"2.0","id":1,"error"');
+
+/** Send one request on `connection`; the response body, which must be HTTP 200 and not an error. */
+export async function exchangeOk(
+  connection: Connection,
+  url: URL,
+  request: { body: string; headers: Record<string, string | number> },
+): Promise<Buffer> {
+  const response = await connection.exchange(
+    serializeRequest(url, request.body, request.headers),
+  );
+  if (
+    response.status !== 200 ||
+    response.body.subarray(0, ERROR_PREFIX.length).equals(ERROR_PREFIX)
+  )
+    throw new Error(
+      `HTTP ${response.status}: ${response.body.subarray(0, 200).toString()}`,
+    );
+  return response.body;
+}
 
 /**
  * Drive `spec.url` with the workload over raw keep-alive sockets, one request in flight per
@@ -175,20 +194,9 @@ export async function runLoad(spec: LoadSpec): Promise<Run> {
       spec.durationMs,
       spec.warmupMs,
       async (i) => {
-        const { body, headers } = build(i);
         const connection = connections[i % spec.concurrency] as Connection;
-        const response = await connection.exchange(
-          serializeRequest(url, body, headers),
-        );
-        if (
-          response.status !== 200 ||
-          response.body.subarray(0, ERROR_PREFIX.length).equals(ERROR_PREFIX)
-        ) {
-          throw new Error(
-            `HTTP ${response.status}: ${response.body.subarray(0, 200).toString()}`,
-          );
-        }
-        if (checked++ % 50 === 0) JSON.parse(response.body.toString('utf8'));
+        const body = await exchangeOk(connection, url, build(i));
+        if (checked++ % 50 === 0) JSON.parse(body.toString('utf8'));
       },
     );
   } finally {

@@ -1,6 +1,6 @@
 // The catalog bench's client walk: resources/list from the first page to the last, following
 // nextCursor on one keep-alive socket, timed per walk (run in a worker thread, like the loads).
-import { connect, ERROR_PREFIX, request, serializeRequest } from './load.js';
+import { connect, exchangeOk, request } from './load.js';
 
 export interface WalkSpec {
   readonly url: string;
@@ -26,21 +26,12 @@ export async function walkList(spec: WalkSpec): Promise<Walk[]> {
       let pages = 0;
       let items = 0;
       do {
-        const { body, headers } = request(
-          'resources/list',
-          cursor === undefined ? {} : { cursor },
+        const body = await exchangeOk(
+          connection,
+          url,
+          request('resources/list', cursor === undefined ? {} : { cursor }),
         );
-        const response = await connection.exchange(
-          serializeRequest(url, body, headers),
-        );
-        if (
-          response.status !== 200 ||
-          response.body.subarray(0, ERROR_PREFIX.length).equals(ERROR_PREFIX)
-        )
-          throw new Error(
-            `HTTP ${response.status}: ${response.body.subarray(0, 200).toString()}`,
-          );
-        const { result } = JSON.parse(response.body.toString('utf8')) as {
+        const { result } = JSON.parse(body.toString('utf8')) as {
           result: { resources: unknown[]; nextCursor?: string };
         };
         pages += 1;

@@ -54,6 +54,18 @@ let sql: pg.Client;
 const servers: Record<string, TestServer> = {};
 const streams: ListenStream[] = [];
 
+/** A server for this file's database as `role`: its collections, 4 items a page, live. */
+function serverAs(role: string): Promise<TestServer> {
+  return startTestServer({
+    databaseUrl,
+    principal: { role, claims: {} },
+    collections: COLLECTIONS,
+    catalogScope: { include: null, exclude: ['public'] },
+    pageSize: 4,
+    live: {},
+  });
+}
+
 /** Every resource a full resources/list walk returns, as the role. */
 async function resourcesOf(
   role: string,
@@ -119,15 +131,7 @@ beforeAll(async () => {
   });
   sql = new pg.Client({ connectionString: databaseUrl });
   await sql.connect();
-  for (const role of [ROLE_A, ROLE_B])
-    servers[role] = await startTestServer({
-      databaseUrl,
-      principal: { role, claims: {} },
-      collections: COLLECTIONS,
-      catalogScope: { include: null, exclude: ['public'] },
-      pageSize: 4,
-      live: {},
-    });
+  for (const role of [ROLE_A, ROLE_B]) servers[role] = await serverAs(role);
 });
 
 afterAll(async () => {
@@ -500,14 +504,7 @@ describe('the page that ends the stored resources', () => {
        select format('notes:///lookahead/n%s', n), format('n%s', n), 'x', array['${role}']
          from generate_series(1, 4) as n`,
     );
-    const server = await startTestServer({
-      databaseUrl,
-      principal: { role, claims: {} },
-      collections: COLLECTIONS,
-      catalogScope: { include: null, exclude: ['public'] },
-      pageSize: 4,
-      live: {},
-    });
+    const server = await serverAs(role);
     try {
       const first = async () => {
         const { result } = await call(server.url, 'resources/list');
