@@ -1,6 +1,7 @@
-// pgmcp.resource_listing (migrations/0008): the triggers keep it equal to what pgmcp.resources
-// says after every kind of write, a request role reads only its own readers' rows from it, and
-// resources/list as a role returns what the table's policy allows, no more, in the same pages.
+// pgmcp.resource_listing (migrations/0008, kept by 0009's trigger): the triggers keep it equal to
+// what pgmcp.resources says after every kind of write, a request role reads only its own readers'
+// rows from it, and resources/list as a role returns what the table's policy allows, no more, in
+// the same pages.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -109,6 +110,115 @@ describe('pgmcp.resource_listing triggers', () => {
       [`${PREFIX}a`],
     );
     expect(rows.map((row) => row.reader)).toEqual(['engineering', 'finance']);
+  });
+
+  it('follows updates of content only, of readers kept, gained and lost, and of stubs, in one statement', async () => {
+    await insert('c-1', ['support', 'finance']);
+    await insert('c-2', ['support']);
+    await insert('c-3', ['finance', 'engineering']);
+    const like = [`${PREFIX}c-%`];
+    // Content only: size and updated_at are listed.
+    await sql.query(
+      `update pgmcp.resources set text = repeat('y', 300) where uri like $1`,
+      like,
+    );
+    expect(await mismatches()).toEqual([]);
+    // One statement: a row keeps its readers, one gains one, one loses one, one is reordered
+    // with a duplicate.
+    await sql.query(
+      `update pgmcp.resources
+          set readers = case uri when $2 then array['support', 'admin']
+                                 when $3 then array['engineering', 'finance', 'engineering']
+                                 else readers end,
+              priority = 0.25
+        where uri like $1`,
+      [...like, `${PREFIX}c-2`, `${PREFIX}c-3`],
+    );
+    expect(await mismatches()).toEqual([]);
+    await sql.query(
+      `update pgmcp.resources set readers = array['finance'], title = 'fewer' where uri = $1`,
+      [`${PREFIX}c-1`],
+    );
+    expect(await mismatches()).toEqual([]);
+    // Into a stub and out of it.
+    await sql.query(
+      `update pgmcp.resources set description = repeat('d', 3000) where uri = $1`,
+      [`${PREFIX}c-1`],
+    );
+    expect(await mismatches()).toEqual([]);
+    await sql.query(
+      `update pgmcp.resources set description = 'short', readers = array['support'] where uri = $1`,
+      [`${PREFIX}c-1`],
+    );
+    expect(await mismatches()).toEqual([]);
+  });
+
+  it('writes no entry for an update that changes nothing', async () => {
+    await insert('same', ['support', 'finance']);
+    const versions = `select l.reader, l.xmin::text as version from pgmcp.resource_listing l
+      join pgmcp.resources r on r.id = l.resource_id where r.uri = $1 order by l.reader`;
+    const before = (await sql.query(versions, [`${PREFIX}same`])).rows;
+    await sql.query(
+      `update pgmcp.resources set name = name, readers = readers where uri = $1`,
+      [`${PREFIX}same`],
+    );
+    expect((await sql.query(versions, [`${PREFIX}same`])).rows).toEqual(before);
+  });
+
+  it('moves the entries of a row whose id changes', async () => {
+    await insert('moved', ['support', 'finance']);
+    await sql.query(`update pgmcp.resources set id = default where uri = $1`, [
+      `${PREFIX}moved`,
+    ]);
+    expect(await mismatches()).toEqual([]);
+    await sql.query(
+      `update pgmcp.resources set id = default, readers = array['engineering'] where uri = $1`,
+      [`${PREFIX}moved`],
+    );
+    expect(await mismatches()).toEqual([]);
+  });
+
+  it('overwrites an entry left behind for a reader the row then gains', async () => {
+    // As after writes that skipped the triggers: an entry the table does not back.
+    await insert('gained', ['support']);
+    await sql.query(
+      `insert into pgmcp.resource_listing (reader, resource_id, stub, updated_at)
+       select 'finance', id, true, now() from pgmcp.resources where uri = $1`,
+      [`${PREFIX}gained`],
+    );
+    await sql.query(
+      `update pgmcp.resources set readers = array['support', 'finance'] where uri = $1`,
+      [`${PREFIX}gained`],
+    );
+    expect(await mismatches()).toEqual([]);
+  });
+
+  it('updates many rows in linear time in a session that first updated one', async () => {
+    // PL/pgSQL keeps a trigger statement's plan from its first call: planned for one row, a
+    // nested loop over the transition tables made a later bulk update quadratic (migration 0009).
+    await sql.query(
+      `insert into pgmcp.resources (uri, name, text, readers)
+       select $1 || n, 'bulk', 'x', array['support', 'finance'] from generate_series(1, 3000) n`,
+      [`${PREFIX}bulk-`],
+    );
+    const session = new pg.Client({ connectionString: testDatabaseUrl() });
+    await session.connect();
+    try {
+      await session.query(
+        `update pgmcp.resources set priority = 0.5 where uri = $1`,
+        [`${PREFIX}bulk-1`],
+      );
+      const started = performance.now();
+      await session.query(
+        `update pgmcp.resources set priority = 0.25 where uri like $1`,
+        [`${PREFIX}bulk-%`],
+      );
+      // About 0.2 s here; the quadratic plans took over 5 s.
+      expect(performance.now() - started).toBeLessThan(2000);
+    } finally {
+      await session.end();
+    }
+    expect(await mismatches()).toEqual([]);
   });
 
   it('keeps a stub, without the large columns, for a row too large to copy', async () => {
