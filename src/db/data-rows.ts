@@ -1,13 +1,14 @@
 // DataRow decoding for pg-protocol's parser: one string per row instead of one decode per field.
 // pg-protocol turns every field into a string with its own Buffer#toString call (argument checks,
-// encoding lookup, a native call). A row that is all ASCII is read as one latin1 string (byte i is
-// character i) and its fields are substrings of it; any other row decodes each field as UTF-8, as
-// pg-protocol does. The fields are the same strings either way; installed once, on every connection.
+// encoding lookup, a native call). A small row is decoded once as UTF-8; when that string has as
+// many characters as the row has bytes, each byte became one character (ASCII, or an invalid
+// byte such as a length word's as U+FFFD), so its fields are substrings at their byte offsets.
+// Any other row decodes each field, as pg-protocol does. The fields are the same strings either
+// way; installed once, on every connection.
 import { DataRowMessage } from 'pg-protocol/dist/messages.js';
 import { Parser } from 'pg-protocol/dist/parser.js';
 
 const DATA_ROW = 0x44; // 'D'
-const NON_ASCII = /[^\x00-\x7f]/;
 const MAX_SHARED_ROW = 4096;
 
 interface PacketParser {
@@ -28,12 +29,14 @@ export function parseDataRow(
   const count = bytes.readInt16BE(offset);
   const fields = new Array<string | null>(count);
   // Substrings of the row keep all of it alive: only small rows share one string. The length words
-  // are in it too: a field whose length has a byte ≥ 0x80 (128–255 bytes, say) sends the row the slow way.
+  // are in it too; a byte ≥ 0x80 there (a 200-byte field) is one U+FFFD, as no field starts with a
+  // UTF-8 continuation byte, and a multi-byte character anywhere makes the string shorter.
+  const rowSize = length - 4;
   const row =
     length <= MAX_SHARED_ROW
-      ? bytes.toString('latin1', offset, offset + length - 4)
+      ? bytes.toString('utf8', offset, offset + rowSize)
       : undefined;
-  const ascii = row !== undefined && !NON_ASCII.test(row);
+  const byteForByte = row !== undefined && row.length === rowSize;
   let at = offset + 2;
   for (let index = 0; index < count; index += 1) {
     const size = bytes.readInt32BE(at);
@@ -42,7 +45,7 @@ export function parseDataRow(
       fields[index] = null;
       continue;
     }
-    fields[index] = ascii
+    fields[index] = byteForByte
       ? (row as string).slice(at - offset, at - offset + size)
       : bytes.toString('utf8', at, at + size);
     at += size;

@@ -182,18 +182,10 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         response: { jsonrpc: '2.0', id, result: cached },
         httpStatus: 200,
       };
-    const payload = await method.handle(params.data, {
-      id,
-      meta,
-      principal: transport.principal,
-      // Read lazily: transports may create the signal on first use.
-      get signal() {
-        return transport.signal;
-      },
-      get aborted() {
-        return transport.aborted ?? transport.signal.aborted;
-      },
-    });
+    const payload = await method.handle(
+      params.data,
+      new HandlerContext(id, meta, transport),
+    );
     if (payload instanceof StreamingResult)
       return { kind: 'stream', id, stream: payload.stream };
     const result = { resultType: 'complete', ...payload, _meta: serverMeta };
@@ -231,6 +223,34 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   }
 
   return { parse, dispatch, fail };
+}
+
+/**
+ * A handler's RequestContext; the transport's signal is read on use (transports may make it on
+ * first use). A class rather than an object literal with getters: V8 allocates a literal's
+ * accessor pair in the old generation each time, which keeps every request's young objects alive
+ * until a full collection.
+ */
+class HandlerContext implements RequestContext {
+  readonly principal: Principal;
+  readonly #transport: TransportContext;
+
+  constructor(
+    readonly id: RequestId,
+    readonly meta: RequestMeta,
+    transport: TransportContext,
+  ) {
+    this.principal = transport.principal;
+    this.#transport = transport;
+  }
+
+  get signal(): AbortSignal {
+    return this.#transport.signal;
+  }
+
+  get aborted(): boolean {
+    return this.#transport.aborted ?? this.#transport.signal.aborted;
+  }
 }
 
 /** Check the required request `_meta` keys are present and well-typed (spec §3.2). */

@@ -13,6 +13,7 @@ import {
   type InboundMessage,
   type ResponseStream,
   type StreamSink,
+  type TransportContext,
 } from '../protocol/index.js';
 
 export interface HttpTransportOptions {
@@ -267,38 +268,60 @@ async function handle(
     return;
   }
 
-  // The client closing the connection before the answer is the cancel (spec §13). The
-  // AbortController is made only if a handler asks for the signal: most never wait long enough.
-  let controller: AbortController | undefined;
-  let cancelled = false;
+  // The client closing the connection before the answer is the cancel (spec §13).
+  const context = new HttpRequestContext(principal, request);
   response.on('close', () => {
-    if (response.writableFinished) return;
-    cancelled = true;
-    controller?.abort();
+    if (!response.writableFinished) context.cancel();
   });
-  const outcome = await options.dispatcher.dispatch(message, {
-    principal,
-    get signal() {
-      controller ??= new AbortController();
-      if (cancelled) controller.abort();
-      return controller.signal;
-    },
-    get aborted() {
-      return cancelled;
-    },
-    verifyRequest: (checked) => verifyHeaders(request, checked),
-  });
+  const outcome = await options.dispatcher.dispatch(message, context);
   if (outcome.kind === 'stream') {
-    if (cancelled) outcome.stream.cancel();
+    if (context.aborted) outcome.stream.cancel();
     else openStream(response, outcome.stream, streams);
     return;
   }
-  if (cancelled) return; // send nothing more for a cancelled request
+  if (context.aborted) return; // send nothing more for a cancelled request
   if (outcome.kind === 'accepted') {
     response.writeHead(202).end();
     return;
   }
   send(response, outcome.httpStatus, outcome.response);
+}
+
+/**
+ * What one HTTP request hands the dispatcher. A class, not an object literal with getters: V8
+ * allocates a literal's accessor pair in the old generation on every evaluation, and its getters
+ * then keep the request's closures and objects alive through young-generation collections (each
+ * request's garbage was promoted and left for a full collection).
+ */
+class HttpRequestContext implements TransportContext {
+  #cancelled = false;
+  // Made only if a handler asks for the signal: most never wait long enough to need one.
+  #controller: AbortController | undefined;
+
+  constructor(
+    readonly principal: Principal,
+    readonly request: http.IncomingMessage,
+  ) {}
+
+  get signal(): AbortSignal {
+    this.#controller ??= new AbortController();
+    if (this.#cancelled) this.#controller.abort();
+    return this.#controller.signal;
+  }
+
+  get aborted(): boolean {
+    return this.#cancelled;
+  }
+
+  /** The client went away before the answer. */
+  cancel(): void {
+    this.#cancelled = true;
+    this.#controller?.abort();
+  }
+
+  verifyRequest(message: InboundMessage): void {
+    verifyHeaders(this.request, message);
+  }
 }
 
 /**

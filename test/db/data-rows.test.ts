@@ -36,6 +36,7 @@ describe('DataRow decoding', () => {
       ['1', 'bench:///r/1', 'name', null, '', 'text/markdown'],
       ['é', 'a\u0000b', '😀 emoji', null],
       ['x'.repeat(200), 'y'], // a length byte ≥ 0x80
+      ['x'.repeat(194), 'é', null, 'z'.repeat(233), 'ok'], // length bytes that lead UTF-8 sequences
       ['z'.repeat(5000), 'tail'], // longer than a shared row
       ['ascii', 'but é here'],
       [],

@@ -1,0 +1,99 @@
+// The per-request contexts the HTTP transport and the dispatcher make: what handlers can read, and
+// no accessors of their own (an object literal's getters are allocated in V8's old generation on
+// every request, which kept each request's objects alive through young-generation collections).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LOGIN_PRINCIPAL } from '../../src/auth/index.js';
+import {
+  createDispatcher,
+  createMethod,
+  EmptyParamsSchema,
+  type Dispatcher,
+  type RequestContext,
+  type TransportContext,
+} from '../../src/protocol/index.js';
+import {
+  startHttpTransport,
+  type HttpTransport,
+} from '../../src/transport/http.js';
+import { META, mcpHeaders } from '../setup/harness.js';
+
+let transport: HttpTransport;
+const seen: {
+  transport?: TransportContext;
+  handler?: RequestContext;
+  aborted?: boolean;
+} = {};
+
+beforeAll(async () => {
+  const dispatcher = createDispatcher({
+    serverInfo: { name: 'test', version: '0' },
+    methods: new Map([
+      [
+        'test/context',
+        createMethod({
+          params: EmptyParamsSchema,
+          handle: async (_params, ctx) => {
+            seen.handler = ctx;
+            seen.aborted = ctx.aborted;
+            return {};
+          },
+        }),
+      ],
+    ]),
+    logError: () => undefined,
+  });
+  const spy: Dispatcher = {
+    parse: (value) => dispatcher.parse(value),
+    fail: (error, id) => dispatcher.fail(error, id),
+    dispatch: (message, context) => {
+      seen.transport = context;
+      return dispatcher.dispatch(message, context);
+    },
+  };
+  transport = await startHttpTransport({
+    host: '127.0.0.1',
+    port: 0,
+    path: '/mcp',
+    dispatcher: spy,
+    maxBodyBytes: 64 * 1024,
+    allowedHosts: ['127.0.0.1'],
+    allowedOrigins: [],
+    authenticate: () => LOGIN_PRINCIPAL,
+    log: () => undefined,
+  });
+});
+
+afterAll(async () => {
+  await transport.close();
+});
+
+/** Own properties defined with a getter or setter. */
+function ownAccessors(value: object): string[] {
+  return Object.entries(Object.getOwnPropertyDescriptors(value))
+    .filter(([, descriptor]) => 'get' in descriptor || 'set' in descriptor)
+    .map(([name]) => name);
+}
+
+describe('request contexts', () => {
+  it('hand handlers the principal, id and cancellation state, with getters on a prototype', async () => {
+    const response = await fetch(transport.url, {
+      method: 'POST',
+      headers: mcpHeaders('test/context'),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'test/context',
+        params: { _meta: META },
+      }),
+    });
+    expect(response.status).toBe(200);
+    const { transport: outer, handler } = seen;
+    expect(outer?.principal).toEqual(LOGIN_PRINCIPAL);
+    expect(handler?.principal).toEqual(LOGIN_PRINCIPAL);
+    expect(handler?.id).toBe(7);
+    expect(seen.aborted).toBe(false);
+    expect(handler?.signal.aborted).toBe(false);
+    expect(ownAccessors(outer as object)).toEqual([]);
+    expect(ownAccessors(handler as object)).toEqual([]);
+  });
+});
