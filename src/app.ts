@@ -92,7 +92,6 @@ export function createApp(options: AppOptions): App {
       );
     };
   const fanout = new Fanout({
-    authorize: authorizeIn(options.db),
     serverInfo: SERVER_INFO,
     maxStreams: options.live.maxStreams,
     maxStreamsPerRole: options.live.maxStreamsPerRole,

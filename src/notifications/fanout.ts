@@ -27,15 +27,17 @@ export type Visibility = ReadonlyMap<
   { before: boolean; after: boolean }
 >;
 
+/**
+ * Which of `seqs` `principal`'s role may hear of: one query in the role's own transaction, in the
+ * database whose change log the seqs come from. Throws ProtocolError; UNAVAILABLE and TIMEOUT
+ * mean "try the batch again later".
+ */
+export type Authorize = (
+  principal: Principal,
+  seqs: readonly string[],
+) => Promise<Visibility>;
+
 export interface FanoutOptions {
-  /**
-   * Which of `seqs` `principal`'s role may hear of: one query in the role's own transaction.
-   * Throws ProtocolError; UNAVAILABLE and TIMEOUT mean "try the batch again later".
-   */
-  readonly authorize: (
-    principal: Principal,
-    seqs: readonly string[],
-  ) => Promise<Visibility>;
   readonly serverInfo: Implementation;
   readonly maxStreams: number;
   readonly maxStreamsPerRole: number;
@@ -254,15 +256,14 @@ export class Fanout {
    */
   async publish(
     changes: readonly PublishedChange[],
-    /** The check for these changes' seqs (each database has its own log); default: the option's. */
-    authorize: FanoutOptions['authorize'] = this.#options.authorize,
+    /** The check for these changes' seqs (each database has its own log). */
+    authorize: Authorize,
   ): Promise<void> {
-    const relevant = changes;
-    if (relevant.length === 0 || this.#streams.size === 0) return;
+    if (changes.length === 0 || this.#streams.size === 0) return;
 
     // Which streams could care, and the roles to ask about.
     const interested = new Map<Subscriber, PublishedChange[]>();
-    for (const change of relevant) {
+    for (const change of changes) {
       if (change.uri === null) continue;
       for (const uri of subscriptionKeys(change.uri)) {
         const subscribers = this.#byUri.get(uri);
@@ -281,9 +282,9 @@ export class Fanout {
       principals.set(subscriber.roleKey, subscriber.principal);
     if (principals.size === 0) return;
 
-    const seqs = [...new Set(relevant.map((change) => change.seq))];
+    const seqs = [...new Set(changes.map((change) => change.seq))];
     const listedSeqs = new Set(
-      relevant
+      changes
         .filter((change) => change.listed !== false)
         .map((change) => change.seq),
     );

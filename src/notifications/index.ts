@@ -10,6 +10,7 @@ export {
 export {
   Fanout,
   subscriptionKeys,
+  type Authorize,
   type FanoutOptions,
   type PublishedChange,
   type Visibility,

@@ -70,15 +70,15 @@ function setup(
   }> = {},
 ) {
   const checks: string[] = [];
+  // Everyone may hear of everything; the count of checks is what these tests watch.
+  const authorize = async (principal: Principal, seqs: readonly string[]) => {
+    checks.push(principal.role ?? 'login');
+    const visibility: Visibility = new Map(
+      seqs.map((seq) => [seq, { before: true, after: true }]),
+    );
+    return visibility;
+  };
   const fanout = new Fanout({
-    // Everyone may hear of everything; the count of checks is what these tests watch.
-    authorize: async (principal: Principal, seqs: readonly string[]) => {
-      checks.push(principal.role ?? 'login');
-      const visibility: Visibility = new Map(
-        seqs.map((seq) => [seq, { before: true, after: true }]),
-      );
-      return visibility;
-    },
     serverInfo: SERVER_INFO,
     maxStreams: 100_000,
     maxStreamsPerRole: 100_000,
@@ -109,7 +109,9 @@ function setup(
     );
     return sink;
   };
-  return { fanout, checks, open };
+  const publish = (changes: readonly PublishedChange[]) =>
+    fanout.publish(changes, authorize);
+  return { fanout, checks, open, publish };
 }
 
 let seq = 0;
@@ -123,7 +125,7 @@ function change(
 
 describe('Fanout', () => {
   it('checks access once per distinct role per batch, however many streams', async () => {
-    const { fanout, checks, open } = setup();
+    const { fanout, checks, open, publish } = setup();
     const sinks = [];
     for (let i = 0; i < 300; i += 1)
       sinks.push(
@@ -133,10 +135,7 @@ describe('Fanout', () => {
           true,
         ),
       );
-    await fanout.publish([
-      change('notes:///a/1'),
-      change('notes:///a/2', 'created'),
-    ]);
+    await publish([change('notes:///a/1'), change('notes:///a/2', 'created')]);
     expect(checks.sort()).toEqual(['engineering', 'finance', 'support']);
     for (const sink of sinks) {
       expect(sink.updates()).toEqual(['notes:///a/1']);
@@ -147,20 +146,20 @@ describe('Fanout', () => {
   });
 
   it('asks nothing and writes nothing when no stream cares', async () => {
-    const { fanout, checks, open } = setup();
+    const { fanout, checks, open, publish } = setup();
     const sink = open('support', ['notes:///a/1']);
-    await fanout.publish([change('notes:///b/1')]);
+    await publish([change('notes:///b/1')]);
     expect(checks).toEqual([]);
     expect(sink.written).toEqual([]);
   });
 
   it('coalesces repeated updates of one URI while the client is not reading', async () => {
-    const { fanout, open } = setup();
+    const { fanout, open, publish } = setup();
     const sink = open('support', ['notes:///a/1', 'notes:///a/2']);
     sink.blocked = true;
-    await fanout.publish([change('notes:///a/1')]); // written; the sink pushes back
+    await publish([change('notes:///a/1')]); // written; the sink pushes back
     for (let i = 0; i < 50; i += 1)
-      await fanout.publish([change('notes:///a/1'), change('notes:///a/2')]);
+      await publish([change('notes:///a/1'), change('notes:///a/2')]);
     expect(sink.updates()).toEqual(['notes:///a/1']);
     sink.drain();
     expect(sink.updates()).toEqual([
@@ -171,10 +170,10 @@ describe('Fanout', () => {
   });
 
   it('ends a stream whose client stays blocked past the stall timeout, with a clear reason', async () => {
-    const { fanout, open } = setup({ stallTimeoutMs: 100 });
+    const { fanout, open, publish } = setup({ stallTimeoutMs: 100 });
     const sink = open('support', ['notes:///a/1']);
     sink.blocked = true;
-    await fanout.publish([change('notes:///a/1')]);
+    await publish([change('notes:///a/1')]);
     expect(fanout.size).toBe(1);
     await untilEnded(sink);
     expect(fanout.size).toBe(0);
@@ -189,24 +188,24 @@ describe('Fanout', () => {
   });
 
   it('ends a blocked stream at once when its unread bytes pass the limit', async () => {
-    const { fanout, open } = setup({ maxPendingBytes: 4096 });
+    const { fanout, open, publish } = setup({ maxPendingBytes: 4096 });
     const sink = open('support', ['notes:///a/1']);
     sink.blocked = true;
     sink.pendingBytes = 10_000;
-    await fanout.publish([change('notes:///a/1')]);
+    await publish([change('notes:///a/1')]);
     await untilEnded(sink);
     expect(fanout.size).toBe(0);
   });
 
   it('ends a blocked stream whose queue of distinct URIs passes its bound', async () => {
-    const { fanout, open } = setup();
+    const { fanout, open, publish } = setup();
     const sink = open('support', ['file:///big/']);
     sink.blocked = true;
-    await fanout.publish([change('file:///big/first')]);
+    await publish([change('file:///big/first')]);
     const many = Array.from({ length: 10_001 }, (_, index) =>
       change(`file:///big/${index}`),
     );
-    await fanout.publish(many);
+    await publish(many);
     expect(fanout.size).toBe(0);
     expect(JSON.parse(sink.ended as string)).toMatchObject({
       error: { data: { code: 'STREAM_STALLED' } },
@@ -215,10 +214,10 @@ describe('Fanout', () => {
 
   it('yields to the event loop between slices of a large broadcast', async () => {
     // Slices are by time (2 ms by default); with no time allowed, every 16 streams yield.
-    const { fanout, open } = setup({ sliceMs: 0 });
+    const { fanout, open, publish } = setup({ sliceMs: 0 });
     for (let i = 0; i < 2000; i += 1) open('support', [], true);
     let ranDuring = false;
-    const publishing = fanout.publish([change('notes:///a/1', 'created')]);
+    const publishing = publish([change('notes:///a/1', 'created')]);
     setImmediate(() => {
       ranDuring = true;
     });
