@@ -5,7 +5,6 @@ import { isAllowedRoleName, mintToken } from './auth/index.js';
 import {
   AUTHENTICATOR_ROLE,
   EmbeddedPostgresError,
-  createDatabase,
   grantToAuthenticator,
   setExposed,
   listDatasets,
@@ -15,6 +14,7 @@ import { ConfigError } from './errors.js';
 import { createLogger, type Logger } from './log.js';
 import {
   SEEDS_DIRECTORY,
+  configuredDatabase,
   jwtSecret,
   openDatabase,
   prepareDatabase,
@@ -230,12 +230,7 @@ async function expose(
       throw new ConfigError(
         `no database ${name}: give it with PGMCP_DATABASES="${name}=postgres://…"`,
       );
-    const db = createDatabase({
-      connectionString: database.connectionString,
-      poolSize: 1,
-      statementTimeoutMs: config.statementTimeoutMs,
-      onError: (message, error) => logger.error(message, error),
-    });
+    const db = configuredDatabase(config, database.connectionString, logger);
     open = { db, close: () => db.close() };
   } else {
     open = await openDatabase(config, logger);

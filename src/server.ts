@@ -69,12 +69,7 @@ export async function openDatabase(
       `database ${connectionString === undefined ? 'from PG* environment variables' : redactConnectionString(connectionString)}`,
     );
   }
-  const db = createDatabase({
-    connectionString,
-    poolSize: config.poolSize,
-    statementTimeoutMs: config.statementTimeoutMs,
-    onError: (message, error) => logger.error(message, error),
-  });
+  const db = configuredDatabase(config, connectionString, logger);
   return {
     db,
     embedded,
@@ -92,6 +87,46 @@ export async function openDatabase(
   };
 }
 
+/** A pool on `connectionString` (PG* variables when undefined) with the configured settings. */
+export function configuredDatabase(
+  config: Config,
+  connectionString: string | undefined,
+  logger: Logger,
+): DatabaseHandle {
+  return createDatabase({
+    connectionString,
+    poolSize: config.poolSize,
+    statementTimeoutMs: config.statementTimeoutMs,
+    onError: (message, error) => logger.error(message, error),
+  });
+}
+
+type AdminClient = Awaited<ReturnType<DatabaseHandle['connectAdmin']>>;
+
+async function applyMigrations(
+  client: AdminClient,
+  logger: Logger,
+): Promise<void> {
+  const report = await runMigrations(client, MIGRATIONS_DIRECTORY, (line) =>
+    logger.info(line),
+  );
+  if (report.applied.length === 0)
+    logger.info(`migrations up to date (${report.alreadyApplied} applied)`);
+}
+
+/** Apply pending migrations through one admin connection (another database's, say). */
+async function migrateDatabase(
+  db: DatabaseHandle,
+  logger: Logger,
+): Promise<void> {
+  const client = await db.connectAdmin();
+  try {
+    await applyMigrations(client, logger);
+  } finally {
+    await client.end();
+  }
+}
+
 /** Apply migrations, then load `dataset` if given, through one admin connection. */
 export async function prepareDatabase(
   db: DatabaseHandle,
@@ -104,13 +139,7 @@ export async function prepareDatabase(
 ): Promise<{ cursorSecret: string }> {
   const client = await db.connectAdmin();
   try {
-    if (options.migrate) {
-      const report = await runMigrations(client, MIGRATIONS_DIRECTORY, (line) =>
-        logger.info(line),
-      );
-      if (report.applied.length === 0)
-        logger.info(`migrations up to date (${report.alreadyApplied} applied)`);
-    }
+    if (options.migrate) await applyMigrations(client, logger);
     const dataset = options.seed ?? options.seedUnlessLoaded;
     if (
       dataset !== undefined &&
@@ -213,17 +242,13 @@ export async function startServer(
       }),
     ];
     for (const database of config.databases) {
-      const db = createDatabase({
-        connectionString: database.connectionString,
-        poolSize: config.poolSize,
-        statementTimeoutMs: config.statementTimeoutMs,
-        onError: (message, error) => logger.error(message, error),
-      });
+      const db = configuredDatabase(config, database.connectionString, logger);
       extraDbs.push(db);
       logger.info(
         `database ${database.name}: ${redactConnectionString(database.connectionString)}`,
       );
-      if (config.migrate) await prepareDatabase(db, logger, { migrate: true });
+      // Only migrations: cursors are signed with the main database's secret.
+      if (config.migrate) await migrateDatabase(db, logger);
       if (!config.stdio) await refuseUnsafeLogin(config, db, logger);
       sources.push(
         await catalogSource(db, {
@@ -423,12 +448,7 @@ async function authenticatorDatabase(
   logger.info(
     `requests run as ${AUTHENTICATOR_ROLE} and the roles granted to it`,
   );
-  return createDatabase({
-    connectionString: url.toString(),
-    poolSize: config.poolSize,
-    statementTimeoutMs: config.statementTimeoutMs,
-    onError: (message, error) => logger.error(message, error),
-  });
+  return configuredDatabase(config, url.toString(), logger);
 }
 
 /** Superusers and table owners bypass row-level security: refuse to serve HTTP as one, unless told to. */
