@@ -75,12 +75,12 @@ export function createCompleteMethod(
       );
       // A template the role cannot see is answered exactly like one that does not exist.
       if (row === undefined || !row.template_visible) throw invalidTemplate();
-      const found = new Set<string>();
+      const found: string[] = [];
       for (const uri of row.uris) {
         const values = template.match(uri);
         if (values === undefined) continue;
         const value = values[argument.name];
-        if (value === undefined || !value.startsWith(argument.value)) continue;
+        if (value === undefined) continue;
         if (
           Object.entries(chosen).some(
             ([name, wanted]) =>
@@ -90,17 +90,13 @@ export function createCompleteMethod(
           )
         )
           continue;
-        found.add(value);
+        found.push(value);
       }
-      const values = [...found].sort().slice(0, MAX_VALUES);
-      return {
-        completion: {
-          values,
-          total: found.size,
-          hasMore:
-            found.size > MAX_VALUES || row.uris.length === MAX_CANDIDATES,
-        },
-      };
+      return completionOf(
+        found,
+        argument.value,
+        row.uris.length === MAX_CANDIDATES,
+      );
     },
   });
 }
@@ -115,8 +111,15 @@ const CATALOG_TEMPLATES = new Set([
 /** Rows examined when completing a row key. */
 const MAX_ROW_CANDIDATES = 1000;
 
-/** Values starting with `prefix`, sorted, as a completion. */
-function completionOf(candidates: Iterable<string>, prefix: string) {
+/**
+ * Distinct values starting with `prefix`, sorted, as a completion; `capped`: the candidates were
+ * cut short, so more may exist than were seen.
+ */
+function completionOf(
+  candidates: Iterable<string>,
+  prefix: string,
+  capped = false,
+) {
   const found = [...new Set(candidates)]
     .filter((value) => value.startsWith(prefix))
     .sort();
@@ -124,7 +127,7 @@ function completionOf(candidates: Iterable<string>, prefix: string) {
     completion: {
       values: found.slice(0, MAX_VALUES),
       total: found.length,
-      hasMore: found.length > MAX_VALUES,
+      hasMore: found.length > MAX_VALUES || capped,
     },
   };
 }
@@ -204,13 +207,11 @@ async function completeCatalog(
         limit: MAX_ROW_CANDIDATES,
       },
     );
-    const completion = completionOf(
+    return completionOf(
       keys.map((key) => encodeRowKey(key.key)),
       argument.value,
+      keys.length === MAX_ROW_CANDIDATES,
     );
-    if (keys.length === MAX_ROW_CANDIDATES)
-      completion.completion.hasMore = true;
-    return completion;
   }
   const kind = argument.name as 'schema' | 'table';
   if (
