@@ -233,7 +233,9 @@ async function main(): Promise<void> {
   // settings) never would, and index-only scans, such as a request role's list walk
   // (pgmcp.resource_listing), would read the heap instead. Vacuum what the bench reads, as
   // autovacuum would after the seed and the live bench's updates of the previous run.
-  await admin.query('vacuum (analyze) pgmcp.resources, pgmcp.resource_listing');
+  await admin.query(
+    'vacuum (analyze) pgmcp.resources, pgmcp.resource_listing, pgmcp.resource_entries',
+  );
   // The bench roles (cluster-wide, idempotent): bench_reader is in the readers of 1 row in 10.
   await admin.query(`do $$ begin
       if not exists (select from pg_roles where rolname = 'bench_reader') then create role bench_reader nologin; end if;

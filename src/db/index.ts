@@ -8,12 +8,12 @@ export {
 export { runRequestQuery } from './request-transaction.js';
 export {
   LIST_RESOURCES_PAGE,
-  LIST_RESOURCES_PAGE_AS_ROLE,
   LIST_TEMPLATES_PAGE,
   READ_DIRECTORY,
   READ_RESOURCE,
   type PreparedQuery,
   type ResourceContentRow,
+  type ResourceEntryRow,
   type ResourceListingRow,
   COLUMN,
   type TemplateListingRow,

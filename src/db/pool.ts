@@ -35,8 +35,13 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
     max: options.poolSize,
     application_name: 'pgmcp',
     // Session defaults, set once per connection at start-up: every request statement is read-only
-    // unless a transaction says otherwise, and none runs longer than the timeout.
-    options: `-c default_transaction_read_only=on -c statement_timeout=${options.statementTimeoutMs} -c TimeZone=UTC`,
+    // unless a transaction says otherwise, and none runs longer than the timeout. Request
+    // statements are prepared once per connection and run with their generic plan: they are
+    // keyset pages and lookups by key, whose plan does not depend on the values. Left to choose,
+    // PostgreSQL plans a statement with a LIMIT parameter again on every execution (it prices
+    // the generic plan as if the limit were 10% of the table), which for the resources list
+    // (db/queries.ts) cost more than running it: 0.33 ms a page against 0.12 ms in pgbench.
+    options: `-c default_transaction_read_only=on -c statement_timeout=${options.statementTimeoutMs} -c TimeZone=UTC -c plan_cache_mode=force_generic_plan`,
   };
   const pool = new pg.Pool(config);
   // An idle client that loses its connection emits here; without a listener the process would crash.

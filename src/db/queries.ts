@@ -113,41 +113,43 @@ function textRows<TArgs, TRow>(
   return { ...query, textOutput: true } as PreparedQuery<TArgs, TRow>;
 }
 
-/** One keyset page of stored resources, in primary-key order. */
-export const LIST_RESOURCES_PAGE = textRows<
-  { afterId: string; limit: number },
-  ResourceListingRow
->(
-  prepare(
-    'pgmcp_list_resources_page',
-    builder
-      .selectFrom('pgmcp.resources')
-      .select([...LISTING_COLUMNS])
-      .where('id', '>', '0')
-      .orderBy('id')
-      .limit(1),
-    (args: { afterId: string; limit: number }) => [args.afterId, args.limit],
-  ),
-);
+/** A list page row: the resource's id and its MCP `Resource` object as JSON text. */
+export type ResourceEntryRow = readonly [id: string, entry: string];
 
-const LISTING_SELECT = LISTING_COLUMNS.join(', ');
-const LISTING_FROM_PAGE = LISTING_COLUMNS.map((column) =>
-  column === 'id' ? 'p.resource_id' : `p.${column}`,
-).join(', ');
+const LIST_ENTRY_ARGUMENTS = [
+  'uri',
+  'name',
+  'title',
+  'description',
+  'mime_type',
+  'size',
+  'audience',
+  'priority',
+  'updated_at',
+]
+  .map((column) => `r.${column}`)
+  .join(', ');
 
 /**
- * LIST_RESOURCES_PAGE for a request role (same rows, same order): a role that reads few of the
- * rows walks pgmcp.resource_listing (migration 0008), its listing columns kept together per
- * reader, once per member role, instead of the whole table. Stubs (rows too large to copy) are
- * read from pgmcp.resources. A role that RLS does not apply to (superuser, BYPASSRLS) reads the
- * table as LIST_RESOURCES_PAGE does: the listing only holds rows that have readers.
+ * One keyset page of stored resources, in primary-key order, each as the entry the write
+ * triggers rendered (migration 0010): no column is turned into text by PostgreSQL or into JSON
+ * here. A role that row-level security does not apply to (superuser, BYPASSRLS) walks
+ * pgmcp.resource_entries, every resource. Any other role, a request role or a login without
+ * one, walks pgmcp.resource_listing, its entries kept together per reader, once per member role,
+ * instead of every row (a role that reads 1 row in 10 would read ten times the pages): the
+ * listing's policy is the resources policy one reader at a time. Entries too large for the
+ * listing are rendered from pgmcp.resources under its policy.
  */
-export const LIST_RESOURCES_PAGE_AS_ROLE: PreparedQuery<
+export const LIST_RESOURCES_PAGE: PreparedQuery<
   { afterId: string; limit: number },
-  ResourceListingRow
+  ResourceEntryRow
 > = {
-  name: 'pgmcp_list_resources_page_as_role',
-  text: `with page as materialized (
+  name: 'pgmcp_list_resources_page',
+  text: `(select resource_id, entry from pgmcp.resource_entries
+  where not row_security_active('pgmcp.resources') and resource_id > $1
+  order by resource_id limit $2)
+union all
+(with page as materialized (
   select distinct on (l.resource_id) l.*
     from unnest((select pgmcp.member_roles())) m(role)
     cross join lateral (
@@ -158,13 +160,10 @@ export const LIST_RESOURCES_PAGE_AS_ROLE: PreparedQuery<
    where row_security_active('pgmcp.resources')
    order by l.resource_id
    limit $2)
-select ${LISTING_FROM_PAGE} from page p where not p.stub
+select p.resource_id, p.entry from page p where p.entry is not null
 union all
-select ${LISTING_COLUMNS.map((column) => `r.${column}`).join(', ')}
-  from page p join pgmcp.resources r on r.id = p.resource_id where p.stub
-union all
-(select ${LISTING_SELECT} from pgmcp.resources
-  where not row_security_active('pgmcp.resources') and id > $1 order by id limit $2)
+select r.id, pgmcp.list_entry(${LIST_ENTRY_ARGUMENTS})
+  from page p join pgmcp.resources r on r.id = p.resource_id where p.entry is null)
 order by 1`,
   values: (args) => [args.afterId, args.limit],
   textOutput: true,

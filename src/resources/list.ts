@@ -1,12 +1,7 @@
 // resources/list: stored resources in primary-key order, then each database's catalog (schemas,
 // then their tables and views) in name order, then the rows of listed collections in key order;
 // one keyset page per call under one cursor design.
-import {
-  COLUMN,
-  LIST_CATALOG_PAGE,
-  LIST_RESOURCES_PAGE,
-  LIST_RESOURCES_PAGE_AS_ROLE,
-} from '../db/index.js';
+import { LIST_CATALOG_PAGE, LIST_RESOURCES_PAGE } from '../db/index.js';
 import { ProtocolError } from '../errors.js';
 import {
   createMethod,
@@ -25,7 +20,6 @@ import {
   type CatalogSource,
   type RowsPosition,
 } from './rows.js';
-import { renderResource } from './render.js';
 
 const COLLECTION = 'resources';
 /**
@@ -145,20 +139,17 @@ export function createListResourcesMethod(
       while (position !== undefined && next === undefined) {
         const room = deps.pageSize - items.length;
         if (position.phase === 'stored') {
+          // Entries come rendered (db/queries.ts): a page passes them on as they are.
           const { page, more } = await keysetPage(
             deps.db,
             ctx,
-            // Without a role the request runs as the login, usually a superuser that RLS does
-            // not apply to: it walks the table. A request role walks its own rows (db/queries.ts).
-            ctx.principal.role === null
-              ? LIST_RESOURCES_PAGE
-              : LIST_RESOURCES_PAGE_AS_ROLE,
+            LIST_RESOURCES_PAGE,
             { afterId: position.afterId },
             room,
           );
-          for (const row of page) items.push(renderResource(row));
+          for (const row of page) items.push(row[1]);
           const last = page.at(-1);
-          if (more && last !== undefined) next = [last[COLUMN.id]];
+          if (more && last !== undefined) next = [last[0]];
           else position = catalogStart(deps.sources, 0);
         } else if (position.phase === 'catalog') {
           const source = deps.sources[position.source] as CatalogSource;

@@ -1,9 +1,6 @@
 // Render stage: MCP JSON straight from Postgres' text output, without building JS objects per row.
-import {
-  COLUMN,
-  type ResourceContentRow,
-  type ResourceListingRow,
-} from '../db/index.js';
+// List entries are not rendered here: the write triggers render them (migration 0010).
+import { COLUMN, type ResourceContentRow } from '../db/index.js';
 
 // Characters JSON.stringify would escape (", \, controls) or may escape (lone surrogates: any
 // surrogate sends the string down the slow path, which handles pairs and lone ones alike).
@@ -79,7 +76,7 @@ function mimeTypeJson(value: string): string {
   return json;
 }
 
-function annotationsJson(row: ResourceListingRow | ResourceContentRow): string {
+function annotationsJson(row: ResourceContentRow): string {
   let json = '{';
   const audience = row[COLUMN.audience];
   if (audience !== null) json += `"audience":${audienceJson(audience)},`;
@@ -87,31 +84,6 @@ function annotationsJson(row: ResourceListingRow | ResourceContentRow): string {
   const priority = row[COLUMN.priority];
   if (priority !== null) json += `"priority":${priority},`;
   return `${json}"lastModified":"${isoTimestamp(row[COLUMN.updated_at])}"}`;
-}
-
-/** jsonString(value) without its quotes: the quotes go into the constant text around it. */
-function jsonStringBody(value: string): string {
-  return NEEDS_ESCAPE.test(value) ? JSON.stringify(value).slice(1, -1) : value;
-}
-
-/**
- * The MCP `Resource` object of a row, as JSON text. Written with as few pieces as it can (each
- * closing quote shares a constant with the next key): a page joins 100 of these rope strings, and
- * the join walks every piece.
- */
-export function renderResource(row: ResourceListingRow): string {
-  let json = `{"uri":"${jsonStringBody(row[COLUMN.uri])}","name":"${jsonStringBody(row[COLUMN.name])}`;
-  const title = row[COLUMN.title];
-  if (title !== null) json += `","title":"${jsonStringBody(title)}`;
-  const description = row[COLUMN.description];
-  if (description !== null)
-    json += `","description":"${jsonStringBody(description)}`;
-  const mimeType = row[COLUMN.mime_type];
-  json +=
-    mimeType === null
-      ? '","size":'
-      : `","mimeType":${mimeTypeJson(mimeType)},"size":`;
-  return `${json}${row[COLUMN.size]},"annotations":${annotationsJson(row)}}`;
 }
 
 /**

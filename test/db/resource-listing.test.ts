@@ -1,7 +1,7 @@
-// pgmcp.resource_listing (migrations/0008, kept by 0009's trigger): the triggers keep it equal to
-// what pgmcp.resources says after every kind of write, a request role reads only its own readers'
-// rows from it, and resources/list as a role returns what the table's policy allows, no more, in
-// the same pages.
+// pgmcp.resource_listing and pgmcp.resource_entries (migrations 0008 to 0010): the triggers keep
+// them equal to what pgmcp.resources says after every kind of write, an entry is the resource's
+// MCP Resource object, a request role reads only its own readers' entries, and resources/list as
+// a role returns what the table's policy allows, no more, in the same pages.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -14,28 +14,29 @@ import {
 const PREFIX = 'notes:///listing-test/';
 let sql: pg.Client;
 
-// Rows of the listing that differ from the entries computed from pgmcp.resources (one per
-// distinct reader; a stub when the copied columns exceed 2,000 bytes), in either direction.
+// Entries of the listing and of pgmcp.resource_entries that differ from what pgmcp.resources
+// says (the listing: one per distinct reader, the entry null when over 2,000 bytes; the entries:
+// one per row), in either direction. What an entry holds is checked against the columns below.
 const MISMATCHES = `
-  with expected as (
-    select distinct u.reader, r.id as resource_id, s.stub,
-           case when not s.stub then r.uri end as uri, case when not s.stub then r.name end as name,
-           case when not s.stub then r.title end as title,
-           case when not s.stub then r.description end as description,
-           case when not s.stub then r.mime_type end as mime_type, r.size,
-           case when not s.stub then r.audience end as audience, r.priority, r.updated_at
-      from pgmcp.resources r
-      cross join lateral unnest(r.readers) u(reader)
-      cross join lateral (select octet_length(r.uri) + octet_length(r.name)
-        + coalesce(octet_length(r.title), 0) + coalesce(octet_length(r.description), 0)
-        + coalesce(octet_length(r.mime_type), 0) + coalesce(octet_length(r.audience::text), 0)
-        > 2000 as stub) s),
-  actual as (
-    select reader, resource_id, stub, uri, name, title, description, mime_type, size, audience,
-           priority, updated_at from pgmcp.resource_listing)
-  select 'missing' as side, * from (select * from expected except select * from actual) m
+  with rendered as (
+    select r.id, r.readers,
+           pgmcp.list_entry(r.uri, r.name, r.title, r.description, r.mime_type, r.size,
+                            r.audience, r.priority, r.updated_at) as entry
+      from pgmcp.resources r),
+  expected as (
+    select distinct u.reader, r.id as resource_id,
+           case when octet_length(r.entry) <= 2000 then r.entry end as entry
+      from rendered r cross join lateral unnest(r.readers) u(reader)),
+  actual as (select reader, resource_id, entry from pgmcp.resource_listing)
+  select 'listing missing' as side, * from (select * from expected except select * from actual) m
   union all
-  select 'extra', * from (select * from actual except select * from expected) x`;
+  select 'listing extra', * from (select * from actual except select * from expected) x
+  union all
+  select 'entry missing', null, * from (
+    select id, entry from rendered except select resource_id, entry from pgmcp.resource_entries) m
+  union all
+  select 'entry extra', null, * from (
+    select resource_id, entry from pgmcp.resource_entries except select id, entry from rendered) x`;
 
 async function mismatches(): Promise<unknown[]> {
   return (await sql.query(MISMATCHES)).rows;
@@ -64,13 +65,15 @@ afterAll(async () => {
   await sql.end();
 });
 
-describe('pgmcp.resource_listing triggers', () => {
-  it('holds one entry per distinct reader of every stored resource', async () => {
+describe('pgmcp.resource_listing and pgmcp.resource_entries triggers', () => {
+  it('hold one entry per distinct reader, and one per row, of every stored resource', async () => {
     expect(await mismatches()).toEqual([]);
-    const { rows } = await sql.query<{ count: string }>(
-      `select count(*)::text as count from pgmcp.resource_listing`,
+    const { rows } = await sql.query<{ listing: string; entries: string }>(
+      `select (select count(*) from pgmcp.resource_listing)::text as listing,
+              (select count(*) from pgmcp.resource_entries)::text as entries`,
     );
-    expect(Number(rows[0]?.count)).toBeGreaterThan(0);
+    expect(Number(rows[0]?.listing)).toBeGreaterThan(0);
+    expect(Number(rows[0]?.entries)).toBeGreaterThan(0);
   });
 
   it('follows inserts, updates of any listed column or of readers, no-op updates and deletes', async () => {
@@ -117,7 +120,7 @@ describe('pgmcp.resource_listing triggers', () => {
     await insert('c-2', ['support']);
     await insert('c-3', ['finance', 'engineering']);
     const like = [`${PREFIX}c-%`];
-    // Content only: size and updated_at are listed.
+    // Content only: size and lastModified are in the entry.
     await sql.query(
       `update pgmcp.resources set text = repeat('y', 300) where uri like $1`,
       like,
@@ -156,7 +159,11 @@ describe('pgmcp.resource_listing triggers', () => {
   it('writes no entry for an update that changes nothing', async () => {
     await insert('same', ['support', 'finance']);
     const versions = `select l.reader, l.xmin::text as version from pgmcp.resource_listing l
-      join pgmcp.resources r on r.id = l.resource_id where r.uri = $1 order by l.reader`;
+      join pgmcp.resources r on r.id = l.resource_id where r.uri = $1
+      union all
+      select null, e.xmin::text from pgmcp.resource_entries e
+      join pgmcp.resources r on r.id = e.resource_id where r.uri = $1
+      order by 1`;
     const before = (await sql.query(versions, [`${PREFIX}same`])).rows;
     await sql.query(
       `update pgmcp.resources set name = name, readers = readers where uri = $1`,
@@ -182,8 +189,8 @@ describe('pgmcp.resource_listing triggers', () => {
     // As after writes that skipped the triggers: an entry the table does not back.
     await insert('gained', ['support']);
     await sql.query(
-      `insert into pgmcp.resource_listing (reader, resource_id, stub, updated_at)
-       select 'finance', id, true, now() from pgmcp.resources where uri = $1`,
+      `insert into pgmcp.resource_listing (reader, resource_id, entry)
+       select 'finance', id, '{}' from pgmcp.resources where uri = $1`,
       [`${PREFIX}gained`],
     );
     await sql.query(
@@ -221,27 +228,26 @@ describe('pgmcp.resource_listing triggers', () => {
     expect(await mismatches()).toEqual([]);
   });
 
-  it('keeps a stub, without the large columns, for a row too large to copy', async () => {
+  it('keeps no entry in the listing for a row whose entry is too large for its index', async () => {
     await insert('large', ['support'], { description: 'd'.repeat(5000) });
-    const { rows } = await sql.query<{
-      stub: boolean;
-      uri: string | null;
-      description: string | null;
-    }>(
-      `select l.stub, l.uri, l.description from pgmcp.resource_listing l
-         join pgmcp.resources r on r.id = l.resource_id where r.uri = $1`,
+    const { rows } = await sql.query<{ listed: string | null; entry: string }>(
+      `select l.entry as listed, e.entry from pgmcp.resource_listing l
+         join pgmcp.resources r on r.id = l.resource_id
+         join pgmcp.resource_entries e on e.resource_id = r.id where r.uri = $1`,
       [`${PREFIX}large`],
     );
-    expect(rows).toEqual([{ stub: true, uri: null, description: null }]);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]?.listed).toBeNull();
+    expect(JSON.parse(rows[0]?.entry ?? '').description).toBe('d'.repeat(5000));
     expect(await mismatches()).toEqual([]);
   });
 
-  it('is emptied with the table by TRUNCATE (rolled back here)', async () => {
+  it('are emptied with the table by TRUNCATE (rolled back here)', async () => {
     await sql.query('begin');
     try {
       await sql.query('truncate pgmcp.resources');
       const { rows } = await sql.query(
-        'select 1 from pgmcp.resource_listing limit 1',
+        'select 1 from pgmcp.resource_listing union all select 1 from pgmcp.resource_entries',
       );
       expect(rows).toEqual([]);
     } finally {
@@ -264,6 +270,136 @@ describe('pgmcp.resource_listing triggers', () => {
       expect(writable.rows[0]?.allowed).toBe(false);
     } finally {
       await sql.query('rollback');
+    }
+  });
+});
+
+describe('pgmcp.list_entry, as the triggers keep it', () => {
+  interface Written {
+    suffix: string;
+    name: string;
+    title?: string;
+    description?: string;
+    mimeType?: string;
+    text: string;
+    audience?: string[];
+    priority?: number;
+    updatedAt: string;
+    lastModified: string;
+  }
+  // Escapes JSON needs, characters it must not escape, absent optional fields, float8 values
+  // whose shortest exact form has 17 digits or an exponent, and timestamps with 0 to 6 fraction
+  // digits in other time zones.
+  const written: Written[] = [
+    {
+      suffix: 'escapes',
+      name: 'quote " backslash \\ newline \n tab \t nul-free \u0001 \u001f end',
+      title: 'ünï 😀 \u2028 / <script>',
+      text: 'x',
+      audience: [],
+      priority: 0,
+      updatedAt: '2026-01-02 03:04:05+00',
+      lastModified: '2026-01-02T03:04:05.000Z',
+    },
+    {
+      suffix: 'everything',
+      name: 'every field',
+      title: 'T',
+      description: 'D',
+      mimeType: 'text/plain; charset=utf-8',
+      text: 'héllo',
+      audience: ['user', 'assistant'],
+      priority: 0.30000000000000004,
+      updatedAt: '2026-01-02 03:04:05.678901+05:30',
+      lastModified: '2026-01-01T21:34:05.678Z',
+    },
+    {
+      suffix: 'tiny',
+      name: 'tiny priority',
+      text: '',
+      audience: ['assistant'],
+      priority: 1e-5,
+      updatedAt: '1999-12-31 23:59:59.9999-08',
+      lastModified: '2000-01-01T07:59:59.999Z',
+    },
+  ];
+
+  it('is the MCP Resource object of the row, whatever the writing session prints floats as', async () => {
+    // A writer that prints float8 rounded (extra_float_digits below 1) still gets exact entries.
+    const writer = new pg.Client({ connectionString: testDatabaseUrl() });
+    await writer.connect();
+    try {
+      await writer.query('set extra_float_digits = -3');
+      for (const row of written)
+        await writer.query(
+          `insert into pgmcp.resources (uri, name, title, description, mime_type, text, audience,
+             priority, updated_at)
+           values ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+          [
+            `${PREFIX}entry-${row.suffix}`,
+            row.name,
+            row.title ?? null,
+            row.description ?? null,
+            row.mimeType ?? null,
+            row.text,
+            row.audience ?? null,
+            row.priority ?? null,
+            row.updatedAt,
+          ],
+        );
+    } finally {
+      await writer.end();
+    }
+    for (const row of written) {
+      const uri = `${PREFIX}entry-${row.suffix}`;
+      const { rows } = await sql.query<{ entry: string }>(
+        `select e.entry from pgmcp.resource_entries e
+           join pgmcp.resources r on r.id = e.resource_id where r.uri = $1`,
+        [uri],
+      );
+      const annotations: Record<string, unknown> = {};
+      if (row.audience !== undefined) annotations['audience'] = row.audience;
+      if (row.priority !== undefined) annotations['priority'] = row.priority;
+      annotations['lastModified'] = row.lastModified;
+      const expected: Record<string, unknown> = { uri, name: row.name };
+      if (row.title !== undefined) expected['title'] = row.title;
+      if (row.description !== undefined)
+        expected['description'] = row.description;
+      if (row.mimeType !== undefined) expected['mimeType'] = row.mimeType;
+      expected['size'] = Buffer.byteLength(row.text);
+      expected['annotations'] = annotations;
+      // Same members in the same order, same values (the priority to the last bit).
+      expect(JSON.stringify(JSON.parse(rows[0]?.entry ?? 'null'))).toBe(
+        JSON.stringify(expected),
+      );
+    }
+  });
+
+  it('renders entries too large for the listing the same way at request time', async () => {
+    await insert('large-entry', ['support'], {
+      description: `"quoted" ${'l'.repeat(3000)}`,
+    });
+    const { rows } = await sql.query<{ kept: string; now: string }>(
+      `select e.entry as kept,
+              pgmcp.list_entry(r.uri, r.name, r.title, r.description, r.mime_type, r.size,
+                               r.audience, r.priority, r.updated_at) as now
+         from pgmcp.resources r join pgmcp.resource_entries e on e.resource_id = r.id
+        where r.uri = $1`,
+      [`${PREFIX}large-entry`],
+    );
+    expect(rows[0]?.now).toBe(rows[0]?.kept);
+    const server = await startTestServer({
+      principal: { role: 'support', claims: {} },
+      pageSize: 1000,
+    });
+    try {
+      const { pages } = await walkList(server.url);
+      const listed = pages
+        .flatMap((page) => page['resources'] as { uri: string }[])
+        .find((entry) => entry.uri === `${PREFIX}large-entry`);
+      expect(listed).toEqual(JSON.parse(rows[0]?.kept ?? 'null'));
+    } finally {
+      await server.close();
     }
   });
 });
@@ -318,11 +454,11 @@ describe('resources/list as a request role', () => {
   it('reads stub entries from pgmcp.resources under its policy', async () => {
     // A stub entry the table does not back (as after writes that skipped the triggers): the row
     // is read from pgmcp.resources as the role, and its policy drops it. (Full entries are served
-    // from the listing, which only its owner's triggers write: migrations/0008.)
+    // from the listing, which only its owner's triggers write: migrations/0010.)
     await insert('forged', ['finance']);
     await sql.query(
-      `insert into pgmcp.resource_listing (reader, resource_id, stub, updated_at)
-       select 'support', id, true, now() from pgmcp.resources where uri = $1`,
+      `insert into pgmcp.resource_listing (reader, resource_id, entry)
+       select 'support', id, null from pgmcp.resources where uri = $1`,
       [`${PREFIX}forged`],
     );
     try {
