@@ -4,6 +4,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createDatabase,
+  LIST_RESOURCES_PAGE,
   runRequestQuery,
   type DatabaseHandle,
   type PreparedQuery,
@@ -174,6 +175,30 @@ describe('runRequestQuery', () => {
     await expect(
       runRequestQuery(db, { role: null, claims: {} }, signal, write, {}),
     ).rejects.toBeInstanceOf(ProtocolError);
+  });
+
+  it('plans each request statement once, generic, and never JIT-compiles it', async () => {
+    // Left to choose, PostgreSQL planned the list again on every execution (its LIMIT is a
+    // parameter), and the generic plan's estimate crossed jit_above_cost (db/pool.ts).
+    const anyone = { role: null, claims: {} };
+    for (let run = 0; run < 8; run += 1)
+      await runRequestQuery(db, anyone, signal, LIST_RESOURCES_PAGE, {
+        afterId: String(run * 3),
+        limit: 2 + run,
+      });
+    const [plans] = await runRequestQuery(
+      db,
+      anyone,
+      signal,
+      statement<{ generic: number; custom: number; jit: string }>(
+        'test_plans',
+        `select generic_plans::int as generic, custom_plans::int as custom,
+                current_setting('jit') as jit
+           from pg_prepared_statements where name = 'pgmcp_list_resources_page'`,
+      ),
+      {},
+    );
+    expect(plans).toEqual({ generic: 8, custom: 0, jit: 'off' });
   });
 
   it('maps permission denied to FORBIDDEN without SQL or role names, and the connection stays usable', async () => {
