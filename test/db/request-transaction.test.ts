@@ -177,9 +177,10 @@ describe('runRequestQuery', () => {
     ).rejects.toBeInstanceOf(ProtocolError);
   });
 
-  it('plans each request statement once, generic, and never JIT-compiles it', async () => {
+  it('plans each request statement once, generic, with no JIT and no parallel workers', async () => {
     // Left to choose, PostgreSQL planned the list again on every execution (its LIMIT is a
-    // parameter), and the generic plan's estimate crossed jit_above_cost (db/pool.ts).
+    // parameter); the generic plan's estimate crossed jit_above_cost and, as a request role,
+    // made a parallel plan (db/pool.ts).
     const anyone = { role: null, claims: {} };
     for (let run = 0; run < 8; run += 1)
       await runRequestQuery(db, anyone, signal, LIST_RESOURCES_PAGE, {
@@ -190,15 +191,21 @@ describe('runRequestQuery', () => {
       db,
       anyone,
       signal,
-      statement<{ generic: number; custom: number; jit: string }>(
+      statement<{
+        generic: number;
+        custom: number;
+        jit: string;
+        workers: string;
+      }>(
         'test_plans',
         `select generic_plans::int as generic, custom_plans::int as custom,
-                current_setting('jit') as jit
+                current_setting('jit') as jit,
+                current_setting('max_parallel_workers_per_gather') as workers
            from pg_prepared_statements where name = 'pgmcp_list_resources_page'`,
       ),
       {},
     );
-    expect(plans).toEqual({ generic: 8, custom: 0, jit: 'off' });
+    expect(plans).toEqual({ generic: 8, custom: 0, jit: 'off', workers: '0' });
   });
 
   it('maps permission denied to FORBIDDEN without SQL or role names, and the connection stays usable', async () => {
