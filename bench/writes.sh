@@ -69,7 +69,7 @@ insert into pgmcp.resources (uri, name, text, readers)
 values ('bench:///writes/' || gen_random_uuid(), 'write', 'x', '{public}');
 SQL
 
-tps() { pgbench -n -X -T "$RUN_SECONDS" -f "$1" "$url" 2>/dev/null | awk '/^tps/ { print $3 }'; }
+tps() { pgbench -n -T "$RUN_SECONDS" -f "$1" "$url" 2>/dev/null | awk '/^tps/ { print $3 }'; }
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 printf '| single-row statement | without (per s) | with (per s) | ratio |\n|---|---|---|---|\n'
