@@ -1,6 +1,6 @@
 // The catalog bench's client walk: resources/list from the first page to the last, following
 // nextCursor on one keep-alive socket, timed per walk (run in a worker thread, like the loads).
-import { connect, exchangeOk, request } from './load.js';
+import { connect, exchangeOk, request, serializeRequest } from './load.js';
 
 export interface WalkSpec {
   readonly url: string;
@@ -26,10 +26,13 @@ export async function walkList(spec: WalkSpec): Promise<Walk[]> {
       let pages = 0;
       let items = 0;
       do {
+        const next = request(
+          'resources/list',
+          cursor === undefined ? {} : { cursor },
+        );
         const body = await exchangeOk(
           connection,
-          url,
-          request('resources/list', cursor === undefined ? {} : { cursor }),
+          serializeRequest(url, next.body, next.headers),
         );
         const { result } = JSON.parse(body.toString('utf8')) as {
           result: { resources: unknown[]; nextCursor?: string };
