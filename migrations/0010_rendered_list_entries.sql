@@ -8,10 +8,10 @@
 -- transaction, so a snapshot sees the entries and the rows agree:
 -- - pgmcp.resource_entries holds one entry per resource, for roles that row-level security does
 --   not apply to (superusers, BYPASSRLS), which walk every row;
--- - pgmcp.resource_listing holds the entry once per reader instead of the listing columns.
--- src/resources/render.ts renders the same JSON from the columns, byte for byte, for the entries
--- too large to keep in the listing's index (over 2,000 bytes) and for a login that row-level
--- security applies to; test/db/resource-listing.test.ts checks the two agree.
+-- - pgmcp.resource_listing holds the entry once per reader instead of the listing columns, except
+--   entries too large for its index (over 2,000 bytes), which a list page renders with the same
+--   function from pgmcp.resources.
+-- test/db/resource-listing.test.ts checks entries against the columns they come from.
 --
 -- Writes that skip triggers (session_replication_role = replica) must be followed by
 -- `select pgmcp.rebuild_resource_listings()`.
