@@ -267,6 +267,34 @@ describe('pgmcp.resource_listing and pgmcp.resource_entries triggers', () => {
     expect(await mismatches()).toEqual([]);
   });
 
+  it('are rebuilt by pgmcp.rebuild_resource_listings() after writes that skipped the triggers (rolled back here)', async () => {
+    await insert('skipped-update', ['support']);
+    await insert('skipped-delete', ['finance']);
+    await sql.query('begin');
+    try {
+      await sql.query(`set local session_replication_role = replica`);
+      await sql.query(
+        `update pgmcp.resources set title = 'changed unseen', readers = '{engineering}' where uri = $1`,
+        [`${PREFIX}skipped-update`],
+      );
+      await sql.query(`delete from pgmcp.resources where uri = $1`, [
+        `${PREFIX}skipped-delete`,
+      ]);
+      await insert('skipped-insert', ['support']);
+      await sql.query(`set local session_replication_role = origin`);
+      expect((await mismatches()).length).toBeGreaterThanOrEqual(6);
+      await sql.query('select pgmcp.rebuild_resource_listings()');
+      expect(await mismatches()).toEqual([]);
+      // The resources policy is forced again afterwards.
+      const { rows } = await sql.query<{ forced: boolean }>(
+        `select relforcerowsecurity as forced from pg_class where oid = 'pgmcp.resources'::regclass`,
+      );
+      expect(rows[0]?.forced).toBe(true);
+    } finally {
+      await sql.query('rollback');
+    }
+  });
+
   it('are emptied with the table by TRUNCATE (rolled back here)', async () => {
     await sql.query('begin');
     try {
