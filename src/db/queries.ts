@@ -116,17 +116,8 @@ function textRows<TArgs, TRow>(
 /** A list page row: the resource's id and its MCP `Resource` object as JSON text. */
 export type ResourceEntryRow = readonly [id: string, entry: string];
 
-const LIST_ENTRY_ARGUMENTS = [
-  'uri',
-  'name',
-  'title',
-  'description',
-  'mime_type',
-  'size',
-  'audience',
-  'priority',
-  'updated_at',
-]
+// pgmcp.list_entry()'s arguments: the listing columns after the id, in the same order.
+const LIST_ENTRY_ARGUMENTS = LISTING_COLUMNS.slice(1)
   .map((column) => `r.${column}`)
   .join(', ');
 
