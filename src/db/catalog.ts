@@ -20,18 +20,34 @@ const VISIBLE_RELATION = `c.relkind in ('r', 'p', 'v', 'm', 'f') and ${HIDDEN_SC
   and ${RELATION_PRIVILEGE('c.oid')}`;
 
 /**
- * Relations' facts as JSON, one row each in name order (one relation, or every one in the schema
- * when `relation` is null): (columns with types, nullability, defaults, comments and enum
+ * A relation's facts as JSON (columns with types, nullability, defaults, comments and enum
  * values; constraints; foreign keys pointing at it; indexes; RLS; approximate rows; comment).
  * No row when the database name does not match, the relation does not exist, or the role holds
- * no privilege on it.
+ * no privilege on it. One statement per case, not one with "$3 is null or relname = $3":
+ * request statements run generic plans (db/pool.ts), and such a plan cannot look the name up in
+ * pg_class's index, so one relation's description scanned every relation in the database.
  */
-export const DESCRIBE_RELATIONS: PreparedQuery<
-  { database: string; schema: string; relation: string | null; limit: number },
+export const DESCRIBE_RELATION: PreparedQuery<
+  { database: string; schema: string; relation: string },
   { description: string }
 > = {
-  name: 'pgmcp_describe_relations',
-  text: `select json_build_object(
+  name: 'pgmcp_describe_relation',
+  text: describeRelations('and c.relname = $3', '1'),
+  values: (args) => [args.database, args.schema, args.relation],
+};
+
+/** DESCRIBE_RELATION for every relation in the schema, at most `limit`. */
+export const DESCRIBE_SCHEMA_RELATIONS: PreparedQuery<
+  { database: string; schema: string; limit: number },
+  { description: string }
+> = {
+  name: 'pgmcp_describe_schema_relations',
+  text: describeRelations('', '$3'),
+  values: (args) => [args.database, args.schema, args.limit],
+};
+
+function describeRelations(relation: string, limit: string): string {
+  return `select json_build_object(
     'database', current_database(),
     'schema', n.nspname,
     'name', c.relname,
@@ -71,12 +87,11 @@ export const DESCRIBE_RELATIONS: PreparedQuery<
       from pg_index i where i.indrelid = c.oid)
   )::text as description
   from pg_class c join pg_namespace n on n.oid = c.relnamespace
-  where current_database() = $1 and n.nspname = $2 and ($3::text is null or c.relname = $3)
+  where current_database() = $1 and n.nspname = $2 ${relation}
     and ${VISIBLE_RELATION}
   order by c.relname
-  limit $4`,
-  values: (args) => [args.database, args.schema, args.relation, args.limit],
-};
+  limit ${limit}`;
+}
 
 /** A schema the role may use (USAGE), with its comment; no row when hidden or unknown. */
 export const DESCRIBE_SCHEMA: PreparedQuery<

@@ -55,7 +55,8 @@ export { TEMPLATE_COMPLETION_CANDIDATES } from './completion.js';
 export {
   CATALOG_NAMES,
   currentDatabaseName,
-  DESCRIBE_RELATIONS,
+  DESCRIBE_RELATION,
+  DESCRIBE_SCHEMA_RELATIONS,
   LIST_CATALOG_PAGE,
   DESCRIBE_SCHEMA,
 } from './catalog.js';

@@ -4,7 +4,8 @@
 // like one that does not exist.
 import type { Principal } from '../auth/index.js';
 import {
-  DESCRIBE_RELATIONS,
+  DESCRIBE_RELATION,
+  DESCRIBE_SCHEMA_RELATIONS,
   DESCRIBE_SCHEMA,
   runRequestQuery,
 } from '../db/index.js';
@@ -161,18 +162,20 @@ export async function readCatalog(
     if (found === undefined) return [];
     summary = found.comment ?? '';
   }
-  const rows = await runRequestQuery(
-    db,
-    principal,
-    cancellation,
-    DESCRIBE_RELATIONS,
-    {
-      database: source.databaseName,
-      schema,
-      relation: relation ?? null,
-      limit: relation === undefined ? maxEntries + 1 : 1,
-    },
-  );
+  const rows =
+    relation === undefined
+      ? await runRequestQuery(
+          db,
+          principal,
+          cancellation,
+          DESCRIBE_SCHEMA_RELATIONS,
+          { database: source.databaseName, schema, limit: maxEntries + 1 },
+        )
+      : await runRequestQuery(db, principal, cancellation, DESCRIBE_RELATION, {
+          database: source.databaseName,
+          schema,
+          relation,
+        });
   const relations = rows
     .slice(0, relation === undefined ? maxEntries : 1)
     .map((row) => ({

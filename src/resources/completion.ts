@@ -23,6 +23,9 @@ import { encodeRowKey } from './catalog.js';
 
 /** At most this many values in one answer (the spec's cap). */
 const MAX_VALUES = 100;
+// Sorts after every stored URI in the C collation: a URI starts with its scheme's first letter
+// (pgmcp.uri_is_valid), and "{" comes after every letter.
+const AFTER_EVERY_URI = '{';
 /** Stored URIs examined per completion: enough for distinct values, bounded on large tables. */
 const MAX_CANDIDATES = 5000;
 // Stands in for "from here on, unknown" when expanding the template to find the literal prefix.
@@ -69,7 +72,7 @@ export function createCompleteMethod(
         {
           template: ref.uri,
           from,
-          to: from === '' ? null : prefixUpperBound(from),
+          to: from === '' ? AFTER_EVERY_URI : prefixUpperBound(from),
           limit: MAX_CANDIDATES,
         },
       );

@@ -4,7 +4,9 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createDatabase,
+  DESCRIBE_RELATION,
   LIST_RESOURCES_PAGE,
+  TEMPLATE_COMPLETION_CANDIDATES,
   runRequestQuery,
   type DatabaseHandle,
   type PreparedQuery,
@@ -206,6 +208,92 @@ describe('runRequestQuery', () => {
       {},
     );
     expect(plans).toEqual({ generic: 8, custom: 0, jit: 'off', workers: '0' });
+  });
+
+  it('bounds the index scans of generic plans: completion and a description read only their own rows', async () => {
+    // Generic plans cannot drop "$3 is null or …" for a given $3: completion scanned the URI
+    // index to its end, and a description scanned every relation (db/completion.ts, db/catalog.ts).
+    const anyone = { role: null, claims: {} };
+    const completion = {
+      template: 'notes:///{tag}/{slug}',
+      from: 'a',
+      to: 'b',
+      limit: 100,
+    };
+    const description = {
+      database: (
+        await sql.query<{ name: string }>('select current_database() as name')
+      ).rows[0]?.name as string,
+      schema: 'rt_test',
+      relation: 'items',
+    };
+    const [candidates] = await runRequestQuery(
+      db,
+      anyone,
+      signal,
+      TEMPLATE_COMPLETION_CANDIDATES,
+      completion,
+    );
+    expect(candidates?.uris).toEqual([]);
+    const [described] = await runRequestQuery(
+      db,
+      anyone,
+      signal,
+      DESCRIBE_RELATION,
+      description,
+    );
+    expect(JSON.parse(described?.description ?? '{}')).toMatchObject({
+      name: 'items',
+    });
+    // The same prepared statements, explained on the same pooled session.
+    interface PlanNode {
+      'Relation Name'?: string;
+      Alias?: string;
+      'Index Cond'?: string;
+      'Rows Removed by Filter'?: number;
+      Plans?: PlanNode[];
+    }
+    const nodes = (node: PlanNode): PlanNode[] => [
+      node,
+      ...(node.Plans ?? []).flatMap(nodes),
+    ];
+    const client = await db.pool.connect();
+    try {
+      const explain = async (
+        statement: string,
+        values: unknown[],
+      ): Promise<PlanNode[]> => {
+        const { rows } = await client.query<{
+          'QUERY PLAN': { Plan: PlanNode }[];
+        }>(
+          `explain (analyze, format json) execute ${statement}(${values
+            .map((value) => `'${String(value)}'`)
+            .join(', ')})`,
+        );
+        return nodes(rows[0]?.['QUERY PLAN'][0]?.Plan ?? {});
+      };
+      const uriScans = (
+        await explain(
+          TEMPLATE_COMPLETION_CANDIDATES.name,
+          TEMPLATE_COMPLETION_CANDIDATES.values(completion),
+        )
+      ).filter((node) => node['Relation Name'] === 'resources');
+      expect(uriScans).toHaveLength(1);
+      expect(uriScans[0]?.['Index Cond']).toMatch(/uri < \$3/);
+      expect(uriScans[0]?.['Rows Removed by Filter'] ?? 0).toBe(0);
+      const relationScans = (
+        await explain(
+          DESCRIBE_RELATION.name,
+          DESCRIBE_RELATION.values(description),
+        )
+      ).filter(
+        (node) => node['Relation Name'] === 'pg_class' && node.Alias === 'c',
+      );
+      expect(relationScans).toHaveLength(1);
+      expect(relationScans[0]?.['Index Cond']).toMatch(/relname = \$3/);
+    } finally {
+      client.release();
+    }
   });
 
   it('maps permission denied to FORBIDDEN without SQL or role names, and the connection stays usable', async () => {
