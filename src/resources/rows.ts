@@ -12,6 +12,7 @@ import {
 } from '../db/index.js';
 import { ProtocolError } from '../errors.js';
 import { catalogUri, encodeRowKey, rowUri } from './catalog.js';
+import { keysetPage } from './keyset.js';
 
 /** One database's catalog and collections, under the URI authority it is configured with. */
 export interface CatalogSource {
@@ -153,10 +154,8 @@ export async function listRows(
   const items: string[] = [];
   for (; index < listed.length; index += 1, after = null) {
     const collection = listed[index] as CollectionConfig;
-    const want = room - items.length;
-    const rows = await runRequestQuery(
+    const { page, more } = await keysetPage(
       source.db,
-      ctx.principal,
       ctx,
       LIST_COLLECTION_ROWS,
       {
@@ -164,13 +163,12 @@ export async function listRows(
         table: collection.table,
         after,
         titleColumn: collection.titleColumn ?? null,
-        limit: want + 1,
       },
+      room - items.length,
     );
-    const page = rows.slice(0, want);
     for (const row of page)
       items.push(renderRow(source, collection, row.key, row.title));
-    if (rows.length > want) {
+    if (more) {
       const last = page.at(-1);
       return {
         items,
