@@ -18,7 +18,7 @@ import {
 } from '../protocol/index.js';
 import { parseUriTemplate, type UriTemplate } from './uri-template.js';
 import { prefixUpperBound } from './uri.js';
-import { inScope, type CatalogSource } from './rows.js';
+import { findCollection, inScope, type CatalogSource } from './rows.js';
 import { encodeRowKey } from './catalog.js';
 
 /** At most this many values in one answer (the spec's cap). */
@@ -190,10 +190,7 @@ async function completeCatalog(
     const table = chosen['table'];
     if (
       table === undefined ||
-      !collections.some(
-        (collection) =>
-          collection.schema === schema && collection.table === table,
-      )
+      findCollection(source, schema, table) === undefined
     )
       return none;
     // The first rows the role can see, by key: enough to pick from on a small table.
