@@ -261,10 +261,14 @@ function toAuthenticationError(error: unknown): AuthenticationError {
     return new AuthenticationError('EXPIRED_TOKEN', 'The token has expired.', {
       cause: error,
     });
-  // The identity provider's keys could not be fetched: the caller is not at fault.
+  // The identity provider's keys could not be fetched or used: the caller is not at fault. jose
+  // reports a non-200 or non-JSON JWKS response as a bare JOSEError.
   if (
     error instanceof joseErrors.JWKSTimeout ||
-    (error instanceof Error && !(error instanceof joseErrors.JOSEError))
+    error instanceof joseErrors.JWKSInvalid ||
+    (error instanceof Error && !(error instanceof joseErrors.JOSEError)) ||
+    (error instanceof joseErrors.JOSEError &&
+      error.code === joseErrors.JOSEError.code)
   )
     return new AuthenticationError(
       'KEYS_UNAVAILABLE',
