@@ -51,6 +51,8 @@ export function createTokenCache(
   // Map iteration order is insertion order: re-inserting on a hit makes the first key the LRU one.
   const entries = new Map<string, CachedToken>();
   return {
+    // Collision resistance is what matters (a collision would hand one token another's principal);
+    // SHA-256 gives it for a small fraction of a signature check. The digest never leaves the process.
     keyOf: (token) => hash('sha256', token, 'base64'),
     get(key) {
       const entry = entries.get(key);
