@@ -191,6 +191,8 @@ export function createAuthenticate(
     audience: options.audience,
     roleClaim: config.auth.roleClaim,
     anonymousRole: config.auth.anonymousRole,
+    cacheMaxEntries: config.auth.cacheMaxEntries,
+    cacheMaxLifetimeSeconds: config.auth.cacheMaxLifetimeSeconds,
   });
   return async function authenticate(request) {
     let principal: Principal;

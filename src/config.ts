@@ -158,6 +158,13 @@ const ConfigSchema = z.object({
     audience: z.string().min(1).optional(),
     roleClaim: z.string().min(1),
     anonymousRole: z.string().min(1).optional(),
+    /** Verified tokens kept, so a token's signature is checked once, not per request; 0: off. */
+    cacheMaxEntries: integer('PGMCP_JWT_CACHE_MAX_ENTRIES', 0, 1_000_000),
+    cacheMaxLifetimeSeconds: integer(
+      'PGMCP_JWT_CACHE_MAX_LIFETIME_SECONDS',
+      0,
+      86_400,
+    ),
   }),
   live: z.object({
     maxStreams: integer('PGMCP_MAX_STREAMS', 0, 1_000_000),
@@ -242,6 +249,9 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv): Config {
       audience: nonEmpty(env['PGMCP_JWT_AUDIENCE']),
       roleClaim: env['PGMCP_ROLE_CLAIM'] ?? 'role',
       anonymousRole: nonEmpty(env['PGMCP_ANONYMOUS_ROLE']),
+      cacheMaxEntries: env['PGMCP_JWT_CACHE_MAX_ENTRIES'] ?? '1000',
+      cacheMaxLifetimeSeconds:
+        env['PGMCP_JWT_CACHE_MAX_LIFETIME_SECONDS'] ?? '300',
     },
     live: {
       maxStreams: env['PGMCP_MAX_STREAMS'] ?? '20000',

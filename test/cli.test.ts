@@ -76,6 +76,21 @@ describe('pgmcp CLI', () => {
     expect(secret.stderr).toContain('at least 16 characters');
   });
 
+  it('refuses bad JWT cache settings at start-up, naming each', () => {
+    const result = pgmcp(['serve'], {
+      DATABASE_URL: 'postgres://x@127.0.0.1:1/x',
+      PGMCP_JWT_CACHE_MAX_ENTRIES: '-1',
+      PGMCP_JWT_CACHE_MAX_LIFETIME_SECONDS: '100000',
+    });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain(
+      'PGMCP_JWT_CACHE_MAX_ENTRIES must be a whole number',
+    );
+    expect(result.stderr).toContain(
+      'PGMCP_JWT_CACHE_MAX_LIFETIME_SECONDS must be at most 86400',
+    );
+  });
+
   it('reports an unreachable database without a stack trace and without the password', () => {
     const result = pgmcp(['migrate'], {
       DATABASE_URL: 'postgres://someone:s3cret-pw@127.0.0.1:1/nowhere',

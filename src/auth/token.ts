@@ -1,14 +1,15 @@
 // Bearer tokens → Principal: JWTs verified with jose, HS256 with a shared secret and/or RS/ES/EdDSA
 // keys from a company identity provider's JWKS. Pure: no database, no transport.
 import {
-  createRemoteJWKSet,
   errors as joseErrors,
   jwtVerify,
   SignJWT,
   type JWTPayload,
   type JWTVerifyGetKey,
 } from 'jose';
+import { createJwksKeySet, type JwksKeySet } from './jwks-key-set.js';
 import type { Principal } from './principal.js';
+import { createTokenCache } from './token-cache.js';
 
 const ASYMMETRIC_ALGORITHMS = [
   'RS256',
@@ -40,6 +41,16 @@ export interface TokenVerifierOptions {
   readonly maxTokenBytes?: number | undefined;
   /** JWKS refetch cooldown in ms (tests shorten it). */
   readonly jwksCooldownMs?: number | undefined;
+  /** Age in ms after which the JWKS is refetched on the next request (default 10 minutes). */
+  readonly jwksMaxAgeMs?: number | undefined;
+  /** Most verified tokens kept (default 1000); 0 turns the cache off. */
+  readonly cacheMaxEntries?: number | undefined;
+  /** Longest a verified token is reused before it is checked again (default 300); 0: off. */
+  readonly cacheMaxLifetimeSeconds?: number | undefined;
+  /** The clock, epoch ms (tests inject one). */
+  readonly now?: (() => number) | undefined;
+  /** Called for every key lookup, i.e. every full signature check (a cache miss). */
+  readonly onKeyLookup?: (() => void) | undefined;
 }
 
 /** Why a request could not be authenticated; the transport answers 401 (or 403 for ROLE_NOT_ALLOWED). */
@@ -61,8 +72,14 @@ export class AuthenticationError extends Error {
 }
 
 export interface TokenVerifier {
-  /** The principal for an `Authorization` header value (or its absence). */
+  /**
+   * The principal for an `Authorization` header value (or its absence). A token verified before is
+   * answered from a bounded cache until its `exp` (or the cache's max lifetime) passes or, for a
+   * JWKS key, until the key set is seen to change; failures are never cached.
+   */
   verify(authorization: string | undefined): Promise<Principal>;
+  /** How many verified tokens the cache holds (at most `cacheMaxEntries`). */
+  readonly cachedTokens: number;
 }
 
 /**
@@ -89,86 +106,42 @@ export function createTokenVerifier(
   if (options.secret !== undefined && Buffer.byteLength(options.secret) < 32) {
     throw new Error('the JWT secret must be at least 32 bytes');
   }
-  const maxTokenBytes = options.maxTokenBytes ?? 8192;
-  const secretKey =
-    options.secret === undefined
-      ? undefined
-      : new TextEncoder().encode(options.secret);
-  const jwks =
+  const now = options.now ?? Date.now;
+  const cache = createTokenCache({
+    maxEntries: options.cacheMaxEntries ?? 1000,
+    maxLifetimeMs: (options.cacheMaxLifetimeSeconds ?? 300) * 1000,
+    now,
+  });
+  const keySet =
     options.jwksUrl === undefined
       ? undefined
-      : createRemoteJWKSet(new URL(options.jwksUrl), {
-          cooldownDuration: options.jwksCooldownMs ?? 30_000,
+      : createJwksKeySet({
+          url: options.jwksUrl,
+          cooldownMs: options.jwksCooldownMs ?? 30_000,
+          maxAgeMs: options.jwksMaxAgeMs ?? 600_000,
+          onChange: () => cache?.dropJwksEntries(),
         });
-  // Each key source only verifies its own algorithm family: no HS/RS confusion, and `none` never.
-  const algorithms = [
-    ...(secretKey === undefined ? [] : ['HS256']),
-    ...(jwks === undefined ? [] : ASYMMETRIC_ALGORITHMS),
-  ];
-  const getKey: JWTVerifyGetKey = async (header, token) => {
-    if (header.alg === 'HS256' && secretKey !== undefined) return secretKey;
-    if (
-      jwks !== undefined &&
-      header.alg !== undefined &&
-      ASYMMETRIC_ALGORITHMS.includes(header.alg)
-    )
-      return jwks(header, token);
-    throw new AuthenticationError(
-      'INVALID_TOKEN',
-      'The token is signed with an algorithm this server does not accept.',
-    );
-  };
+  const checkSignature = createSignatureCheck(options, keySet, now);
 
-  async function verifyToken(token: string): Promise<JWTPayload> {
+  // A cached principal is reused only while its JWKS generation is current; a stale set is
+  // refetched first, exactly when a full verification would refetch it.
+  async function cached(key: string): Promise<Principal | undefined> {
+    const hit = cache?.get(key);
+    if (hit === undefined || hit.jwksGeneration === undefined)
+      return hit?.principal;
+    if (keySet === undefined) return undefined;
     try {
-      const { payload } = await jwtVerify(token, getKey, {
-        algorithms,
-        audience: options.audience,
-        ...(options.issuer === undefined ? {} : { issuer: options.issuer }),
-        requiredClaims: ['exp'],
-        clockTolerance: 5,
-      });
-      return payload;
+      await keySet.refreshIfStale();
     } catch (error) {
-      if (error instanceof AuthenticationError) throw error;
-      if (error instanceof joseErrors.JWTExpired)
-        throw new AuthenticationError(
-          'EXPIRED_TOKEN',
-          'The token has expired.',
-          { cause: error },
-        );
-      // The identity provider's keys could not be fetched: the caller is not at fault.
-      if (
-        error instanceof joseErrors.JWKSTimeout ||
-        (error instanceof Error && !(error instanceof joseErrors.JOSEError))
-      ) {
-        throw new AuthenticationError(
-          'KEYS_UNAVAILABLE',
-          'The signing keys could not be fetched.',
-          { cause: error },
-        );
-      }
-      if (
-        error instanceof joseErrors.JWSInvalid ||
-        error instanceof joseErrors.JWTInvalid
-      ) {
-        throw new AuthenticationError(
-          'MALFORMED_TOKEN',
-          'The token is malformed.',
-          { cause: error },
-        );
-      }
-      throw new AuthenticationError(
-        'INVALID_TOKEN',
-        'The token is not valid for this server.',
-        { cause: error },
-      );
+      throw toAuthenticationError(error);
     }
+    return hit.jwksGeneration === keySet.generation ? hit.principal : undefined;
   }
 
   return {
     async verify(authorization) {
-      if (authorization === undefined || authorization === '') {
+      const token = bearerToken(authorization, options.maxTokenBytes ?? 8192);
+      if (token === undefined) {
         if (options.anonymousRole !== undefined)
           return { role: options.anonymousRole, claims: {} };
         throw new AuthenticationError(
@@ -176,32 +149,148 @@ export function createTokenVerifier(
           'A bearer token is required.',
         );
       }
-      const match =
-        /^Bearer ([A-Za-z0-9\-_]+\.[A-Za-z0-9\-_]*\.[A-Za-z0-9\-_]*)$/i.exec(
-          authorization,
-        );
-      if (match === null)
-        throw new AuthenticationError(
-          'MALFORMED_TOKEN',
-          'Send the token as "Authorization: Bearer <JWT>".',
-        );
-      const token = match[1] as string;
-      if (token.length > maxTokenBytes)
-        throw new AuthenticationError(
-          'MALFORMED_TOKEN',
-          'The token is too large.',
-        );
-      const claims = await verifyToken(token);
-      const role = claims[options.roleClaim];
-      if (typeof role !== 'string' || !isAllowedRoleName(role)) {
-        throw new AuthenticationError(
-          'ROLE_NOT_ALLOWED',
-          'The token does not name a role this server may assume.',
-        );
-      }
-      return { role, claims };
+      const key = cache?.keyOf(token);
+      const hit = key === undefined ? undefined : await cached(key);
+      if (hit !== undefined) return hit;
+      const generation = keySet?.generation;
+      const { payload, viaJwks } = await checkSignature(token);
+      const principal = principalOf(payload, options.roleClaim);
+      // A key set that changed while this token was checked may not hold its key: not reused.
+      if (
+        key !== undefined &&
+        payload.exp !== undefined &&
+        keySet?.generation === generation
+      )
+        cache?.set(key, {
+          principal,
+          exp: payload.exp,
+          nbf: payload.nbf,
+          jwksGeneration: viaJwks ? generation : undefined,
+        });
+      return principal;
+    },
+    get cachedTokens() {
+      return cache?.size ?? 0;
     },
   };
+}
+
+/** The JWT of an `Authorization` header; undefined when there is none. */
+function bearerToken(
+  authorization: string | undefined,
+  maxTokenBytes: number,
+): string | undefined {
+  if (authorization === undefined || authorization === '') return undefined;
+  const match =
+    /^Bearer ([A-Za-z0-9\-_]+\.[A-Za-z0-9\-_]*\.[A-Za-z0-9\-_]*)$/i.exec(
+      authorization,
+    );
+  if (match === null)
+    throw new AuthenticationError(
+      'MALFORMED_TOKEN',
+      'Send the token as "Authorization: Bearer <JWT>".',
+    );
+  const token = match[1] as string;
+  if (token.length > maxTokenBytes)
+    throw new AuthenticationError('MALFORMED_TOKEN', 'The token is too large.');
+  return token;
+}
+
+/** Verified claims → Principal, frozen: a cached one is shared by every request with the token. */
+function principalOf(payload: JWTPayload, roleClaim: string): Principal {
+  const role = payload[roleClaim];
+  if (typeof role !== 'string' || !isAllowedRoleName(role)) {
+    throw new AuthenticationError(
+      'ROLE_NOT_ALLOWED',
+      'The token does not name a role this server may assume.',
+    );
+  }
+  return Object.freeze({ role, claims: Object.freeze(payload) });
+}
+
+/** The full check of one token: signature, algorithm, `exp`, `nbf`, `aud` and `iss`. */
+function createSignatureCheck(
+  options: TokenVerifierOptions,
+  keySet: JwksKeySet | undefined,
+  now: () => number,
+): (token: string) => Promise<{ payload: JWTPayload; viaJwks: boolean }> {
+  const secretKey =
+    options.secret === undefined
+      ? undefined
+      : new TextEncoder().encode(options.secret);
+  // Each key source only verifies its own algorithm family: no HS/RS confusion, and `none` never.
+  const algorithms = [
+    ...(secretKey === undefined ? [] : ['HS256']),
+    ...(keySet === undefined ? [] : ASYMMETRIC_ALGORITHMS),
+  ];
+  const getKey: JWTVerifyGetKey = async (header, token) => {
+    options.onKeyLookup?.();
+    if (header.alg === 'HS256' && secretKey !== undefined) return secretKey;
+    if (
+      keySet !== undefined &&
+      header.alg !== undefined &&
+      ASYMMETRIC_ALGORITHMS.includes(header.alg)
+    )
+      return keySet.getKey(header, token);
+    throw new AuthenticationError(
+      'INVALID_TOKEN',
+      'The token is signed with an algorithm this server does not accept.',
+    );
+  };
+  return async function checkSignature(token) {
+    try {
+      const { payload, protectedHeader } = await jwtVerify(token, getKey, {
+        algorithms,
+        audience: options.audience,
+        ...(options.issuer === undefined ? {} : { issuer: options.issuer }),
+        requiredClaims: ['exp'],
+        clockTolerance: 5,
+        currentDate: new Date(now()),
+      });
+      return { payload, viaJwks: protectedHeader.alg !== 'HS256' };
+    } catch (error) {
+      throw toAuthenticationError(error);
+    }
+  };
+}
+
+/** jose's failures → the reasons the transport answers with. */
+function toAuthenticationError(error: unknown): AuthenticationError {
+  if (error instanceof AuthenticationError) return error;
+  if (error instanceof joseErrors.JWTExpired)
+    return new AuthenticationError('EXPIRED_TOKEN', 'The token has expired.', {
+      cause: error,
+    });
+  // The identity provider's keys could not be fetched or used: the caller is not at fault. jose
+  // reports a non-200 or non-JSON JWKS response as a bare JOSEError.
+  if (
+    error instanceof joseErrors.JWKSTimeout ||
+    error instanceof joseErrors.JWKSInvalid ||
+    (error instanceof Error && !(error instanceof joseErrors.JOSEError)) ||
+    (error instanceof joseErrors.JOSEError &&
+      error.code === joseErrors.JOSEError.code)
+  )
+    return new AuthenticationError(
+      'KEYS_UNAVAILABLE',
+      'The signing keys could not be fetched.',
+      { cause: error },
+    );
+  if (
+    error instanceof joseErrors.JWSInvalid ||
+    error instanceof joseErrors.JWTInvalid
+  )
+    return new AuthenticationError(
+      'MALFORMED_TOKEN',
+      'The token is malformed.',
+      {
+        cause: error,
+      },
+    );
+  return new AuthenticationError(
+    'INVALID_TOKEN',
+    'The token is not valid for this server.',
+    { cause: error },
+  );
 }
 
 /** A development token signed with the HS256 secret (`pgmcp token`). */

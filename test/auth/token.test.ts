@@ -1,7 +1,8 @@
-// Bearer-token verification: every way a token can be wrong, and JWKS key rotation.
+// Bearer-token verification: every way a token can be wrong, JWKS key rotation, and the cache of
+// verified tokens (expiry, max lifetime, bound, rotation).
 import http from 'node:http';
 import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   AuthenticationError,
   createTokenVerifier,
@@ -174,15 +175,166 @@ describe('bearer tokens (HS256)', () => {
   });
 });
 
+describe('verified-token cache', () => {
+  const seconds = (ms: number) => Math.floor(ms / 1000);
+  let clock = Date.now();
+  const cachingVerifier = (
+    extra: { cacheMaxEntries?: number; cacheMaxLifetimeSeconds?: number } = {},
+  ) => {
+    const onKeyLookup = vi.fn();
+    const tokens = createTokenVerifier({
+      secret: SECRET,
+      audience: AUDIENCE,
+      issuer: ISSUER,
+      roleClaim: 'role',
+      now: () => clock,
+      onKeyLookup,
+      ...extra,
+    });
+    return { tokens, onKeyLookup };
+  };
+
+  it('answers a repeated token with an equal principal and no second signature check; per verifier', async () => {
+    clock = Date.now();
+    const { tokens, onKeyLookup } = cachingVerifier();
+    const bearer = `Bearer ${await hs256({ role: 'support', tenant: 't1' })}`;
+    const first = await tokens.verify(bearer);
+    const second = await tokens.verify(bearer);
+    expect(second).toEqual(first);
+    expect(second.role).toBe('support');
+    expect(onKeyLookup).toHaveBeenCalledTimes(1);
+    expect(tokens.cachedTokens).toBe(1);
+    await tokens.verify(`Bearer ${await hs256({ role: 'finance' })}`);
+    expect(onKeyLookup).toHaveBeenCalledTimes(2);
+    // Another verifier shares nothing with this one.
+    const other = cachingVerifier();
+    expect(other.tokens.cachedTokens).toBe(0);
+    await other.tokens.verify(bearer);
+    expect(other.onKeyLookup).toHaveBeenCalledTimes(1);
+  });
+
+  it('refuses a cached token once its exp passes, whatever the cache holds', async () => {
+    clock = Date.now();
+    const { tokens, onKeyLookup } = cachingVerifier();
+    const exp = seconds(clock) + 60;
+    const bearer = `Bearer ${await hs256({ role: 'support' }, { exp })}`;
+    await tokens.verify(bearer);
+    clock += 30_000;
+    await tokens.verify(bearer);
+    expect(onKeyLookup).toHaveBeenCalledTimes(1);
+    clock = exp * 1000 + 10_000;
+    await expect(tokens.verify(bearer)).rejects.toMatchObject({
+      reason: 'EXPIRED_TOKEN',
+    });
+    expect(onKeyLookup).toHaveBeenCalledTimes(2);
+    expect(tokens.cachedTokens).toBe(0);
+  });
+
+  it('checks a token again after the max lifetime, though its exp is later', async () => {
+    clock = Date.now();
+    const { tokens, onKeyLookup } = cachingVerifier({
+      cacheMaxLifetimeSeconds: 60,
+    });
+    const bearer = `Bearer ${await hs256({ role: 'support' }, { exp: '1h' })}`;
+    await tokens.verify(bearer);
+    clock += 59_000;
+    await tokens.verify(bearer);
+    expect(onKeyLookup).toHaveBeenCalledTimes(1);
+    clock += 2_000;
+    expect((await tokens.verify(bearer)).role).toBe('support');
+    expect(onKeyLookup).toHaveBeenCalledTimes(2);
+  });
+
+  it('does not answer from the cache before the nbf of a token', async () => {
+    clock = Date.now();
+    const { tokens } = cachingVerifier();
+    const nbf = seconds(clock) + 600;
+    const bearer = `Bearer ${await hs256({ role: 'support' }, { nbf })}`;
+    clock = nbf * 1000 + 1000;
+    await tokens.verify(bearer);
+    expect(tokens.cachedTokens).toBe(1);
+    // A clock set back (NTP, a VM resumed) must not make the cache answer for a not-yet-valid token.
+    clock = nbf * 1000 - 60_000;
+    await expect(tokens.verify(bearer)).rejects.toMatchObject({
+      reason: 'INVALID_TOKEN',
+    });
+  });
+
+  it('never caches a refused token', async () => {
+    clock = Date.now();
+    const { tokens, onKeyLookup } = cachingVerifier();
+    const refused = [
+      `Bearer ${await hs256({ role: 'pg_read_all_data' })}`,
+      `Bearer ${await hs256({ role: 'support' }, { exp: seconds(clock) - 60 })}`,
+      `Bearer ${await hs256({ role: 'support' }, { aud: 'https://other.example.com/mcp' })}`,
+    ];
+    for (const bearer of [...refused, ...refused])
+      await expect(tokens.verify(bearer)).rejects.toBeInstanceOf(
+        AuthenticationError,
+      );
+    expect(onKeyLookup).toHaveBeenCalledTimes(6);
+    expect(tokens.cachedTokens).toBe(0);
+  });
+
+  it('holds at most cacheMaxEntries tokens, dropping the least recently used', async () => {
+    clock = Date.now();
+    const { tokens, onKeyLookup } = cachingVerifier({ cacheMaxEntries: 50 });
+    const bearers = await Promise.all(
+      Array.from(
+        { length: 200 },
+        async (_, n) => `Bearer ${await hs256({ role: 'support', n })}`,
+      ),
+    );
+    const at = (n: number) => bearers[n] as string;
+    for (let n = 0; n < 50; n += 1) await tokens.verify(at(n));
+    await tokens.verify(at(0)); // 0 becomes the most recently used; 1 is now the oldest
+    await tokens.verify(at(50));
+    expect(tokens.cachedTokens).toBe(50);
+    onKeyLookup.mockClear();
+    await tokens.verify(at(0));
+    expect(onKeyLookup).toHaveBeenCalledTimes(0);
+    await tokens.verify(at(1));
+    expect(onKeyLookup).toHaveBeenCalledTimes(1);
+    let largest = 0;
+    for (const bearer of bearers.slice(51)) {
+      await tokens.verify(bearer);
+      largest = Math.max(largest, tokens.cachedTokens);
+    }
+    expect(largest).toBe(50);
+    // The newest 50 are all answered from the cache.
+    onKeyLookup.mockClear();
+    for (const bearer of bearers.slice(150)) await tokens.verify(bearer);
+    expect(onKeyLookup).toHaveBeenCalledTimes(0);
+  });
+
+  it.each([{ cacheMaxEntries: 0 }, { cacheMaxLifetimeSeconds: 0 }])(
+    'checks every request when the cache is off (%o)',
+    async (off) => {
+      clock = Date.now();
+      const { tokens, onKeyLookup } = cachingVerifier(off);
+      const bearer = `Bearer ${await hs256({ role: 'support' })}`;
+      await tokens.verify(bearer);
+      await tokens.verify(bearer);
+      expect(onKeyLookup).toHaveBeenCalledTimes(2);
+      expect(tokens.cachedTokens).toBe(0);
+    },
+  );
+});
+
 describe('bearer tokens from a JWKS (RS256/ES256) with key rotation', () => {
   let server: http.Server;
   let jwksUrl: string;
   let published: JWK[] = [];
+  let fetches = 0;
+  let failing = false;
 
   beforeAll(async () => {
     server = http.createServer((_request, response) => {
-      response.writeHead(200, { 'Content-Type': 'application/json' });
-      response.end(JSON.stringify({ keys: published }));
+      fetches += 1;
+      response.writeHead(failing ? 500 : 200, {
+        'Content-Type': 'application/json',
+      });
+      response.end(failing ? '{}' : JSON.stringify({ keys: published }));
     });
     await new Promise<void>((resolve) =>
       server.listen(0, '127.0.0.1', resolve),
@@ -254,6 +406,106 @@ describe('bearer tokens from a JWKS (RS256/ES256) with key rotation', () => {
     await expect(jwks.verify(`Bearer ${hs}`)).rejects.toMatchObject({
       reason: 'INVALID_TOKEN',
     });
+  });
+
+  /** A fresh RS256 key published as `kid`, and a token signed with it. */
+  async function keyAndToken(kid: string) {
+    const pair = await generateKeyPair('RS256');
+    const jwk: JWK = {
+      ...(await exportJWK(pair.publicKey)),
+      kid,
+      alg: 'RS256',
+      use: 'sig',
+    };
+    const token = await new SignJWT({ role: 'engineering' })
+      .setProtectedHeader({ alg: 'RS256', kid })
+      .setAudience(AUDIENCE)
+      .setExpirationTime('1h')
+      .sign(pair.privateKey);
+    return { jwk, bearer: `Bearer ${token}` };
+  }
+
+  it('refuses a cached token once a refetch shows its key was removed', async () => {
+    const old = await keyAndToken('old');
+    const next = await keyAndToken('next');
+    published = [old.jwk];
+    const onKeyLookup = vi.fn();
+    const tokens = createTokenVerifier({
+      jwksUrl,
+      audience: AUDIENCE,
+      roleClaim: 'role',
+      jwksCooldownMs: 0,
+      onKeyLookup,
+    });
+    await tokens.verify(old.bearer);
+    await tokens.verify(old.bearer);
+    expect(onKeyLookup).toHaveBeenCalledTimes(1);
+    // The provider rotates: the next token's unknown kid makes pgmcp refetch and see the change.
+    published = [next.jwk];
+    expect((await tokens.verify(next.bearer)).role).toBe('engineering');
+    await expect(tokens.verify(old.bearer)).rejects.toMatchObject({
+      reason: 'INVALID_TOKEN',
+    });
+    // Tokens from the current key are cached again.
+    await tokens.verify(next.bearer);
+    onKeyLookup.mockClear();
+    await tokens.verify(next.bearer);
+    expect(onKeyLookup).toHaveBeenCalledTimes(0);
+  });
+
+  it('refetches a stale key set on a cache hit, so a removed key is refused with no other token seen', async () => {
+    const old = await keyAndToken('old');
+    const next = await keyAndToken('next');
+    published = [old.jwk, next.jwk];
+    const onKeyLookup = vi.fn();
+    // Max age 0: every request finds the set stale, as one does after 10 minutes by default.
+    const tokens = createTokenVerifier({
+      jwksUrl,
+      audience: AUDIENCE,
+      roleClaim: 'role',
+      jwksMaxAgeMs: 0,
+      onKeyLookup,
+    });
+    await tokens.verify(old.bearer);
+    fetches = 0;
+    await tokens.verify(old.bearer);
+    expect(onKeyLookup).toHaveBeenCalledTimes(1);
+    expect(fetches).toBe(1);
+    published = [next.jwk];
+    await expect(tokens.verify(old.bearer)).rejects.toMatchObject({
+      reason: 'INVALID_TOKEN',
+    });
+    expect(tokens.cachedTokens).toBe(0);
+  });
+
+  it('refuses a cached token as KEYS_UNAVAILABLE when its stale key set cannot be refetched, as a full check would', async () => {
+    const current = await keyAndToken('current');
+    published = [current.jwk];
+    const tokens = createTokenVerifier({
+      jwksUrl,
+      audience: AUDIENCE,
+      roleClaim: 'role',
+      jwksMaxAgeMs: 0,
+    });
+    await tokens.verify(current.bearer);
+    failing = true;
+    try {
+      await expect(tokens.verify(current.bearer)).rejects.toMatchObject({
+        reason: 'KEYS_UNAVAILABLE',
+      });
+      // An uncached check answers the same: a JWKS answering 500 is the provider's fault.
+      const uncached = createTokenVerifier({
+        jwksUrl,
+        audience: AUDIENCE,
+        roleClaim: 'role',
+      });
+      await expect(uncached.verify(current.bearer)).rejects.toMatchObject({
+        reason: 'KEYS_UNAVAILABLE',
+      });
+    } finally {
+      failing = false;
+    }
+    expect((await tokens.verify(current.bearer)).role).toBe('engineering');
   });
 
   it('reports an unreachable JWKS as KEYS_UNAVAILABLE (the caller is not at fault)', async () => {
