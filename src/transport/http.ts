@@ -22,6 +22,11 @@ export interface HttpTransportOptions {
   readonly path: string;
   readonly dispatcher: Dispatcher;
   readonly maxBodyBytes: number;
+  /**
+   * After a 413, how long and how many more bytes of the refused body are read and discarded
+   * before the connection is closed (defaults: 5 s, 64 MiB).
+   */
+  readonly drain?: { readonly ms: number; readonly bytes: number };
   /** Host header names (without port) accepted; `*` accepts any. */
   readonly allowedHosts: readonly string[];
   /** Origins (scheme://host[:port]) accepted when a request carries Origin; loopback origins always are. */
@@ -205,7 +210,7 @@ async function handle(
   }
   const declared = Number(request.headers['content-length'] ?? Number.NaN);
   if (Number.isFinite(declared) && declared > options.maxBodyBytes) {
-    refuseTooLarge(options, response);
+    refuseTooLarge(options, request, response);
     return;
   }
   // Authenticate before reading the body: an unauthenticated client costs no parsing.
@@ -238,7 +243,7 @@ async function handle(
   }
   const body = await readBody(request, options.maxBodyBytes);
   if (body === 'too-large') {
-    refuseTooLarge(options, response);
+    refuseTooLarge(options, request, response);
     return;
   }
   if (body === 'aborted') return;
@@ -458,8 +463,9 @@ function readBody(
       if (done) return;
       size += chunk.length;
       if (size > limit) {
+        // The rest is drained, not kept (refuseTooLarge).
         done = true;
-        request.pause();
+        chunks.length = 0;
         resolve('too-large');
         return;
       }
@@ -484,17 +490,60 @@ function readBody(
   });
 }
 
+const DEFAULT_DRAIN = { ms: 5_000, bytes: 64 * 1024 * 1024 };
+
+/**
+ * 413 and close, in the order RFC 9112 §9.6 asks: the answer is written at once, the rest of the
+ * body is read and discarded, and only then is the connection closed. Closing with the body
+ * unread would reset the connection, and a client still sending would lose the 413 (EPIPE). The
+ * drain is bounded in time and bytes, so a client that never stops sending cannot hold the socket.
+ */
 function refuseTooLarge(
   options: HttpTransportOptions,
+  request: http.IncomingMessage,
   response: http.ServerResponse,
 ): void {
-  response.setHeader('Connection', 'close');
-  refuse(
-    options,
-    response,
-    'PAYLOAD_TOO_LARGE',
-    `Request body too large: the limit is ${options.maxBodyBytes} bytes.`,
+  const outcome = options.dispatcher.fail(
+    new ProtocolError(
+      'PAYLOAD_TOO_LARGE',
+      `Request body too large: the limit is ${options.maxBodyBytes} bytes.`,
+    ),
   );
+  const bytes = serializeMessageBytes(errorBody(outcome));
+  response.writeHead(outcome.kind === 'response' ? outcome.httpStatus : 413, [
+    'Content-Type',
+    'application/json',
+    'Content-Length',
+    String(bytes.length),
+    'Cache-Control',
+    'no-store',
+    'Connection',
+    'close',
+  ]);
+  // write, not end: ending the response is what closes the connection.
+  response.write(bytes);
+  const limit = options.drain ?? DEFAULT_DRAIN;
+  let drained = 0;
+  const close = (): void => {
+    clearTimeout(timer);
+    request.off('data', count);
+    if (!response.writableEnded) response.end();
+  };
+  const cut = (): void => {
+    close();
+    response.destroy();
+  };
+  const count = (chunk: Buffer): void => {
+    drained += chunk.length;
+    if (drained > limit.bytes) cut();
+  };
+  const timer = setTimeout(cut, limit.ms);
+  request.on('data', count);
+  request.once('end', close);
+  request.once('close', close);
+  // The body may have ended while the caller awaited (readBody resolves mid-stream).
+  if (request.readableEnded || request.destroyed) close();
+  else request.resume();
 }
 
 /** Refuse before dispatch; the dispatcher still builds the error body (one error path). */
