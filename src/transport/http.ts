@@ -16,7 +16,7 @@ import {
   type TransportContext,
 } from '../protocol/index.js';
 
-export interface HttpTransportOptions {
+interface HttpTransportBase {
   readonly host: string;
   readonly port: number;
   readonly path: string;
@@ -31,6 +31,15 @@ export interface HttpTransportOptions {
   readonly allowedHosts: readonly string[];
   /** Origins (scheme://host[:port]) accepted when a request carries Origin; loopback origins always are. */
   readonly allowedOrigins: readonly string[];
+  /** Readiness for /readyz: ok, plus details (the live-update listener's health). */
+  readonly ready?: () => { ok: boolean; detail: Record<string, unknown> };
+  /** How often an open SSE stream gets a keep-alive comment. */
+  readonly keepAliveMs?: number;
+  readonly log: (line: string) => void;
+}
+
+/** How requests are authenticated, and the metadata a 401 points at. */
+export interface HttpSecurity {
   /**
    * Who the request runs as, from its headers (Authorization). Throws ProtocolError
    * AUTHENTICATION_REQUIRED (answered 401 with a WWW-Authenticate challenge) or ROLE_FORBIDDEN (403).
@@ -45,12 +54,18 @@ export interface HttpTransportOptions {
         readonly document: Record<string, unknown>;
       }
     | undefined;
-  /** Readiness for /readyz: ok, plus details (the live-update listener's health). */
-  readonly ready?: () => { ok: boolean; detail: Record<string, unknown> };
-  /** How often an open SSE stream gets a keep-alive comment. */
-  readonly keepAliveMs?: number;
-  readonly log: (line: string) => void;
 }
+
+/**
+ * Security is given as is, or (when it names the server's own URL, as a token audience does) as a
+ * function of the bound endpoint URL: with port 0 the port is known only once bound. It is called
+ * once, when listening starts, before any request is served.
+ */
+export type HttpTransportOptions = HttpTransportBase &
+  (HttpSecurity | { readonly securityFor: (url: string) => HttpSecurity });
+
+/** The options requests are served with, security resolved. */
+type ServingOptions = HttpTransportBase & HttpSecurity;
 
 export interface HttpTransport {
   readonly url: string;
@@ -66,7 +81,10 @@ export async function startHttpTransport(
   options: HttpTransportOptions,
 ): Promise<HttpTransport> {
   const streams = new Set<http.ServerResponse>();
+  let serving: ServingOptions | undefined;
   const server = http.createServer((request, response) => {
+    // Set in the listen callback, which runs before any connection is accepted.
+    const options = serving as ServingOptions;
     handle(options, request, response, streams).catch((error: unknown) => {
       options.log(
         `http handler failed: ${error instanceof Error ? error.message : String(error)}`,
@@ -90,6 +108,13 @@ export async function startHttpTransport(
     server.once('error', reject);
     server.listen(options.port, options.host, () => {
       server.off('error', reject);
+      serving =
+        'securityFor' in options
+          ? {
+              ...options,
+              ...options.securityFor(endpointUrl(server, options.path)),
+            }
+          : options;
       resolve();
     });
   });
@@ -109,11 +134,8 @@ export async function startHttpTransport(
   }, options.keepAliveMs ?? 15_000);
   keepAlive.unref();
   server.once('close', () => clearInterval(keepAlive));
-  const address = server.address() as AddressInfo;
-  const hostForUrl =
-    address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
-    url: `http://${hostForUrl}:${address.port}${options.path}`,
+    url: endpointUrl(server, options.path),
     server,
     close: () =>
       new Promise<void>((resolve) => {
@@ -131,8 +153,16 @@ export async function startHttpTransport(
   };
 }
 
+/** http://host:port/path of a listening server: the port it bound, not the one asked for. */
+function endpointUrl(server: http.Server, path: string): string {
+  const address = server.address() as AddressInfo;
+  const host =
+    address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `http://${host}:${address.port}${path}`;
+}
+
 async function handle(
-  options: HttpTransportOptions,
+  options: ServingOptions,
   request: http.IncomingMessage,
   response: http.ServerResponse,
   streams: Set<http.ServerResponse>,
