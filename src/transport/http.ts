@@ -108,14 +108,20 @@ export async function startHttpTransport(
     server.once('error', reject);
     server.listen(options.port, options.host, () => {
       server.off('error', reject);
-      serving =
-        'securityFor' in options
-          ? {
-              ...options,
-              ...options.securityFor(endpointUrl(server, options.path)),
-            }
-          : options;
-      resolve();
+      try {
+        serving =
+          'securityFor' in options
+            ? {
+                ...options,
+                ...options.securityFor(endpointUrl(server, options.path)),
+              }
+            : options;
+        resolve();
+      } catch (error) {
+        // A configuration error: the caller reports it, as if thrown before listening.
+        server.close();
+        reject(error);
+      }
     });
   });
   // One timer for every open stream: a comment line keeps proxies and clients from timing out.
