@@ -32,6 +32,7 @@ import { catalogSource, type CatalogSource } from './resources/index.js';
 import {
   startHttpTransport,
   startStdioTransport,
+  type HttpSecurity,
   type HttpTransport,
   type StdioTransport,
 } from './transport/index.js';
@@ -177,11 +178,14 @@ export function stateSecret(config: Config, name: string): string {
   return value;
 }
 
-/** The audience tokens must carry: this server's resource URL (RFC 8707). */
-export function tokenAudience(config: Config): string {
+/**
+ * The audience tokens must carry: this server's resource URL (RFC 8707), on `port` (the port
+ * bound, which differs from config.port when that is 0).
+ */
+export function tokenAudience(config: Config, port = config.port): string {
   return (
     config.auth.audience ??
-    `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}/mcp`
+    `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}/mcp`
   );
 }
 
@@ -309,14 +313,7 @@ export async function startServer(
         maxMessageBytes: config.maxBodyBytes,
       });
     } else {
-      const audience = tokenAudience(config);
-      const authenticate = createAuthenticate({
-        config,
-        secret: jwtSecret(config),
-        audience,
-        canAssume: createRoleChecker(requestDb, 10_000),
-        logger,
-      });
+      const canAssume = createRoleChecker(requestDb, 10_000);
       http = await startHttpTransport({
         host: config.host,
         port: config.port,
@@ -325,22 +322,17 @@ export async function startServer(
         maxBodyBytes: config.maxBodyBytes,
         allowedHosts: config.allowedHosts,
         allowedOrigins: config.allowedOrigins,
-        authenticate,
+        securityFor: (url) =>
+          httpSecurity(
+            config,
+            tokenAudience(config, Number(new URL(url).port)),
+            {
+              canAssume,
+              logger,
+            },
+          ),
         keepAliveMs: config.live.keepAliveMs,
         ready: () => readiness(feeds),
-        protectedResource:
-          config.auth.mode === 'jwt'
-            ? {
-                metadataUrl: `${new URL(audience).origin}/.well-known/oauth-protected-resource/mcp`,
-                document: {
-                  resource: audience,
-                  authorization_servers: [
-                    config.auth.issuer ?? new URL(audience).origin,
-                  ],
-                  bearer_methods_supported: ['header'],
-                },
-              }
-            : undefined,
         log: (line) => logger.warn(line),
       });
     }
@@ -377,6 +369,36 @@ export async function startServer(
     await open.close().catch(() => undefined);
     throw error;
   }
+}
+
+/** Token checks and the protected-resource metadata for the server's own URL, `audience`. */
+function httpSecurity(
+  config: Config,
+  audience: string,
+  deps: { canAssume: ReturnType<typeof createRoleChecker>; logger: Logger },
+): HttpSecurity {
+  return {
+    authenticate: createAuthenticate({
+      config,
+      secret: jwtSecret(config),
+      audience,
+      canAssume: deps.canAssume,
+      logger: deps.logger,
+    }),
+    protectedResource:
+      config.auth.mode === 'jwt'
+        ? {
+            metadataUrl: `${new URL(audience).origin}/.well-known/oauth-protected-resource/mcp`,
+            document: {
+              resource: audience,
+              authorization_servers: [
+                config.auth.issuer ?? new URL(audience).origin,
+              ],
+              bearer_methods_supported: ['header'],
+            },
+          }
+        : undefined,
+  };
 }
 
 /** Ready when every database's feed is: the first that is not says why. */

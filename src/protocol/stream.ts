@@ -3,6 +3,7 @@
 // The message builders live here so only protocol/ knows the wire shapes of the stream.
 import { z } from 'zod';
 import {
+  clientString,
   META_SERVER_INFO,
   RequestIdSchema,
   type Implementation,
@@ -41,7 +42,7 @@ export const SubscriptionFilterSchema = z.object({
   toolsListChanged: z.boolean().optional(),
   promptsListChanged: z.boolean().optional(),
   resourcesListChanged: z.boolean().optional(),
-  resourceSubscriptions: z.array(z.string()).optional(),
+  resourceSubscriptions: z.array(clientString()).optional(),
 });
 export type SubscriptionFilter = z.infer<typeof SubscriptionFilterSchema>;
 

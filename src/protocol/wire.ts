@@ -10,6 +10,21 @@ export const META_CLIENT_CAPABILITIES =
   'io.modelcontextprotocol/clientCapabilities';
 export const META_SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
 
+// A lone surrogate has no UTF-8 form (encodeURIComponent throws on it, Postgres never sees it as
+// sent) and Postgres text cannot hold NUL (SQLSTATE 22021): a string param with either names
+// nothing that can exist, so it is refused as -32602 naming the field, before any handler runs.
+const UNSTORABLE = /[\u0000\uD800-\uDFFF]/u;
+
+/** A string param a client sends: well-formed Unicode without NUL. */
+export function clientString() {
+  return z
+    .string()
+    .refine(
+      (value) => !UNSTORABLE.test(value),
+      'must be well-formed Unicode without NUL characters',
+    );
+}
+
 export const RequestIdSchema = z.union([z.string(), z.number().int()]);
 export type RequestId = z.infer<typeof RequestIdSchema>;
 
@@ -29,14 +44,14 @@ export interface RequestMeta {
 }
 
 export const PaginatedParamsSchema = z.object({
-  cursor: z.string().optional(),
+  cursor: clientString().optional(),
 });
 export type PaginatedParams = z.infer<typeof PaginatedParamsSchema>;
 
 export const ReadResourceParamsSchema = z.object({
-  uri: z.string(),
-  inputResponses: z.record(z.string(), z.unknown()).optional(),
-  requestState: z.string().optional(),
+  uri: clientString(),
+  inputResponses: z.record(clientString(), z.unknown()).optional(),
+  requestState: clientString().optional(),
 });
 export type ReadResourceParams = z.infer<typeof ReadResourceParamsSchema>;
 
@@ -45,12 +60,14 @@ export const EmptyParamsSchema = z.object({});
 /** completion/complete (spec §9): a prompt or a resource template, one argument, earlier ones. */
 export const CompleteParamsSchema = z.object({
   ref: z.discriminatedUnion('type', [
-    z.object({ type: z.literal('ref/prompt'), name: z.string() }),
-    z.object({ type: z.literal('ref/resource'), uri: z.string() }),
+    z.object({ type: z.literal('ref/prompt'), name: clientString() }),
+    z.object({ type: z.literal('ref/resource'), uri: clientString() }),
   ]),
-  argument: z.object({ name: z.string(), value: z.string() }),
+  argument: z.object({ name: clientString(), value: clientString() }),
   context: z
-    .object({ arguments: z.record(z.string(), z.string()).optional() })
+    .object({
+      arguments: z.record(clientString(), clientString()).optional(),
+    })
     .optional(),
 });
 export type CompleteParams = z.infer<typeof CompleteParamsSchema>;

@@ -10,6 +10,7 @@ import {
   runRequestQuery,
 } from '../db/index.js';
 import { inScope, readRow, type CatalogSource } from './rows.js';
+import { decodeUriComponent } from './uri.js';
 
 /** The facts DESCRIBE_RELATION returns (db/catalog.ts). */
 interface RelationFacts {
@@ -63,18 +64,26 @@ export function parseCatalogUri(uri: string): CatalogAddress | undefined {
       uri,
     );
   if (match === null) return undefined;
-  try {
-    return {
-      database: decodeURIComponent(match[1] as string),
-      schema: decodeURIComponent(match[2] as string),
-      relation:
-        match[3] === undefined ? undefined : decodeURIComponent(match[3]),
-      rowKey: match[4] === undefined ? undefined : decodeRowKey(match[4]),
-      format: match[5] === undefined ? 'markdown' : 'json',
-    };
-  } catch {
-    return undefined; // a malformed escape names nothing
-  }
+  const [, database, schema, relation, key, json] = match;
+  const names = [database, schema, relation].map((part) =>
+    part === undefined ? undefined : decodeUriComponent(part),
+  );
+  const rowKey = key === undefined ? undefined : decodeRowKey(key);
+  // A malformed escape (or a NUL) names nothing.
+  if (
+    names[0] === undefined ||
+    names[1] === undefined ||
+    (relation !== undefined && names[2] === undefined) ||
+    rowKey === null
+  )
+    return undefined;
+  return {
+    database: names[0],
+    schema: names[1],
+    relation: names[2],
+    rowKey,
+    format: json === undefined ? 'markdown' : 'json',
+  };
 }
 
 /**
@@ -86,9 +95,12 @@ export function encodeRowKey(key: readonly string[]): string {
   return key.map((value) => encodeURIComponent(value)).join(',');
 }
 
-/** The inverse of encodeRowKey; throws URIError on a malformed escape. */
-export function decodeRowKey(segment: string): string[] {
-  return segment.split(',').map((value) => decodeURIComponent(value));
+/** The inverse of encodeRowKey; null when a value is malformed or holds a NUL (names no row). */
+export function decodeRowKey(segment: string): string[] | null {
+  const values = segment.split(',').map(decodeUriComponent);
+  return values.every((value) => value !== undefined)
+    ? (values as string[])
+    : null;
 }
 
 /** pg://{database}/{schema}/{table}/rows/{key}. */

@@ -1,6 +1,8 @@
 // RFC 6570 URI templates: expansion (levels 1–3, no prefix or explode modifiers) and matching a
 // URI back to its variables, percent-decoded. Used for resource templates and, later, completion.
 
+import { decodeUriComponent } from './uri.js';
+
 type Operator = '' | '+' | '#' | '.' | '/' | ';' | '?' | '&';
 
 interface Expression {
@@ -75,11 +77,9 @@ export function parseUriTemplate(template: string): UriTemplate {
       for (const [position, name] of matcher.names.entries()) {
         const raw = found[position + 1];
         if (raw === undefined) continue;
-        try {
-          result[name] = decodeURIComponent(raw);
-        } catch {
-          return undefined;
-        }
+        const value = decodeUriComponent(raw);
+        if (value === undefined) return undefined;
+        result[name] = value;
       }
       return result;
     },

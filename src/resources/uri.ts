@@ -74,3 +74,18 @@ export function prefixUpperBound(prefix: string): string {
   const last = prefix.charCodeAt(prefix.length - 1);
   return prefix.slice(0, -1) + String.fromCharCode(last + 1);
 }
+
+/**
+ * One percent-decoded URI component, or undefined when it names nothing that can exist: a
+ * malformed escape or invalid UTF-8 (where decodeURIComponent throws), or a NUL, which no
+ * Postgres name or text value holds.
+ */
+export function decodeUriComponent(raw: string): string | undefined {
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(raw);
+  } catch {
+    return undefined;
+  }
+  return decoded.includes('\u0000') ? undefined : decoded;
+}

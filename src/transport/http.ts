@@ -16,16 +16,30 @@ import {
   type TransportContext,
 } from '../protocol/index.js';
 
-export interface HttpTransportOptions {
+interface HttpTransportBase {
   readonly host: string;
   readonly port: number;
   readonly path: string;
   readonly dispatcher: Dispatcher;
   readonly maxBodyBytes: number;
+  /**
+   * After a 413, how long and how many more bytes of the refused body are read and discarded
+   * before the connection is closed (defaults: 5 s, 64 MiB).
+   */
+  readonly drain?: { readonly ms: number; readonly bytes: number };
   /** Host header names (without port) accepted; `*` accepts any. */
   readonly allowedHosts: readonly string[];
   /** Origins (scheme://host[:port]) accepted when a request carries Origin; loopback origins always are. */
   readonly allowedOrigins: readonly string[];
+  /** Readiness for /readyz: ok, plus details (the live-update listener's health). */
+  readonly ready?: () => { ok: boolean; detail: Record<string, unknown> };
+  /** How often an open SSE stream gets a keep-alive comment. */
+  readonly keepAliveMs?: number;
+  readonly log: (line: string) => void;
+}
+
+/** How requests are authenticated, and the metadata a 401 points at. */
+export interface HttpSecurity {
   /**
    * Who the request runs as, from its headers (Authorization). Throws ProtocolError
    * AUTHENTICATION_REQUIRED (answered 401 with a WWW-Authenticate challenge) or ROLE_FORBIDDEN (403).
@@ -40,12 +54,18 @@ export interface HttpTransportOptions {
         readonly document: Record<string, unknown>;
       }
     | undefined;
-  /** Readiness for /readyz: ok, plus details (the live-update listener's health). */
-  readonly ready?: () => { ok: boolean; detail: Record<string, unknown> };
-  /** How often an open SSE stream gets a keep-alive comment. */
-  readonly keepAliveMs?: number;
-  readonly log: (line: string) => void;
 }
+
+/**
+ * Security is given as is, or (when it names the server's own URL, as a token audience does) as a
+ * function of the bound endpoint URL: with port 0 the port is known only once bound. It is called
+ * once, when listening starts, before any request is served.
+ */
+export type HttpTransportOptions = HttpTransportBase &
+  (HttpSecurity | { readonly securityFor: (url: string) => HttpSecurity });
+
+/** The options requests are served with, security resolved. */
+type ServingOptions = HttpTransportBase & HttpSecurity;
 
 export interface HttpTransport {
   readonly url: string;
@@ -61,7 +81,10 @@ export async function startHttpTransport(
   options: HttpTransportOptions,
 ): Promise<HttpTransport> {
   const streams = new Set<http.ServerResponse>();
+  let serving: ServingOptions | undefined;
   const server = http.createServer((request, response) => {
+    // Set in the listen callback, which runs before any connection is accepted.
+    const options = serving as ServingOptions;
     handle(options, request, response, streams).catch((error: unknown) => {
       options.log(
         `http handler failed: ${error instanceof Error ? error.message : String(error)}`,
@@ -85,7 +108,20 @@ export async function startHttpTransport(
     server.once('error', reject);
     server.listen(options.port, options.host, () => {
       server.off('error', reject);
-      resolve();
+      try {
+        serving =
+          'securityFor' in options
+            ? {
+                ...options,
+                ...options.securityFor(endpointUrl(server, options.path)),
+              }
+            : options;
+        resolve();
+      } catch (error) {
+        // A configuration error: the caller reports it, as if thrown before listening.
+        server.close();
+        reject(error);
+      }
     });
   });
   // One timer for every open stream: a comment line keeps proxies and clients from timing out.
@@ -104,11 +140,8 @@ export async function startHttpTransport(
   }, options.keepAliveMs ?? 15_000);
   keepAlive.unref();
   server.once('close', () => clearInterval(keepAlive));
-  const address = server.address() as AddressInfo;
-  const hostForUrl =
-    address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
-    url: `http://${hostForUrl}:${address.port}${options.path}`,
+    url: endpointUrl(server, options.path),
     server,
     close: () =>
       new Promise<void>((resolve) => {
@@ -126,8 +159,16 @@ export async function startHttpTransport(
   };
 }
 
+/** http://host:port/path of a listening server: the port it bound, not the one asked for. */
+function endpointUrl(server: http.Server, path: string): string {
+  const address = server.address() as AddressInfo;
+  const host =
+    address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `http://${host}:${address.port}${path}`;
+}
+
 async function handle(
-  options: HttpTransportOptions,
+  options: ServingOptions,
   request: http.IncomingMessage,
   response: http.ServerResponse,
   streams: Set<http.ServerResponse>,
@@ -205,7 +246,7 @@ async function handle(
   }
   const declared = Number(request.headers['content-length'] ?? Number.NaN);
   if (Number.isFinite(declared) && declared > options.maxBodyBytes) {
-    refuseTooLarge(options, response);
+    refuseTooLarge(options, request, response);
     return;
   }
   // Authenticate before reading the body: an unauthenticated client costs no parsing.
@@ -238,7 +279,7 @@ async function handle(
   }
   const body = await readBody(request, options.maxBodyBytes);
   if (body === 'too-large') {
-    refuseTooLarge(options, response);
+    refuseTooLarge(options, request, response);
     return;
   }
   if (body === 'aborted') return;
@@ -458,8 +499,9 @@ function readBody(
       if (done) return;
       size += chunk.length;
       if (size > limit) {
+        // The rest is drained, not kept (refuseTooLarge).
         done = true;
-        request.pause();
+        chunks.length = 0;
         resolve('too-large');
         return;
       }
@@ -484,17 +526,60 @@ function readBody(
   });
 }
 
+const DEFAULT_DRAIN = { ms: 5_000, bytes: 64 * 1024 * 1024 };
+
+/**
+ * 413 and close, in the order RFC 9112 §9.6 asks: the answer is written at once, the rest of the
+ * body is read and discarded, and only then is the connection closed. Closing with the body
+ * unread would reset the connection, and a client still sending would lose the 413 (EPIPE). The
+ * drain is bounded in time and bytes, so a client that never stops sending cannot hold the socket.
+ */
 function refuseTooLarge(
   options: HttpTransportOptions,
+  request: http.IncomingMessage,
   response: http.ServerResponse,
 ): void {
-  response.setHeader('Connection', 'close');
-  refuse(
-    options,
-    response,
-    'PAYLOAD_TOO_LARGE',
-    `Request body too large: the limit is ${options.maxBodyBytes} bytes.`,
+  const outcome = options.dispatcher.fail(
+    new ProtocolError(
+      'PAYLOAD_TOO_LARGE',
+      `Request body too large: the limit is ${options.maxBodyBytes} bytes.`,
+    ),
   );
+  const bytes = serializeMessageBytes(errorBody(outcome));
+  response.writeHead(outcome.kind === 'response' ? outcome.httpStatus : 413, [
+    'Content-Type',
+    'application/json',
+    'Content-Length',
+    String(bytes.length),
+    'Cache-Control',
+    'no-store',
+    'Connection',
+    'close',
+  ]);
+  // write, not end: ending the response is what closes the connection.
+  response.write(bytes);
+  const limit = options.drain ?? DEFAULT_DRAIN;
+  let drained = 0;
+  const close = (): void => {
+    clearTimeout(timer);
+    request.off('data', count);
+    if (!response.writableEnded) response.end();
+  };
+  const cut = (): void => {
+    close();
+    response.destroy();
+  };
+  const count = (chunk: Buffer): void => {
+    drained += chunk.length;
+    if (drained > limit.bytes) cut();
+  };
+  const timer = setTimeout(cut, limit.ms);
+  request.on('data', count);
+  request.once('end', close);
+  request.once('close', close);
+  // The body may have ended while the caller awaited (readBody resolves mid-stream).
+  if (request.readableEnded || request.destroyed) close();
+  else request.resume();
 }
 
 /** Refuse before dispatch; the dispatcher still builds the error body (one error path). */

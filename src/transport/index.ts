@@ -1,6 +1,7 @@
 // Public surface of transport/: Streamable HTTP and stdio. They frame bytes and know no methods.
 export {
   startHttpTransport,
+  type HttpSecurity,
   type HttpTransport,
   type HttpTransportOptions,
 } from './http.js';

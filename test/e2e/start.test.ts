@@ -66,12 +66,19 @@ function cleanEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-/** `pgmcp token` in the copy, as README tells a newcomer; the audience matches `--port 0`. */
-function bearer(role: string): Record<string, string> {
+/**
+ * `pgmcp token` in the copy, as README tells a newcomer, for the server at `url`: with `--port 0`
+ * the audience carries the port it bound.
+ */
+function bearer(role: string, url: string): Record<string, string> {
   const result = spawnSync(
     process.execPath,
     ['bin/pgmcp.js', 'token', '--role', role],
-    { cwd: repo, env: { ...cleanEnv(), PORT: '0' }, encoding: 'utf8' },
+    {
+      cwd: repo,
+      env: { ...cleanEnv(), PORT: new URL(url).port },
+      encoding: 'utf8',
+    },
   );
   expect(result.status, result.stderr).toBe(0);
   return { Authorization: `Bearer ${result.stdout.trim()}` };
@@ -198,10 +205,20 @@ describe.runIf(process.platform === 'linux')(
         body: '{}',
       });
       expect(anonymous.status).toBe(401);
-      expect(anonymous.headers.get('www-authenticate')).toMatch(
-        /^Bearer resource_metadata="http:\/\/127\.0\.0\.1:0\/\.well-known\/oauth-protected-resource\/mcp"$/,
+      // With --port 0, the challenge and the metadata name the port bound, never port 0.
+      const origin = new URL(url).origin;
+      expect(origin).not.toMatch(/:0$/);
+      expect(anonymous.headers.get('www-authenticate')).toBe(
+        `Bearer resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"`,
       );
-      const admin = bearer('admin');
+      const metadata = await fetch(
+        `${origin}/.well-known/oauth-protected-resource/mcp`,
+      );
+      expect(await metadata.json()).toMatchObject({
+        resource: url,
+        authorization_servers: [origin],
+      });
+      const admin = bearer('admin', url);
       const list = await call(url, 'resources/list', {}, admin);
       expect((list.result?.['resources'] as { uri: string }[])[0]?.uri).toMatch(
         /^notes:\/\/\//,
@@ -224,13 +241,19 @@ describe.runIf(process.platform === 'linux')(
             url,
             'resources/read',
             { uri: oncall },
-            bearer('engineering'),
+            bearer('engineering', url),
           )
         ).result,
       ).toBeDefined();
       expect(
-        (await call(url, 'resources/read', { uri: oncall }, bearer('support')))
-          .error?.code,
+        (
+          await call(
+            url,
+            'resources/read',
+            { uri: oncall },
+            bearer('support', url),
+          )
+        ).error?.code,
       ).toBe(-32602);
       expect(postgresProcesses().length).toBeGreaterThan(0);
       process.kill(-pidOf(child), 'SIGINT'); // what Ctrl-C sends to the terminal's process group
@@ -261,7 +284,7 @@ describe.runIf(process.platform === 'linux')(
         second.url,
         'server/discover',
         {},
-        bearer('support'),
+        bearer('support', second.url),
       );
       expect(discover.result?.['supportedVersions']).toEqual(['2026-07-28']);
       // Demo data is loaded once: the second start finds it already there.
@@ -294,7 +317,7 @@ describe.runIf(process.platform === 'linux')(
         owner.url,
         'resources/list',
         {},
-        bearer('admin'),
+        bearer('admin', owner.url),
       );
       expect((still.result?.['resources'] as unknown[]).length).toBe(100);
       process.kill(pidOf(owner.child), 'SIGTERM');

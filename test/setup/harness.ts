@@ -51,6 +51,8 @@ export interface TestServerOptions {
   databaseUrl?: string;
   pageSize?: number;
   maxBodyBytes?: number;
+  /** How long and how much of a refused (413) body is drained before the connection closes. */
+  drain?: { ms: number; bytes: number };
   maxDirectoryEntries?: number;
   cursorSecrets?: string[];
   allowedOrigins?: string[];
@@ -126,6 +128,7 @@ export async function startTestServer(
     path: '/mcp',
     dispatcher: app.dispatcher,
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
+    drain: options.drain,
     allowedHosts: ['localhost', '127.0.0.1', '[::1]'],
     allowedOrigins: options.allowedOrigins ?? [],
     authenticate:

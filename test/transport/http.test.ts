@@ -1,5 +1,7 @@
 // Streamable HTTP: the endpoint's HTTP rules, the MCP header matrix, DNS rebinding, bad input.
+import { spawn } from 'node:child_process';
 import http from 'node:http';
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   META,
@@ -64,6 +66,22 @@ function rawRequest(options: {
   });
 }
 
+/** `promise`, or a failure naming the wait if it takes longer than `ms`. */
+async function within<T>(ms: number, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`not settled within ${ms} ms`)),
+      ms,
+    );
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 describe('HTTP endpoint', () => {
   it('answers GET and DELETE with 405 and Allow: POST', async () => {
     for (const method of ['GET', 'DELETE', 'PUT']) {
@@ -111,6 +129,82 @@ describe('HTTP endpoint', () => {
       body: '{'.repeat(70 * 1024),
     });
     expect(chunked.status).toBe(413);
+  });
+
+  it('lets a Node http client that sends a 5 MB body with request.end(body) read the 413, 30 times in 30', async () => {
+    // The client runs in its own process, as a user's would: sharing this event loop hides the race
+    // between the client reading the 413 and a reset from a server that closed with the body unread.
+    const client = `
+      import http from 'node:http';
+      const url = new URL(process.argv[1]);
+      const body = Buffer.alloc(5 * 1024 * 1024, 'x');
+      const outcomes = [];
+      for (let attempt = 0; attempt < 30; attempt += 1) {
+        outcomes.push(await new Promise((resolve) => {
+          const request = http.request(url, {
+            method: 'POST',
+            headers: { 'Content-Type': 'application/json', 'Mcp-Method': 'resources/list' },
+          }, (response) => {
+            response.resume();
+            resolve(String(response.statusCode));
+          });
+          request.on('error', (error) => resolve(error.code ?? error.message));
+          request.end(body);
+        }));
+      }
+      process.stdout.write(JSON.stringify(outcomes));
+    `;
+    const child = spawn(
+      process.execPath,
+      ['--input-type=module', '-e', client, server.url],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const code = await new Promise((resolve) => child.on('exit', resolve));
+    expect(code).toBe(0);
+    expect(JSON.parse(output)).toEqual(Array<string>(30).fill('413'));
+  });
+
+  it('bounds the drain after a 413: a client that never stops sending, or stalls, is cut off', async () => {
+    const bounded = await startTestServer({
+      maxBodyBytes: 1024,
+      drain: { ms: 300, bytes: 256 * 1024 },
+    });
+    const url = new URL(bounded.url);
+    try {
+      // Sends forever: the byte bound closes the connection.
+      const endless = http.request(url, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+      });
+      const chunk = Buffer.alloc(64 * 1024, 'x');
+      const pump = (): void => {
+        while (!endless.destroyed && endless.write(chunk));
+      };
+      endless.on('drain', pump);
+      endless.on('error', () => undefined);
+      pump();
+      await within(
+        10_000,
+        new Promise((resolve) => endless.on('close', resolve)),
+      );
+      // Declares 10 MB, sends none of it: the time bound closes the connection.
+      const stalled = net.connect(Number(url.port), url.hostname);
+      stalled.on('error', () => undefined);
+      let answer = '';
+      stalled.on('data', (data: Buffer) => (answer += data.toString()));
+      stalled.write(
+        `POST ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\nContent-Length: ${10 * 1024 * 1024}\r\n\r\n`,
+      );
+      await within(
+        10_000,
+        new Promise((resolve) => stalled.on('close', resolve)),
+      );
+      expect(answer).toMatch(/^HTTP\/1\.1 413 .*\r\nConnection: close\r\n/s);
+    } finally {
+      await bounded.close();
+    }
   });
 
   it('refuses a wrong Content-Type with 415 and an unacceptable Accept with 406', async () => {
