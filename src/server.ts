@@ -96,6 +96,7 @@ export function configuredDatabase(
   return createDatabase({
     connectionString,
     poolSize: config.poolSize,
+    poolWaitMs: config.poolWaitMs,
     statementTimeoutMs: config.statementTimeoutMs,
     onError: (message, error) => logger.error(message, error),
   });

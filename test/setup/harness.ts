@@ -50,6 +50,9 @@ export interface TestServerOptions {
   /** The database to serve (default: the shared test database). */
   databaseUrl?: string;
   pageSize?: number;
+  /** Request pool connections (default 4) and the longest wait for one (default 5000 ms). */
+  poolSize?: number;
+  poolWaitMs?: number;
   maxBodyBytes?: number;
   maxDirectoryEntries?: number;
   cursorSecrets?: string[];
@@ -93,7 +96,8 @@ export async function startTestServer(
   });
   const db = createDatabase({
     connectionString: options.databaseUrl ?? testDatabaseUrl(),
-    poolSize: 4,
+    poolSize: options.poolSize ?? 4,
+    poolWaitMs: options.poolWaitMs ?? 5000,
     statementTimeoutMs: 10_000,
     onError: (message, error) => logger.error(message, error),
   });
