@@ -285,6 +285,7 @@ export async function startServer(
         await startChangeFeed({
           db: source.db,
           publish: (changes) => app.publish(source, changes),
+          resync: () => app.resync(source),
           retentionSeconds: config.live.changeRetentionSeconds,
           log: (line) =>
             logger.info(

@@ -377,6 +377,28 @@ export class Fanout {
     }
   }
 
+  /**
+   * Tell every stream that what it watches may have changed: `updated` for each URI it subscribed
+   * to and `list_changed` where asked for. For when the change log cannot say what changed (the
+   * database's history changed). Only URIs the stream subscribed to (and could read then) are
+   * named, so no role learns of a resource it could not already see.
+   */
+  markAllStale(): void {
+    for (const subscriber of [...this.#streams]) {
+      if (subscriber.ended) continue;
+      for (const uri of subscriber.uris)
+        subscriber.enqueue(JSON.stringify(uri), false);
+      if (subscriber.listChanged) subscriber.enqueue(undefined, true);
+      subscriber.flush();
+      if (
+        subscriber.blockedSince !== undefined &&
+        (subscriber.sink.pendingBytes > this.#options.maxPendingBytes ||
+          subscriber.pendingUris > MAX_PENDING_URIS)
+      )
+        this.#endStalledStream(subscriber, Date.now());
+    }
+  }
+
   /** Graceful shutdown: every stream gets its SubscriptionsListenResult, then closes. */
   closeAll(): void {
     this.#closing = true;

@@ -120,6 +120,7 @@ export async function startTestServer(
       : await startChangeFeed({
           db,
           publish: (changes) => app.publish(source, changes),
+          resync: () => app.resync(source),
           retentionSeconds: TEST_LIVE.changeRetentionSeconds,
           log: (line) => logger.info(line),
           pollIntervalMs: 500,
