@@ -22,6 +22,7 @@ import {
 import { migrateDatabase } from '../setup/migrate-database.js';
 
 const ROLE = 'pgmcp_restore_reader';
+const LOGIN_PASSWORD = 'restore-test-login';
 const URIS = Array.from(
   { length: 50 },
   (_, index) => `notes:///restore/n${String(index).padStart(2, '0')}`,
@@ -85,6 +86,15 @@ it('notices a restore to an earlier copy, tells every stream it may be stale, an
     const url = postgres.connectionString;
     await migrateDatabase(url, async (admin) => {
       await admin.query(`create role ${ROLE} nologin`);
+      // Served as the real login (no superuser), on a cluster that keeps pg_control_system()
+      // from it: the check must work from the timeline, WAL position and transaction ids alone.
+      await admin.query(
+        `alter role pgmcp_authenticator login password '${LOGIN_PASSWORD}'`,
+      );
+      await admin.query(`grant ${ROLE} to pgmcp_authenticator`);
+      await admin.query(
+        'revoke execute on function pg_control_system() from public',
+      );
       await admin.query(
         `insert into pgmcp.resources (uri, name, text, readers)
          select uri, uri, 'v0', '{${ROLE}}' from unnest($1::text[]) uri`,
@@ -101,8 +111,17 @@ it('notices a restore to an earlier copy, tells every stream it may be stale, an
     postgres = await start(port);
     expect(postgres.port).toBe(port);
 
+    const login = new URL(url);
+    login.username = 'pgmcp_authenticator';
+    login.password = LOGIN_PASSWORD;
+    const asLogin = new pg.Client({ connectionString: login.toString() });
+    await asLogin.connect();
+    await expect(
+      asLogin.query('select pg_control_system()'),
+    ).rejects.toMatchObject({ code: '42501' });
+    await asLogin.end();
     server = await startTestServer({
-      databaseUrl: url,
+      databaseUrl: login.toString(),
       principal: { role: ROLE, claims: {} },
       live: {},
       logLines,
