@@ -29,8 +29,8 @@ export type Visibility = ReadonlyMap<
 
 /**
  * Which of `seqs` `principal`'s role may hear of: one query in the role's own transaction, in the
- * database whose change log the seqs come from. Throws ProtocolError; UNAVAILABLE and TIMEOUT
- * mean "try the batch again later".
+ * database whose change log the seqs come from. Throws ProtocolError; UNAVAILABLE, TIMEOUT and
+ * POOL_EXHAUSTED mean "try the batch again later".
  */
 export type Authorize = (
   principal: Principal,
@@ -295,10 +295,12 @@ export class Fanout {
         try {
           visibility.set(key, await authorize(principal, seqs));
         } catch (error) {
+          // Transient: the whole batch is read and published again later.
           if (
             !(error instanceof ProtocolError) ||
             error.key === 'UNAVAILABLE' ||
-            error.key === 'TIMEOUT'
+            error.key === 'TIMEOUT' ||
+            error.key === 'POOL_EXHAUSTED'
           )
             throw error;
           failedRoles.set(key, error);
