@@ -223,17 +223,18 @@ function historyChange(
   horizon: bigint,
   page: ChangePage,
 ): string | undefined {
-  if (previous === undefined) return undefined;
   const now = page.history;
-  if (
-    previous.systemId !== null &&
-    now.systemId !== null &&
-    previous.systemId !== now.systemId
-  )
-    return 'another database system identifier';
-  if (now.timeline !== previous.timeline)
-    return `timeline ${previous.timeline} → ${now.timeline}`;
-  if (now.walLsn < previous.walLsn) return 'the WAL position went back';
+  if (previous !== undefined) {
+    if (
+      previous.systemId !== null &&
+      now.systemId !== null &&
+      previous.systemId !== now.systemId
+    )
+      return 'another database system identifier';
+    if (now.timeline !== previous.timeline)
+      return `timeline ${previous.timeline} → ${now.timeline}`;
+    if (now.walLsn < previous.walLsn) return 'the WAL position went back';
+  }
   if (page.snapshotXmin < horizon) return 'transaction ids went back';
   return undefined;
 }

@@ -179,7 +179,7 @@ describe('clients that go away and pools that are too small', () => {
 
 describe('a pool that stays busy', () => {
   it('answers POOL_EXHAUSTED (HTTP 503 with Retry-After; -32603 on stdio) after PGMCP_POOL_WAIT_MS, and recovers', async () => {
-    const busy = await startTestServer({ poolSize: 2, poolWaitMs: 200 });
+    const busy = await startTestServer({ poolSize: 2, poolWaitMs: 1000 });
     const input = new PassThrough();
     const output = new PassThrough();
     const stdio = startStdioTransport({
