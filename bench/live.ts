@@ -117,6 +117,7 @@ export async function liveBenchmarks(
   const feed = await startChangeFeed({
     db,
     publish: (changes) => app.publish(source, changes),
+    resync: () => app.resync(source),
     retentionSeconds: live.changeRetentionSeconds,
     log: (line) => logger.warn(line),
   });
@@ -295,6 +296,7 @@ export async function liveBenchmarks(
         ? await startChangeFeed({
             db,
             publish: (changes) => app.publish(source, changes),
+            resync: () => app.resync(source),
             retentionSeconds: live.changeRetentionSeconds,
             log: (line) => logger.warn(line),
           })

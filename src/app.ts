@@ -52,6 +52,8 @@ export interface App {
   readonly fanout: Fanout;
   /** Deliver a batch from `source`'s change feed (server.ts wires one feed per database). */
   publish(source: CatalogSource, changes: readonly ChangeRow[]): Promise<void>;
+  /** `source`'s history changed (restore, failover): forget cached facts, tell every stream. */
+  resync(source: CatalogSource): void;
 }
 
 const INSTRUCTIONS =
@@ -152,6 +154,11 @@ export function createApp(options: AppOptions): App {
         changes.flatMap((change) => deliveredChanges(source, change)),
         authorizeIn(source.db),
       );
+    },
+    resync: (source) => {
+      source.lookahead.clear();
+      // Streams are not told apart by database: any of them may watch `source`.
+      fanout.markAllStale();
     },
   };
 }

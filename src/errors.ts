@@ -50,6 +50,7 @@ export const ERROR_KEYS = {
   UNAUTHENTICATED: { code: JSONRPC.INTERNAL_ERROR, httpStatus: 200 },
   TIMEOUT: { code: JSONRPC.INTERNAL_ERROR, httpStatus: 200 },
   UNAVAILABLE: { code: JSONRPC.INTERNAL_ERROR, httpStatus: 503 },
+  POOL_EXHAUSTED: { code: JSONRPC.INTERNAL_ERROR, httpStatus: 503 },
   TOO_MANY_STREAMS: { code: JSONRPC.INTERNAL_ERROR, httpStatus: 429 },
   INTERNAL: { code: JSONRPC.INTERNAL_ERROR, httpStatus: 500 },
 } as const satisfies Record<string, ErrorKeySpec>;

@@ -97,6 +97,7 @@ export function configuredDatabase(
   return createDatabase({
     connectionString,
     poolSize: config.poolSize,
+    poolWaitMs: config.poolWaitMs,
     statementTimeoutMs: config.statementTimeoutMs,
     onError: (message, error) => logger.error(message, error),
   });
@@ -288,6 +289,7 @@ export async function startServer(
         await startChangeFeed({
           db: source.db,
           publish: (changes) => app.publish(source, changes),
+          resync: () => app.resync(source),
           retentionSeconds: config.live.changeRetentionSeconds,
           log: (line) =>
             logger.info(

@@ -19,9 +19,24 @@ export interface ChangeRow {
   readonly detail: unknown;
 }
 
+/**
+ * Which history of the database a page was read from. Within one history the system identifier
+ * and timeline stay and the WAL position only grows; a restore, a failover or a crash that lost
+ * commits breaks one of these (or moves transaction ids back below what was read).
+ */
+export interface DatabaseHistory {
+  /** pg_control_system().system_identifier; null where the login may not call it. */
+  readonly systemId: string | null;
+  /** The timeline WAL is written on (it changes when a standby is promoted). */
+  readonly timeline: number;
+  /** pg_current_wal_lsn() as a byte position. */
+  readonly walLsn: bigint;
+}
+
 export interface ChangePage {
   /** Every transaction below this id had finished when the page was read. */
   readonly snapshotXmin: bigint;
+  readonly history: DatabaseHistory;
   readonly rows: ChangeRow[];
 }
 
@@ -32,6 +47,9 @@ export interface ChangePosition {
 }
 
 interface PageRow {
+  system_id: string | null;
+  timeline: number;
+  wal_lsn: string;
   snapshot_xmin: string;
   seq: string | null;
   txid: string | null;
@@ -52,22 +70,39 @@ export async function readChangePage(
   after: ChangePosition | undefined,
   limit: number,
 ): Promise<ChangePage> {
-  const { rows } = await db.pool.query<PageRow>({
-    name: 'pgmcp_read_changes',
-    text: `select snapshot_xmin::text, seq::text, txid::text, relation, uri, kind, detail
-             from pgmcp.read_changes($1::xid8, $2::xid8, $3::bigint, $4::integer)`,
-    values: [
-      horizon.toString(),
-      (after?.txid ?? 0n).toString(),
-      after?.seq ?? '0',
-      limit,
-    ],
-  });
+  const values = [
+    horizon.toString(),
+    (after?.txid ?? 0n).toString(),
+    after?.seq ?? '0',
+    limit,
+  ];
+  let rows: PageRow[];
+  try {
+    ({ rows } = await db.pool.query<PageRow>({
+      ...(systemIdDenied.has(db) ? READ_CHANGES : READ_CHANGES_WITH_SYSTEM_ID),
+      values,
+    }));
+  } catch (error) {
+    // A cluster may revoke pg_control_system() from PUBLIC; the timeline, WAL position and
+    // transaction ids still tell histories apart.
+    if (
+      (error as { code?: unknown }).code !== '42501' ||
+      systemIdDenied.has(db)
+    )
+      throw error;
+    systemIdDenied.add(db);
+    ({ rows } = await db.pool.query<PageRow>({ ...READ_CHANGES, values }));
+  }
   const first = rows[0];
   if (first === undefined)
     throw new Error('pgmcp.read_changes returned no row');
   return {
     snapshotXmin: BigInt(first.snapshot_xmin),
+    history: {
+      systemId: first.system_id,
+      timeline: first.timeline,
+      walLsn: BigInt(first.wal_lsn),
+    },
     rows: rows
       .filter((row) => row.seq !== null)
       .map((row) => ({
@@ -80,6 +115,30 @@ export async function readChangePage(
       })),
   };
 }
+
+/** Databases whose login may not call pg_control_system(). */
+const systemIdDenied = new WeakSet<DatabaseHandle>();
+
+// The timeline is the first 8 hex digits of the current WAL file's name (pg_control_checkpoint()
+// would report it only after the next checkpoint).
+const historyColumns = (systemId: string) =>
+  `${systemId} as system_id,
+   ('x' || left(pg_walfile_name(pg_current_wal_lsn()), 8))::bit(32)::integer as timeline,
+   (pg_current_wal_lsn() - '0/0'::pg_lsn)::text as wal_lsn`;
+const READ_CHANGES_TEXT = (systemId: string) =>
+  `select ${historyColumns(systemId)},
+          snapshot_xmin::text, seq::text, txid::text, relation, uri, kind, detail
+     from pgmcp.read_changes($1::xid8, $2::xid8, $3::bigint, $4::integer)`;
+const READ_CHANGES_WITH_SYSTEM_ID = {
+  name: 'pgmcp_read_changes',
+  text: READ_CHANGES_TEXT(
+    '(select system_identifier::text from pg_control_system())',
+  ),
+};
+const READ_CHANGES = {
+  name: 'pgmcp_read_changes_without_system_id',
+  text: READ_CHANGES_TEXT('null::text'),
+};
 
 /** The xmin of a fresh snapshot: where a listener starting now begins. */
 export async function currentHorizon(db: DatabaseHandle): Promise<bigint> {

@@ -48,6 +48,7 @@ export {
   readChangePage,
   type ChangeKind,
   type ChangePage,
+  type DatabaseHistory,
   type ChangePosition,
   type ChangeRow,
 } from './changes.js';

@@ -7,6 +7,8 @@ export interface DatabaseOptions {
   readonly connectionString: string | undefined;
   readonly poolSize: number;
   readonly statementTimeoutMs: number;
+  /** Longest a request waits for a pooled connection (queued or connecting); default 5000. */
+  readonly poolWaitMs?: number;
   readonly onError: (message: string, error: unknown) => void;
 }
 
@@ -33,6 +35,10 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
   const config: pg.PoolConfig = {
     connectionString: options.connectionString,
     max: options.poolSize,
+    // Bounds both the wait in pg-pool's queue for a busy pool and the opening of a new connection.
+    // A waiter that times out is taken off the queue (no client is handed to it later), so the
+    // pool recovers once the load falls; the error maps to POOL_EXHAUSTED (db/sqlstate.ts).
+    connectionTimeoutMillis: options.poolWaitMs ?? 5000,
     application_name: 'pgmcp',
     // Session defaults, set once per connection at start-up: every request statement is read-only
     // unless a transaction says otherwise, and none runs longer than the timeout. Request

@@ -79,6 +79,17 @@ export function toDatabaseError(error: unknown): ProtocolError {
       });
     }
   }
+  // pg-pool's own error when connectionTimeoutMillis (PGMCP_POOL_WAIT_MS) passes in its queue.
+  if (
+    error instanceof Error &&
+    error.message === 'timeout exceeded when trying to connect'
+  ) {
+    return new ProtocolError(
+      'POOL_EXHAUSTED',
+      'The server is busy: no database connection came free in time; retry shortly.',
+      { cause: error },
+    );
+  }
   if (
     error instanceof Error &&
     /Connection terminated|connection timeout|Client has encountered a connection error/i.test(

@@ -6,8 +6,10 @@ import {
   pruneChanges,
   readChangePage,
   type ChangePosition,
+  type ChangePage,
   type ChangeRow,
   type DatabaseHandle,
+  type DatabaseHistory,
 } from '../db/index.js';
 
 // pg-listen is CommonJS; under ESM its function is the default export's `default`.
@@ -20,6 +22,12 @@ export interface ChangeFeedOptions {
   readonly db: DatabaseHandle;
   /** Deliver one batch; throwing means "not delivered", and the batch is read again later. */
   readonly publish: (changes: readonly ChangeRow[]) => Promise<void>;
+  /**
+   * The database's history changed (a restore, a failover, a crash that lost commits): changes
+   * may have committed that the log can no longer be trusted to show. Tell every stream that what
+   * it watches may be stale.
+   */
+  readonly resync: () => void;
   readonly retentionSeconds: number;
   readonly log: (line: string) => void;
   /** Rows read per page of the log. */
@@ -58,6 +66,8 @@ export async function startChangeFeed(
 ): Promise<ChangeFeed> {
   const pageSize = options.pageSize ?? 1000;
   let horizon = await currentHorizon(options.db);
+  // Which history the horizon belongs to; set by the first read.
+  let history: DatabaseHistory | undefined;
   const delivered = new Map<string, bigint>();
   let listening = false;
   let reading = true;
@@ -70,7 +80,15 @@ export async function startChangeFeed(
     let nextHorizon: bigint | undefined;
     for (;;) {
       const page = await readChangePage(options.db, horizon, after, pageSize);
-      nextHorizon ??= page.snapshotXmin;
+      if (nextHorizon === undefined) {
+        const changed = historyChange(history, horizon, page);
+        history = page.history;
+        if (changed !== undefined) {
+          resynchronise(changed, page.snapshotXmin);
+          continue;
+        }
+        nextHorizon = page.snapshotXmin;
+      }
       const fresh = page.rows.filter((row) => !delivered.has(row.seq));
       if (fresh.length > 0) {
         await options.publish(fresh);
@@ -83,6 +101,20 @@ export async function startChangeFeed(
     if (nextHorizon > horizon) horizon = nextHorizon;
     for (const [seq, txid] of delivered)
       if (txid < horizon) delivered.delete(seq);
+  }
+
+  /**
+   * Start again in the new history at `snapshotXmin`: what committed below it finished before
+   * the streams are told their view may be stale, so re-reading covers it; what commits from
+   * there on is read from the log as usual. The delivered seqs belong to the old history.
+   */
+  function resynchronise(reason: string, snapshotXmin: bigint): void {
+    options.log(
+      `live updates: the database's history changed (${reason}); every stream is told its resources may have changed, and the change log is read again from now`,
+    );
+    horizon = snapshotXmin;
+    delivered.clear();
+    options.resync();
   }
 
   /** Coalesce wake-ups: one poll at a time, and one more if woken during it. */
@@ -178,6 +210,33 @@ export async function startChangeFeed(
       await subscriber.close().catch(() => undefined);
     },
   };
+}
+
+/**
+ * Why `page` cannot come from the history the feed has been reading (`previous`, up to `horizon`),
+ * or undefined when it can. Transaction ids (xid8, with epoch) and the WAL position never go back
+ * within one history; a restore or a lagging standby's promotion sends them back, and a promotion
+ * or another cluster also changes the timeline or the system identifier.
+ */
+function historyChange(
+  previous: DatabaseHistory | undefined,
+  horizon: bigint,
+  page: ChangePage,
+): string | undefined {
+  const now = page.history;
+  if (previous !== undefined) {
+    if (
+      previous.systemId !== null &&
+      now.systemId !== null &&
+      previous.systemId !== now.systemId
+    )
+      return 'another database system identifier';
+    if (now.timeline !== previous.timeline)
+      return `timeline ${previous.timeline} → ${now.timeline}`;
+    if (now.walLsn < previous.walLsn) return 'the WAL position went back';
+  }
+  if (page.snapshotXmin < horizon) return 'transaction ids went back';
+  return undefined;
 }
 
 function describe(error: unknown): string {

@@ -29,8 +29,8 @@ export type Visibility = ReadonlyMap<
 
 /**
  * Which of `seqs` `principal`'s role may hear of: one query in the role's own transaction, in the
- * database whose change log the seqs come from. Throws ProtocolError; UNAVAILABLE and TIMEOUT
- * mean "try the batch again later".
+ * database whose change log the seqs come from. Throws ProtocolError; UNAVAILABLE, TIMEOUT and
+ * POOL_EXHAUSTED mean "try the batch again later".
  */
 export type Authorize = (
   principal: Principal,
@@ -295,10 +295,12 @@ export class Fanout {
         try {
           visibility.set(key, await authorize(principal, seqs));
         } catch (error) {
+          // Transient: the whole batch is read and published again later.
           if (
             !(error instanceof ProtocolError) ||
             error.key === 'UNAVAILABLE' ||
-            error.key === 'TIMEOUT'
+            error.key === 'TIMEOUT' ||
+            error.key === 'POOL_EXHAUSTED'
           )
             throw error;
           failedRoles.set(key, error);
@@ -374,6 +376,28 @@ export class Fanout {
         await new Promise<void>((resolve) => setImmediate(resolve));
         sliceStart = performance.now();
       }
+    }
+  }
+
+  /**
+   * Tell every stream that what it watches may have changed: `updated` for each URI it subscribed
+   * to and `list_changed` where asked for. For when the change log cannot say what changed (the
+   * database's history changed). Only URIs the stream subscribed to (and could read then) are
+   * named, so no role learns of a resource it could not already see.
+   */
+  markAllStale(): void {
+    for (const subscriber of [...this.#streams]) {
+      if (subscriber.ended) continue;
+      for (const uri of subscriber.uris)
+        subscriber.enqueue(JSON.stringify(uri), false);
+      if (subscriber.listChanged) subscriber.enqueue(undefined, true);
+      subscriber.flush();
+      if (
+        subscriber.blockedSince !== undefined &&
+        (subscriber.sink.pendingBytes > this.#options.maxPendingBytes ||
+          subscriber.pendingUris > MAX_PENDING_URIS)
+      )
+        this.#endStalledStream(subscriber, Date.now());
     }
   }
 

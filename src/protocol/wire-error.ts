@@ -18,7 +18,8 @@ export function toWireError(
     if (
       error.key === 'INTERNAL' ||
       error.key === 'UNAVAILABLE' ||
-      error.key === 'TIMEOUT'
+      error.key === 'TIMEOUT' ||
+      error.key === 'POOL_EXHAUSTED'
     ) {
       logError(error.message, error.cause ?? error);
     }

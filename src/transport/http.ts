@@ -609,13 +609,16 @@ function send(
   // Encode once: the length and the bytes written come from the same buffer.
   const bytes = serializeMessageBytes(body);
   // A flat [name, value, …] list skips the header object's key walk.
-  response.writeHead(status, [
+  const headers = [
     'Content-Type',
     'application/json',
     'Content-Length',
     String(bytes.length),
     'Cache-Control',
     'no-store',
-  ]);
+  ];
+  // 503 is a busy pool or an unreachable database: both pass, so say when to try again.
+  if (status === 503) headers.push('Retry-After', '1');
+  response.writeHead(status, headers);
   response.end(bytes);
 }

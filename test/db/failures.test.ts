@@ -1,17 +1,22 @@
 // Failure modes, for real: statement timeout, an unreachable database, a client that hangs up,
 // and a pool smaller than the load.
 import http from 'node:http';
+import { once } from 'node:events';
+import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createDatabase,
   runRequestQuery,
   type PreparedQuery,
 } from '../../src/db/index.js';
-import { ProtocolError } from '../../src/errors.js';
+import { loadConfig } from '../../src/config.js';
+import { ConfigError, ProtocolError } from '../../src/errors.js';
+import { startStdioTransport } from '../../src/transport/stdio.js';
 import {
   META,
   call,
   mcpHeaders,
+  postRaw,
   startTestServer,
   TEST_LIVE,
   testDatabaseUrl,
@@ -169,5 +174,110 @@ describe('clients that go away and pools that are too small', () => {
     } finally {
       await tiny.close();
     }
+  });
+});
+
+describe('a pool that stays busy', () => {
+  it('answers POOL_EXHAUSTED (HTTP 503 with Retry-After; -32603 on stdio) after PGMCP_POOL_WAIT_MS, and recovers', async () => {
+    const busy = await startTestServer({ poolSize: 2, poolWaitMs: 1000 });
+    const input = new PassThrough();
+    const output = new PassThrough();
+    const stdio = startStdioTransport({
+      input,
+      output,
+      dispatcher: busy.dispatcher,
+      principal: login,
+      maxMessageBytes: 65536,
+    });
+    const stdioLines: string[] = [];
+    output.setEncoding('utf8');
+    output.on('data', (chunk: string) => stdioLines.push(...chunk.split('\n')));
+    const stdioRead = async (id: number): Promise<Record<string, unknown>> => {
+      input.write(
+        `${JSON.stringify({ jsonrpc: '2.0', id, method: 'resources/read', params: { uri: 'test://static-text', _meta: META } })}\n`,
+      );
+      for (;;) {
+        const line = stdioLines.find((candidate) =>
+          candidate.startsWith(`{"jsonrpc":"2.0","id":${id},`),
+        );
+        if (line !== undefined)
+          return JSON.parse(line) as Record<string, unknown>;
+        await once(output, 'data');
+      }
+    };
+    const httpRead = () =>
+      postRaw(
+        busy.url,
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'resources/read',
+          params: { uri: 'test://static-text', _meta: META },
+        }),
+        mcpHeaders('resources/read', 'test://static-text'),
+        'resources/read',
+      );
+    // Every pooled connection is taken and kept: the requests can only wait.
+    const held = [await busy.db.pool.connect(), await busy.db.pool.connect()];
+    try {
+      const refused = await httpRead();
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('retry-after')).toBe('1');
+      expect(refused.body?.['error']).toEqual({
+        code: -32603,
+        message:
+          'The server is busy: no database connection came free in time; retry shortly.',
+        data: { code: 'POOL_EXHAUSTED' },
+      });
+      const stdioRefused = await stdioRead(2);
+      expect(stdioRefused['error']).toEqual({
+        code: -32603,
+        message:
+          'The server is busy: no database connection came free in time; retry shortly.',
+        data: { code: 'POOL_EXHAUSTED' },
+      });
+      // The timed-out waiters left the queue: nothing waits for a connection any more.
+      expect(busy.db.pool.waitingCount).toBe(0);
+    } finally {
+      for (const client of held) client.release();
+    }
+    try {
+      // Connections free again: both transports answer, and the pool kept its size.
+      expect((await httpRead()).status).toBe(200);
+      expect((await stdioRead(3))['result']).toBeDefined();
+      expect(busy.db.pool.totalCount).toBeLessThanOrEqual(2);
+      expect(busy.db.pool.waitingCount).toBe(0);
+    } finally {
+      input.end();
+      await stdio.closed;
+      await busy.close();
+    }
+  });
+
+  it('refuses a PGMCP_POOL_WAIT_MS that is not a positive whole number at start-up', () => {
+    for (const value of ['0', '-5', '2.5', 'soon']) {
+      expect(() =>
+        loadConfig(
+          {},
+          {
+            PGMCP_POOL_WAIT_MS: value,
+            DATABASE_URL: 'postgres://unused@127.0.0.1/unused',
+          },
+        ),
+      ).toThrow(ConfigError);
+    }
+    expect(() =>
+      loadConfig(
+        {},
+        {
+          PGMCP_POOL_WAIT_MS: 'soon',
+          DATABASE_URL: 'postgres://unused@127.0.0.1/unused',
+        },
+      ),
+    ).toThrow(/PGMCP_POOL_WAIT_MS must be a whole number/);
+    expect(
+      loadConfig({}, { DATABASE_URL: 'postgres://unused@127.0.0.1/unused' })
+        .poolWaitMs,
+    ).toBe(5000);
   });
 });

@@ -3,6 +3,7 @@
 // written in slices. (Delivery through Postgres, HTTP and stdio is covered in live.test.ts.)
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Principal } from '../../src/auth/index.js';
+import { ProtocolError } from '../../src/errors.js';
 import type { PublishedChange } from '../../src/notifications/index.js';
 import {
   Fanout,
@@ -167,6 +168,38 @@ describe('Fanout', () => {
       'notes:///a/1',
       'notes:///a/2',
     ]);
+  });
+
+  it('keeps streams open and fails the batch (to be retried) when the pool is too busy to check access', async () => {
+    const { fanout, open } = setup();
+    const sink = open('support', ['notes:///a/1'], true);
+    const busy = () =>
+      Promise.reject(
+        new ProtocolError('POOL_EXHAUSTED', 'The server is busy.'),
+      );
+    await expect(
+      fanout.publish([change('notes:///a/1')], busy),
+    ).rejects.toMatchObject({ key: 'POOL_EXHAUSTED' });
+    expect(sink.ended).toBeNull();
+    expect(sink.written).toEqual([]);
+    expect(fanout.size).toBe(1);
+  });
+
+  it('tells every stream its subscribed URIs and list may be stale', () => {
+    const { fanout, checks, open } = setup();
+    const watching = open('support', ['notes:///a/1', 'file:///docs/'], true);
+    const quiet = open('finance', ['notes:///b/1']);
+    fanout.markAllStale();
+    expect(watching.updates()).toEqual(['notes:///a/1', 'file:///docs/']);
+    expect(
+      watching.written.filter((line) => line.includes('list_changed')),
+    ).toHaveLength(1);
+    expect(quiet.updates()).toEqual(['notes:///b/1']);
+    expect(quiet.written.some((line) => line.includes('list_changed'))).toBe(
+      false,
+    );
+    // Only what the streams subscribed to: nothing is asked of the database.
+    expect(checks).toEqual([]);
   });
 
   it('ends a stream whose client stays blocked past the stall timeout, with a clear reason', async () => {

@@ -50,6 +50,9 @@ export interface TestServerOptions {
   /** The database to serve (default: the shared test database). */
   databaseUrl?: string;
   pageSize?: number;
+  /** Request pool connections (default 4) and the longest wait for one (default 5000 ms). */
+  poolSize?: number;
+  poolWaitMs?: number;
   maxBodyBytes?: number;
   /** How long and how much of a refused (413) body is drained before the connection closes. */
   drain?: { ms: number; bytes: number };
@@ -95,7 +98,8 @@ export async function startTestServer(
   });
   const db = createDatabase({
     connectionString: options.databaseUrl ?? testDatabaseUrl(),
-    poolSize: 4,
+    poolSize: options.poolSize ?? 4,
+    poolWaitMs: options.poolWaitMs ?? 5000,
     statementTimeoutMs: 10_000,
     onError: (message, error) => logger.error(message, error),
   });
@@ -118,6 +122,7 @@ export async function startTestServer(
       : await startChangeFeed({
           db,
           publish: (changes) => app.publish(source, changes),
+          resync: () => app.resync(source),
           retentionSeconds: TEST_LIVE.changeRetentionSeconds,
           log: (line) => logger.info(line),
           pollIntervalMs: 500,
