@@ -5,6 +5,7 @@ import { isAllowedRoleName, mintToken } from './auth/index.js';
 import {
   AUTHENTICATOR_ROLE,
   EmbeddedPostgresError,
+  MigrationChangedError,
   grantToAuthenticator,
   setExposed,
   listDatasets,
@@ -84,7 +85,8 @@ table or be a superuser. --database NAME picks a database given with --database 
   migrate: `Usage: pgmcp migrate
 
 Apply pending migrations from migrations/ (forward-only, each in a transaction, under an advisory
-lock) to DATABASE_URL, or to the embedded PostgreSQL when none is set.
+lock) to DATABASE_URL, or to the embedded PostgreSQL when none is set. An applied migration whose
+file has changed since (its recorded SHA-256 differs) stops this and \`pgmcp serve\` with exit code 2.
 `,
   seed: `Usage: pgmcp seed <dataset>
 
@@ -92,7 +94,10 @@ Apply migrations, then load seeds/<dataset>/ (idempotent). Datasets: demo, confo
 `,
 };
 
-/** Run the CLI; exits the process with 0 on success, 1 on failure, 2 on bad usage or config. */
+/**
+ * Run the CLI; exits the process with 0 on success, 1 on failure, 2 on bad usage or config or an
+ * applied migration whose file changed.
+ */
 export async function main(argv: string[]): Promise<void> {
   const logger = createLogger();
   // A bug that leaks a rejection must not take the server down with every open request: log it.
@@ -261,7 +266,7 @@ function report(error: unknown, logger: Logger): number {
     process.stderr.write(`pgmcp: ${error.message}\n\n${USAGE}`);
     return 2;
   }
-  if (error instanceof ConfigError) {
+  if (error instanceof ConfigError || error instanceof MigrationChangedError) {
     process.stderr.write(`pgmcp: ${error.message}\n`);
     return 2;
   }

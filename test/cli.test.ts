@@ -5,6 +5,8 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../src/version.js';
 import { testDatabaseUrl } from './setup/harness.js';
+import { migrateDatabase } from './setup/migrate-database.js';
+import { recreateDatabase } from './setup/recreate-database.js';
 
 function pgmcp(
   args: string[],
@@ -200,6 +202,44 @@ describe('pgmcp CLI', () => {
         'drop table if exists public."CLI Exposed", public.cli_keyless',
       );
       await sql.end();
+    }
+  });
+});
+
+describe('an applied migration whose file changed', () => {
+  it('stops pgmcp migrate and pgmcp serve with exit code 2, naming the file and the fix', async () => {
+    const url = await recreateDatabase(
+      testDatabaseUrl(),
+      'pgmcp_cli_changed_migration',
+    );
+    // The recorded checksum no longer matching is what an edited file looks like to the runner.
+    await migrateDatabase(url, async (admin) => {
+      await admin.query(
+        `update pgmcp.migrations set checksum = repeat('0', 64) where name like '0002%'`,
+      );
+    });
+    const env = {
+      DATABASE_URL: url,
+      PGMCP_AUTH: 'none',
+      PGMCP_ALLOW_UNSAFE_LOGIN: '1',
+    };
+    for (const args of [['migrate'], ['serve', '--port', '0']]) {
+      const result = pgmcp(args, env);
+      expect(result.status, result.stderr).toBe(2);
+      expect(result.stderr).toMatch(
+        /migration 0002_[a-z_]+\.sql has changed since it was applied/,
+      );
+      expect(result.stderr).toContain('UPDATE pgmcp.migrations SET checksum');
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+    }
+    const admin = new pg.Client({ connectionString: testDatabaseUrl() });
+    await admin.connect();
+    try {
+      await admin.query(
+        'drop database if exists pgmcp_cli_changed_migration with (force)',
+      );
+    } finally {
+      await admin.end();
     }
   });
 });

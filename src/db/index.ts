@@ -18,7 +18,12 @@ export {
   COLUMN,
   type TemplateListingRow,
 } from './queries.js';
-export { runMigrations, type MigrationReport } from './migrate.js';
+export {
+  MigrationChangedError,
+  migrationChecksum,
+  runMigrations,
+  type MigrationReport,
+} from './migrate.js';
 export {
   listDatasets,
   loadSeed,

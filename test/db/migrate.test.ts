@@ -1,7 +1,10 @@
 // Migrations (forward-only, advisory-locked) and the pgmcp.resources table contract.
+import { readFileSync, readdirSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runMigrations } from '../../src/db/index.js';
+import { MigrationChangedError, runMigrations } from '../../src/db/index.js';
 import { MIGRATIONS_DIRECTORY } from '../../src/server.js';
 import { testDatabaseUrl } from '../setup/harness.js';
 
@@ -62,6 +65,90 @@ describe('migrations', () => {
     } finally {
       await Promise.all(clients.map((client) => client.end()));
     }
+  });
+});
+
+/** Every migration file with the SHA-256 of its bytes, computed here with node:crypto. */
+function fileChecksums(): { name: string; checksum: string }[] {
+  return readdirSync(MIGRATIONS_DIRECTORY)
+    .filter((name) => name.endsWith('.sql'))
+    .sort()
+    .map((name) => ({
+      name,
+      checksum: createHash('sha256')
+        .update(readFileSync(path.join(MIGRATIONS_DIRECTORY, name)))
+        .digest('hex'),
+    }));
+}
+
+describe('migration checksums', () => {
+  async function onScratch<T>(work: (client: pg.Client) => Promise<T>) {
+    const client = new pg.Client({ connectionString: scratchUrl });
+    await client.connect();
+    try {
+      await runMigrations(client, MIGRATIONS_DIRECTORY, () => undefined);
+      return await work(client);
+    } finally {
+      await client.end();
+    }
+  }
+  const recorded = async (client: pg.Client) =>
+    (
+      await client.query<{ name: string; checksum: string | null }>(
+        'select name, checksum from pgmcp.migrations order by name',
+      )
+    ).rows;
+
+  it('records the SHA-256 of each applied file', async () => {
+    await onScratch(async (client) => {
+      expect(await recorded(client)).toEqual(fileChecksums());
+    });
+  });
+
+  it('records the current files’ checksums for migrations applied before checksums existed', async () => {
+    await onScratch(async (client) => {
+      await client.query('alter table pgmcp.migrations drop column checksum');
+      const report = await runMigrations(
+        client,
+        MIGRATIONS_DIRECTORY,
+        () => undefined,
+      );
+      expect(report.applied).toEqual([]);
+      expect(await recorded(client)).toEqual(fileChecksums());
+    });
+  });
+
+  it('stops, naming the file and how to resolve it, when an applied migration’s file changed', async () => {
+    await onScratch(async (client) => {
+      const [, second] = fileChecksums();
+      await client.query(
+        `update pgmcp.migrations set checksum = repeat('0', 64) where name = $1`,
+        [second?.name],
+      );
+      // A pending migration must not be applied past the mismatch either.
+      const last = fileChecksums().at(-1)?.name;
+      await client.query('delete from pgmcp.migrations where name = $1', [
+        last,
+      ]);
+      const run = runMigrations(client, MIGRATIONS_DIRECTORY, () => undefined);
+      await expect(run).rejects.toBeInstanceOf(MigrationChangedError);
+      await expect(run).rejects.toThrow(
+        new RegExp(
+          `migration ${second?.name} has changed.*${second?.checksum}.*UPDATE pgmcp.migrations`,
+        ),
+      );
+      expect((await recorded(client)).map((row) => row.name)).not.toContain(
+        last,
+      );
+      await client.query(
+        'update pgmcp.migrations set checksum = $2 where name = $1',
+        [second?.name, second?.checksum],
+      );
+      await client.query(
+        'insert into pgmcp.migrations (name, checksum) values ($1, $2)',
+        [last, fileChecksums().at(-1)?.checksum],
+      );
+    });
   });
 });
 

@@ -164,7 +164,20 @@ export interface RawResponse {
   text: string;
 }
 
-/** POST raw text with the given headers; validates any JSON-RPC body against the schema. */
+/** The method a request body names, when it is a JSON object naming one. */
+function requestMethod(body: string): string | undefined {
+  try {
+    const method = (JSON.parse(body) as { method?: unknown }).method;
+    return typeof method === 'string' ? method : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * POST raw text with the given headers; validates any JSON-RPC body against the official schemas,
+ * as the answer to `method` (default: the method the body names).
+ */
 export async function postRaw(
   url: string,
   body: string,
@@ -176,7 +189,8 @@ export async function postRaw(
   let parsed: Record<string, unknown> | undefined;
   if (text !== '') {
     parsed = JSON.parse(text) as Record<string, unknown>;
-    if (parsed['jsonrpc'] === '2.0') assertValidResponse(method, parsed);
+    if (parsed['jsonrpc'] === '2.0')
+      assertValidResponse(method ?? requestMethod(body), parsed);
   }
   return {
     status: response.status,

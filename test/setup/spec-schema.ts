@@ -1,11 +1,14 @@
-// Validates every response the tests see against the official MCP 2026-07-28 JSON schema in
-// ../shared/spec/. Where that folder is absent (it is not part of this repository), checks are
-// skipped and SPEC_SKIP_REASON says why.
+// Validates every response and notification the tests see against the official MCP schemas:
+// always against the zod schemas of the official SDK (@modelcontextprotocol/core, pinned in
+// package.json), and also against the 2026-07-28 JSON schema in ../shared/spec/ where that folder
+// exists (it is not part of this repository). A message no schema covers fails.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import * as official from '@modelcontextprotocol/core';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import type { ValidateFunction } from 'ajv';
+import type { z } from 'zod';
 import { PROJECT_ROOT } from '../../src/version.js';
 
 export const SPEC_SCHEMA_PATH = path.resolve(
@@ -15,49 +18,85 @@ export const SPEC_SCHEMA_PATH = path.resolve(
   'spec',
   'schema-2026-07-28.json',
 );
+/** Whether the JSON schema (the second check) is present; the SDK's schemas always are. */
 export const SPEC_AVAILABLE = existsSync(SPEC_SCHEMA_PATH);
-export const SPEC_SKIP_REASON = `official schema not found at ${SPEC_SCHEMA_PATH} (shared/spec/ sits beside the checkout in CI); schema checks skipped`;
+export const SPEC_SKIP_REASON = `official JSON schema not found at ${SPEC_SCHEMA_PATH} (shared/spec/ sits beside the checkout in CI); responses are checked against @modelcontextprotocol/core's schemas only`;
 
-/** Which $defs entry a successful result of each method must match. */
-const RESULT_DEFS: Record<string, string> = {
-  'server/discover': 'DiscoverResultResponse',
-  'resources/list': 'ListResourcesResultResponse',
-  'resources/templates/list': 'ListResourceTemplatesResultResponse',
-  'resources/read': 'ReadResourceResultResponse',
-  'subscriptions/listen': 'SubscriptionsListenResultResponse',
-  'completion/complete': 'CompleteResultResponse',
+/** The official result schema (SDK) and $defs entry (JSON schema) of each method pgmcp serves. */
+export const RESULT_SCHEMAS: Record<string, { sdk: z.ZodType; def: string }> = {
+  'server/discover': {
+    sdk: official.DiscoverResultSchema,
+    def: 'DiscoverResultResponse',
+  },
+  'resources/list': {
+    sdk: official.ListResourcesResultSchema,
+    def: 'ListResourcesResultResponse',
+  },
+  'resources/templates/list': {
+    sdk: official.ListResourceTemplatesResultSchema,
+    def: 'ListResourceTemplatesResultResponse',
+  },
+  'resources/read': {
+    sdk: official.ReadResourceResultSchema,
+    def: 'ReadResourceResultResponse',
+  },
+  'subscriptions/listen': {
+    sdk: official.SubscriptionsListenResultSchema,
+    def: 'SubscriptionsListenResultResponse',
+  },
+  'completion/complete': {
+    sdk: official.CompleteResultSchema,
+    def: 'CompleteResultResponse',
+  },
 };
 
-/** Which $defs entry each server notification must match. */
-const NOTIFICATION_DEFS: Record<string, string> = {
-  'notifications/subscriptions/acknowledged':
-    'SubscriptionsAcknowledgedNotification',
-  'notifications/resources/updated': 'ResourceUpdatedNotification',
-  'notifications/resources/list_changed': 'ResourceListChangedNotification',
-  'notifications/cancelled': 'CancelledNotification',
+/** The official schema of each notification the server may send. */
+export const NOTIFICATION_SCHEMAS: Record<
+  string,
+  { sdk: z.ZodType; def: string }
+> = {
+  'notifications/subscriptions/acknowledged': {
+    sdk: official.SubscriptionsAcknowledgedNotificationSchema,
+    def: 'SubscriptionsAcknowledgedNotification',
+  },
+  'notifications/resources/updated': {
+    sdk: official.ResourceUpdatedNotificationSchema,
+    def: 'ResourceUpdatedNotification',
+  },
+  'notifications/resources/list_changed': {
+    sdk: official.ResourceListChangedNotificationSchema,
+    def: 'ResourceListChangedNotification',
+  },
+  'notifications/cancelled': {
+    sdk: official.CancelledNotificationSchema,
+    def: 'CancelledNotification',
+  },
 };
+
+function check(schema: z.ZodType, value: unknown, what: string): void {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success)
+    throw new Error(
+      `${what} does not match @modelcontextprotocol/core's schema: ${JSON.stringify(parsed.error.issues.slice(0, 5))}\n${JSON.stringify(value).slice(0, 500)}`,
+    );
+}
 
 /**
- * Assert that a notification the server sent is valid per the official schema, and is one the
- * server may send (a method with a schema entry). Returns false when the schema is unavailable.
+ * Assert that a notification the server sent is valid per the official schemas and is one the
+ * server may send; throws otherwise.
  */
-export function assertValidNotification(message: unknown): boolean {
-  if (!SPEC_AVAILABLE) return false;
+export function assertValidNotification(message: unknown): void {
   const method = (message as { method?: unknown }).method;
-  const def =
-    typeof method === 'string' ? NOTIFICATION_DEFS[method] : undefined;
-  if (def === undefined)
+  const schemas =
+    typeof method === 'string' ? NOTIFICATION_SCHEMAS[method] : undefined;
+  if (schemas === undefined)
     throw new Error(
       `unexpected server notification: ${JSON.stringify(message)}`,
     );
-  for (const name of ['JSONRPCNotification', def]) {
-    const validate = compiled(name);
-    if (!validate(message))
-      throw new Error(
-        `notification does not match schema ${name}: ${JSON.stringify(validate.errors?.slice(0, 5))}\n${JSON.stringify(message).slice(0, 500)}`,
-      );
-  }
-  return true;
+  check(official.JSONRPCNotificationSchema, message, 'notification');
+  check(schemas.sdk, message, `${String(method)} notification`);
+  if (SPEC_AVAILABLE)
+    validateJson(['JSONRPCNotification', schemas.def], message);
 }
 
 /** Error codes with their own $defs entry. */
@@ -68,31 +107,42 @@ const ERROR_DEFS: Record<number, string> = {
 
 /**
  * Assert that `message` (one JSON-RPC response the server sent for `method`) is valid per the
- * official schema; throws with ajv's errors if not. Returns false when the schema is unavailable.
+ * official schemas; throws if not. A result for a method with no official result schema (or
+ * for no known method) throws too.
  */
 export function assertValidResponse(
   method: string | undefined,
   message: unknown,
-): boolean {
-  if (!SPEC_AVAILABLE) return false;
+): void {
   const body = message as { error?: { code?: number }; result?: unknown };
   const defs = ['JSONRPCResponse'];
   if (body.error !== undefined) {
+    check(official.JSONRPCErrorResponseSchema, message, 'error response');
     defs.push('JSONRPCErrorResponse');
     const specific = ERROR_DEFS[body.error.code ?? 0];
     if (specific !== undefined) defs.push(specific);
-  } else if (method !== undefined && RESULT_DEFS[method] !== undefined) {
-    defs.push(RESULT_DEFS[method] as string);
+  } else {
+    const schemas = method === undefined ? undefined : RESULT_SCHEMAS[method];
+    if (schemas === undefined)
+      throw new Error(
+        `a result for ${method ?? 'an unnamed method'}, which has no official result schema here: ${JSON.stringify(message).slice(0, 500)}`,
+      );
+    check(official.JSONRPCResultResponseSchema, message, 'response');
+    check(schemas.sdk, body.result, `${method} result`);
+    defs.push(schemas.def);
   }
+  if (SPEC_AVAILABLE) validateJson(defs, message);
+}
+
+function validateJson(defs: string[], message: unknown): void {
   for (const def of defs) {
     const validate = compiled(def);
     if (!validate(message)) {
       throw new Error(
-        `response does not match schema ${def}: ${JSON.stringify(validate.errors?.slice(0, 5))}\n${JSON.stringify(message).slice(0, 500)}`,
+        `message does not match schema ${def}: ${JSON.stringify(validate.errors?.slice(0, 5))}\n${JSON.stringify(message).slice(0, 500)}`,
       );
     }
   }
-  return true;
 }
 
 const compiledDefs = new Map<string, ValidateFunction>();
