@@ -199,7 +199,7 @@ export function createAuthenticate(
     } catch (error) {
       if (!(error instanceof AuthenticationError)) throw error;
       options.logger.warn(`refused a request: ${error.reason}`);
-      if (error.reason === 'ROLE_NOT_ALLOWED')
+      if (error.reason === 'ROLE_FORBIDDEN')
         throw new ProtocolError(
           'ROLE_FORBIDDEN',
           'The token does not name a role this server may assume.',

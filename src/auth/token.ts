@@ -42,7 +42,7 @@ export interface TokenVerifierOptions {
   readonly jwksCooldownMs?: number | undefined;
 }
 
-/** Why a request could not be authenticated; the transport answers 401 (or 403 for ROLE_NOT_ALLOWED). */
+/** Why a request could not be authenticated; the transport answers 401 (or 403 for ROLE_FORBIDDEN). */
 export class AuthenticationError extends Error {
   constructor(
     readonly reason:
@@ -50,7 +50,7 @@ export class AuthenticationError extends Error {
       | 'MALFORMED_TOKEN'
       | 'INVALID_TOKEN'
       | 'EXPIRED_TOKEN'
-      | 'ROLE_NOT_ALLOWED'
+      | 'ROLE_FORBIDDEN'
       | 'KEYS_UNAVAILABLE',
     message: string,
     options?: { cause?: unknown },
@@ -195,7 +195,7 @@ export function createTokenVerifier(
       const role = claims[options.roleClaim];
       if (typeof role !== 'string' || !isAllowedRoleName(role)) {
         throw new AuthenticationError(
-          'ROLE_NOT_ALLOWED',
+          'ROLE_FORBIDDEN',
           'The token does not name a role this server may assume.',
         );
       }
