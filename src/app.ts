@@ -161,7 +161,7 @@ export interface AuthenticateOptions {
   /** HS256 secret (configured, or the embedded default's); undefined with a JWKS only. */
   readonly secret: string | undefined;
   readonly audience: string;
-  /** Whether the login may switch to a role (exists and is granted to it); cached by db/. */
+  /** Whether a request may run as a role (db/ checkRequestRole says allowed); cached by db/. */
   readonly canAssume: (role: string) => Promise<boolean>;
   readonly logger: Logger;
 }
