@@ -166,6 +166,34 @@ describe('pgmcp CLI', () => {
     }
   });
 
+  it('refuses to grant the authenticator a BYPASSRLS role or a name that is not exactly a role', async () => {
+    const sql = new pg.Client({ connectionString: testDatabaseUrl() });
+    await sql.connect();
+    const bypass = `pgmcp_cli_grant_bypass_${process.pid}`;
+    await sql.query(`create role ${bypass} nologin bypassrls`);
+    try {
+      for (const [role, why] of [
+        [bypass, 'it has BYPASSRLS'],
+        ['SUPPORT', 'no role has exactly this name'],
+      ] as const) {
+        const result = pgmcp(['role', 'grant', role], {
+          DATABASE_URL: testDatabaseUrl(),
+        });
+        expect(result.status, role).toBe(1);
+        expect(result.stderr, role).toContain(why);
+      }
+      const granted = await sql.query(
+        `select from pg_auth_members m join pg_roles r on r.oid = m.roleid
+          where r.rolname = $1`,
+        [bypass],
+      );
+      expect(granted.rowCount).toBe(0);
+    } finally {
+      await sql.query(`drop role ${bypass}`);
+      await sql.end();
+    }
+  });
+
   it('refuses to mint an embedded-mode token where no server ever ran, instead of inventing a secret', () => {
     const result = pgmcp(['token', '--role', 'support'], {
       PGMCP_STATE_DIR: '/tmp/pgmcp-no-such-state-dir',
