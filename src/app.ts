@@ -168,7 +168,7 @@ export interface AuthenticateOptions {
   /** HS256 secret (configured, or the embedded default's); undefined with a JWKS only. */
   readonly secret: string | undefined;
   readonly audience: string;
-  /** Whether the login may switch to a role (exists and is granted to it); cached by db/. */
+  /** Whether a request may run as a role (db/ checkRequestRole says allowed); cached by db/. */
   readonly canAssume: (role: string) => Promise<boolean>;
   readonly logger: Logger;
 }
@@ -208,7 +208,7 @@ export function createAuthenticate(
     } catch (error) {
       if (!(error instanceof AuthenticationError)) throw error;
       options.logger.warn(`refused a request: ${error.reason}`);
-      if (error.reason === 'ROLE_NOT_ALLOWED')
+      if (error.reason === 'ROLE_FORBIDDEN')
         throw new ProtocolError(
           'ROLE_FORBIDDEN',
           'The token does not name a role this server may assume.',

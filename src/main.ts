@@ -1,15 +1,18 @@
 // Process entry: the pgmcp CLI (serve, migrate, seed), signals and exit codes.
 import { parseArgs } from 'node:util';
-import { loadConfig, type ConfigFlags } from './config.js';
+import { loadConfig, type Config, type ConfigFlags } from './config.js';
 import { isAllowedRoleName, mintToken } from './auth/index.js';
 import {
   AUTHENTICATOR_ROLE,
   EmbeddedPostgresError,
   MigrationChangedError,
+  ROLE_REFUSALS,
+  checkRequestRole,
   grantToAuthenticator,
   setExposed,
   listDatasets,
   type DatabaseHandle,
+  type RoleVerdict,
 } from './db/index.js';
 import { ConfigError } from './errors.js';
 import { createLogger, type Logger } from './log.js';
@@ -122,7 +125,7 @@ export async function main(argv: string[]): Promise<void> {
     if (command === 'serve') await serve(rest, logger);
     else if (command === 'migrate') await oneShot(rest, 'migrate', logger);
     else if (command === 'seed') await oneShot(rest, 'seed', logger);
-    else if (command === 'token') await token(rest);
+    else if (command === 'token') await token(rest, logger);
     else if (command === 'role') await role(rest, logger);
     else if (command === 'expose' || command === 'unexpose')
       await expose(command, rest, logger);
@@ -136,7 +139,7 @@ class UsageError extends Error {}
 
 const TTL_UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
 
-async function token(args: string[]): Promise<void> {
+async function token(args: string[], logger: Logger): Promise<void> {
   const { values, positionals } = parse('token', args, {
     role: { type: 'string' },
     ttl: { type: 'string' },
@@ -171,6 +174,7 @@ async function token(args: string[]): Promise<void> {
       'pgmcp token signs with PGMCP_JWT_SECRET; with PGMCP_JWKS_URL, tokens come from your identity provider.',
     );
   }
+  await refuseUnassumableRole(config, roleName, logger);
   const audience = tokenAudience(config);
   const minted = await mintToken({
     secret,
@@ -181,6 +185,31 @@ async function token(args: string[]): Promise<void> {
     ttlSeconds: Number(ttl[1]) * (TTL_UNITS[ttl[2] ?? 'h'] ?? 3600),
   });
   process.stdout.write(`${minted}\n`);
+}
+
+/** `pgmcp token` mints only for a role the server would accept: the same check as requests'. */
+async function refuseUnassumableRole(
+  config: Config,
+  roleName: string,
+  logger: Logger,
+): Promise<void> {
+  if (!isAllowedRoleName(roleName))
+    throw new ConfigError(
+      `${JSON.stringify(roleName)} is not a role name a token may carry`,
+    );
+  const open = await openDatabase(config, logger);
+  let verdict: RoleVerdict;
+  try {
+    // Embedded, the CLI logs in as the cluster's superuser; requests log in as the authenticator.
+    const login = open.embedded === undefined ? undefined : AUTHENTICATOR_ROLE;
+    verdict = await checkRequestRole(open.db.pool, roleName, login);
+  } finally {
+    await open.close();
+  }
+  if (verdict !== 'allowed')
+    throw new ConfigError(
+      `refusing to mint a token for ${JSON.stringify(roleName)}: ${ROLE_REFUSALS[verdict].replace('<role>', roleName)}`,
+    );
 }
 
 async function role(args: string[], logger: Logger): Promise<void> {
@@ -378,24 +407,56 @@ async function serve(args: string[], logger: Logger): Promise<void> {
     return;
   }
   if (server.url !== undefined) {
-    process.stdout.write(
-      `\npgmcp is serving MCP 2026-07-28 at ${server.url}\n` +
-        `  try:    curl -s ${server.url} -H 'Content-Type: application/json' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: server/discover' \\\n` +
-        `            -d '{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'\n` +
-        `  connect an MCP host (Streamable HTTP) to ${server.url}; stop with Ctrl-C\n` +
-        (config.auth.mode === 'jwt'
-          ? `  every request needs a bearer token: TOKEN=$(npx pgmcp token --role <role>)` +
-            (config.database.mode === 'embedded'
-              ? `   (demo roles: support, engineering, finance, admin)\n`
-              : '\n') +
-            `  and add -H "Authorization: Bearer $TOKEN" to the curl above\n\n`
-          : '\n'),
-    );
+    process.stdout.write(await banner(config, server.url));
   } else {
     logger.info('serving MCP 2026-07-28 on stdio');
   }
   await server.done;
   await server.stop();
+}
+
+/** The demo role the embedded default's banner mints a token for (seeds/demo/05_roles.sql). */
+const BANNER_DEMO_ROLE = 'support';
+
+/**
+ * What `serve` prints once HTTP is up: a curl that works as printed. With tokens, the embedded
+ * default mints one for a demo role; elsewhere a TOKEN=… line comes first.
+ */
+async function banner(config: Config, url: string): Promise<string> {
+  const demoSecret =
+    config.auth.mode === 'jwt' && config.database.mode === 'embedded'
+      ? jwtSecret(config)
+      : undefined;
+  let authorization = '';
+  let before = '';
+  let after = '';
+  if (demoSecret !== undefined) {
+    const audience = tokenAudience(config);
+    const minted = await mintToken({
+      secret: demoSecret,
+      role: BANNER_DEMO_ROLE,
+      claims: {},
+      audience,
+      issuer: config.auth.issuer ?? new URL(audience).origin,
+      ttlSeconds: 3600,
+    });
+    authorization = ` -H 'Authorization: Bearer ${minted}'`;
+    after = `  the token above is role ${BANNER_DEMO_ROLE}'s for 1 h; mint more: npx pgmcp token --role <role>   (demo roles: support, engineering, finance, admin)\n`;
+  } else if (config.auth.mode === 'jwt') {
+    before =
+      config.auth.secret === undefined
+        ? `  every request needs a bearer token from your identity provider: TOKEN=<its token>\n`
+        : `  every request needs a bearer token: TOKEN=$(npx pgmcp token --role <a role granted to ${AUTHENTICATOR_ROLE}>)\n`;
+    authorization = ` -H "Authorization: Bearer $TOKEN"`;
+  }
+  return (
+    `\npgmcp is serving MCP 2026-07-28 at ${url}\n` +
+    before +
+    `  try:    curl -s ${url}${authorization} -H 'Content-Type: application/json' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: server/discover' \\\n` +
+    `            -d '{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'\n` +
+    after +
+    `  connect an MCP host (Streamable HTTP) to ${url}; stop with Ctrl-C\n\n`
+  );
 }
 
 async function oneShot(

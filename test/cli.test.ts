@@ -129,7 +129,7 @@ describe('pgmcp CLI', () => {
       ['token', '--role', 'support', '--claim', 'tenant=t1', '--ttl', '5m'],
       {
         PGMCP_JWT_SECRET: 'y'.repeat(40),
-        DATABASE_URL: 'postgres://x@127.0.0.1:1/x',
+        DATABASE_URL: testDatabaseUrl(),
         PORT: '4000',
       },
     );
@@ -151,7 +151,64 @@ describe('pgmcp CLI', () => {
         PGMCP_JWT_SECRET: 'y'.repeat(40),
         DATABASE_URL: 'postgres://x@127.0.0.1:1/x',
       }).status,
-    ).toBe(1);
+    ).toBe(2);
+  });
+
+  it('refuses to mint a token for the login, a BYPASSRLS role, or a name that is not exactly a role', async () => {
+    const sql = new pg.Client({ connectionString: testDatabaseUrl() });
+    await sql.connect();
+    const bypass = `pgmcp_cli_bypass_${process.pid}`;
+    await sql.query(`create role ${bypass} nologin bypassrls`);
+    try {
+      const env = {
+        PGMCP_JWT_SECRET: 'y'.repeat(40),
+        DATABASE_URL: testDatabaseUrl(),
+      };
+      for (const [role, why] of [
+        ['pgmcp_authenticator', 'may never act as the login'],
+        [bypass, 'it has BYPASSRLS'],
+        ['ADMIN', 'no role has exactly this name'],
+      ] as const) {
+        const result = pgmcp(['token', '--role', role], env);
+        expect(result.status, role).toBe(2);
+        expect(result.stdout, role).toBe('');
+        expect(result.stderr, role).toContain(
+          `refusing to mint a token for "${role}": `,
+        );
+        expect(result.stderr, role).toContain(why);
+      }
+    } finally {
+      await sql.query(`drop role ${bypass}`);
+      await sql.end();
+    }
+  });
+
+  it('refuses to grant the authenticator a BYPASSRLS role or a name that is not exactly a role', async () => {
+    const sql = new pg.Client({ connectionString: testDatabaseUrl() });
+    await sql.connect();
+    const bypass = `pgmcp_cli_grant_bypass_${process.pid}`;
+    await sql.query(`create role ${bypass} nologin bypassrls`);
+    try {
+      for (const [role, why] of [
+        [bypass, 'it has BYPASSRLS'],
+        ['SUPPORT', 'no role has exactly this name'],
+      ] as const) {
+        const result = pgmcp(['role', 'grant', role], {
+          DATABASE_URL: testDatabaseUrl(),
+        });
+        expect(result.status, role).toBe(1);
+        expect(result.stderr, role).toContain(why);
+      }
+      const granted = await sql.query(
+        `select from pg_auth_members m join pg_roles r on r.oid = m.roleid
+          where r.rolname = $1`,
+        [bypass],
+      );
+      expect(granted.rowCount).toBe(0);
+    } finally {
+      await sql.query(`drop role ${bypass}`);
+      await sql.end();
+    }
   });
 
   it('refuses to mint an embedded-mode token where no server ever ran, instead of inventing a secret', () => {

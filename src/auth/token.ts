@@ -53,7 +53,7 @@ export interface TokenVerifierOptions {
   readonly onKeyLookup?: (() => void) | undefined;
 }
 
-/** Why a request could not be authenticated; the transport answers 401 (or 403 for ROLE_NOT_ALLOWED). */
+/** Why a request could not be authenticated; the transport answers 401 (or 403 for ROLE_FORBIDDEN). */
 export class AuthenticationError extends Error {
   constructor(
     readonly reason:
@@ -61,7 +61,7 @@ export class AuthenticationError extends Error {
       | 'MALFORMED_TOKEN'
       | 'INVALID_TOKEN'
       | 'EXPIRED_TOKEN'
-      | 'ROLE_NOT_ALLOWED'
+      | 'ROLE_FORBIDDEN'
       | 'KEYS_UNAVAILABLE',
     message: string,
     options?: { cause?: unknown },
@@ -201,7 +201,7 @@ function principalOf(payload: JWTPayload, roleClaim: string): Principal {
   const role = payload[roleClaim];
   if (typeof role !== 'string' || !isAllowedRoleName(role)) {
     throw new AuthenticationError(
-      'ROLE_NOT_ALLOWED',
+      'ROLE_FORBIDDEN',
       'The token does not name a role this server may assume.',
     );
   }

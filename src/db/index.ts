@@ -39,11 +39,14 @@ export {
 } from './embedded.js';
 export {
   AUTHENTICATOR_ROLE,
+  checkRequestRole,
   createRoleChecker,
   enableAuthenticatorLogin,
   grantToAuthenticator,
   inspectLogin,
+  ROLE_REFUSALS,
   type LoginFacts,
+  type RoleVerdict,
 } from './login.js';
 export {
   CHANGE_VISIBILITY,

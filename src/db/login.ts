@@ -32,8 +32,61 @@ export async function inspectLogin(
 }
 
 /**
- * Whether the login may switch to `role` (the role exists and is granted to it). Answers are
- * cached for `ttlMs`, so a grant or revoke takes effect within that time without a query per request.
+ * Whether a request may assume a role, or why not: `unknown` (no role has exactly this name),
+ * `login` (the login itself, or pgmcp_authenticator), `superuser` and `bypassrls` (row-level
+ * security would not apply), `not_granted` (the login may not switch to it).
+ */
+export type RoleVerdict =
+  'allowed' | 'unknown' | 'login' | 'superuser' | 'bypassrls' | 'not_granted';
+
+// The name is compared as text with rolname, never parsed as an identifier (to_regrole would fold
+// case, strip quotes and blanks, and raise on bad syntax). PostgreSQL 16 lets a grant withhold SET;
+// before 16, membership is what SET ROLE needs.
+const ROLE_VERDICT_SQL = `
+select r.rolname::text = l.rolname::text or r.rolname::text = '${AUTHENTICATOR_ROLE}' as login,
+       r.rolsuper as superuser, r.rolbypassrls as bypassrls,
+       case when current_setting('server_version_num')::int >= 160000
+            then pg_has_role(l.oid, r.oid, 'SET')
+            else pg_has_role(l.oid, r.oid, 'MEMBER') end as granted
+  from pg_roles r
+  left join pg_roles l on l.rolname::text = coalesce($2::text, session_user::text)
+ where r.rolname::text = $1::text`;
+
+/**
+ * Whether requests served by `login` (default: the session's login) may run as exactly `role`.
+ * The one check behind tokens (createRoleChecker) and `pgmcp token`.
+ */
+export async function checkRequestRole(
+  queryable: Pick<pg.Pool, 'query'> | pg.Client,
+  role: string,
+  login?: string,
+): Promise<RoleVerdict> {
+  let rows: {
+    login: boolean | null;
+    superuser: boolean;
+    bypassrls: boolean;
+    granted: boolean | null;
+  }[];
+  try {
+    ({ rows } = await queryable.query({
+      name: 'pgmcp_check_request_role',
+      text: ROLE_VERDICT_SQL,
+      values: [role, login ?? null],
+    }));
+  } catch (error) {
+    throw toDatabaseError(error);
+  }
+  const row = rows[0];
+  if (row === undefined) return 'unknown';
+  if (row.login === true) return 'login';
+  if (row.superuser) return 'superuser';
+  if (row.bypassrls) return 'bypassrls';
+  return row.granted === true ? 'allowed' : 'not_granted';
+}
+
+/**
+ * Whether the login may switch to `role` (checkRequestRole says `allowed`). Answers are cached
+ * for `ttlMs`, so a grant or revoke takes effect within that time without a query per request.
  */
 export function createRoleChecker(
   db: DatabaseHandle,
@@ -44,35 +97,39 @@ export function createRoleChecker(
     const now = Date.now();
     const hit = cache.get(role);
     if (hit !== undefined && hit.until > now) return hit.allowed;
-    let allowed: boolean;
-    try {
-      const { rows } = await db.pool.query<{ allowed: boolean | null }>({
-        name: 'pgmcp_can_assume_role',
-        text: `select pg_has_role(session_user, to_regrole($1), 'MEMBER') as allowed`,
-        values: [role],
-      });
-      allowed = rows[0]?.allowed === true;
-    } catch (error) {
-      throw toDatabaseError(error);
-    }
+    const allowed = (await checkRequestRole(db.pool, role)) === 'allowed';
     if (cache.size > 10_000) cache.clear();
     cache.set(role, { allowed, until: now + ttlMs });
     return allowed;
   };
 }
 
-/** GRANT `role` TO pgmcp_authenticator, as the (administrative) `client`. */
+/** Why a role is refused, for the CLI (never sent to clients: the wire answer names no role). */
+export const ROLE_REFUSALS: Readonly<
+  Record<Exclude<RoleVerdict, 'allowed'>, string>
+> = {
+  unknown:
+    'no role has exactly this name (role names are case-sensitive and taken as written, without quotes)',
+  login:
+    'it is the login pgmcp serves requests as, and a request may never act as the login',
+  superuser:
+    'it is a superuser, and row-level security does not apply to superusers',
+  bypassrls: 'it has BYPASSRLS, so row-level security would not apply to it',
+  not_granted: `it is not granted to the login: run pgmcp role grant <role>`,
+};
+
+/** GRANT `role` TO pgmcp_authenticator, as the (administrative) `client`, if requests may use it. */
 export async function grantToAuthenticator(
   client: pg.Client,
   role: string,
 ): Promise<void> {
-  const { rows } = await client.query<{ exists: boolean }>(
-    'select to_regrole($1) is not null as exists',
-    [role],
-  );
-  if (rows[0]?.exists !== true)
+  const verdict = await checkRequestRole(client, role, AUTHENTICATOR_ROLE);
+  if (verdict !== 'allowed' && verdict !== 'not_granted')
     throw new Error(
-      `role ${JSON.stringify(role)} does not exist; create it first (CREATE ROLE … NOLOGIN)`,
+      `role ${JSON.stringify(role)} may not serve requests: ${ROLE_REFUSALS[verdict]}` +
+        (verdict === 'unknown'
+          ? '; create it first (CREATE ROLE … NOLOGIN)'
+          : ''),
     );
   await client.query(
     `grant ${client.escapeIdentifier(role)} to ${AUTHENTICATOR_ROLE}`,

@@ -154,10 +154,10 @@ describe('bearer tokens (HS256)', () => {
       'x'.repeat(64),
     ]) {
       expect(await reason(`Bearer ${await hs256({ role })}`), role).toBe(
-        'ROLE_NOT_ALLOWED',
+        'ROLE_FORBIDDEN',
       );
     }
-    expect(await reason(`Bearer ${await hs256({})}`)).toBe('ROLE_NOT_ALLOWED');
+    expect(await reason(`Bearer ${await hs256({})}`)).toBe('ROLE_FORBIDDEN');
     expect(isAllowedRoleName('Support Team ünicode')).toBe(true);
   });
 

@@ -196,8 +196,24 @@ describe.runIf(process.platform === 'linux')(
 
     it('serves the demo data, then stops PostgreSQL on Ctrl-C', async () => {
       chmodSync(workspace, 0o755);
-      const { child, url } = await serve('npm', ['start', '--', '--port', '0']);
+      const { child, url, output } = await serve('npm', [
+        'start',
+        '--',
+        '--port',
+        '0',
+      ]);
       expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+      // The banner's first command works as printed: run it as a shell would.
+      const curl = /try: +(curl [^\n]*\\\n[^\n]*)\n/.exec(output())?.[1];
+      expect(curl, output()).toBeDefined();
+      const discovered = spawnSync('sh', ['-c', curl ?? 'false'], {
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+      expect(discovered.status, discovered.stderr).toBe(0);
+      expect(JSON.parse(discovered.stdout)).toMatchObject({
+        result: { supportedVersions: ['2026-07-28'] },
+      });
       // Without a token: 401 and a challenge pointing at the protected-resource metadata.
       const anonymous = await fetch(url, {
         method: 'POST',
@@ -262,7 +278,7 @@ describe.runIf(process.platform === 'linux')(
       expect(existsSync(path.join(repo, '.pgmcp', 'data', 'PG_VERSION'))).toBe(
         true,
       );
-    });
+    }, 120_000);
 
     it('recovers from a crashed run that left PostgreSQL running, and stops it on SIGTERM', async () => {
       const first = await serve(process.execPath, [
@@ -292,7 +308,7 @@ describe.runIf(process.platform === 'linux')(
       process.kill(pidOf(second.child), 'SIGTERM');
       expect(await exited(second.child)).toBe(0);
       expect(postgresProcesses()).toEqual([]);
-    });
+    }, 120_000);
 
     it('lets a second pgmcp in the same folder share the running embedded PostgreSQL', async () => {
       // Hosts may start the stdio server twice at once (a probe, then the real one).
@@ -323,6 +339,6 @@ describe.runIf(process.platform === 'linux')(
       process.kill(pidOf(owner.child), 'SIGTERM');
       expect(await exited(owner.child)).toBe(0);
       expect(postgresProcesses()).toEqual([]);
-    });
+    }, 120_000);
   },
 );

@@ -1,4 +1,6 @@
 // Authorization over HTTP: bearer tokens become Postgres roles; everything else is 401 or 403.
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAuthenticate } from '../../src/app.js';
 import { mintToken } from '../../src/auth/index.js';
@@ -11,6 +13,7 @@ import {
   mcpHeaders,
   postRaw,
   startTestServer,
+  testDatabaseUrl,
   type TestServer,
 } from '../setup/harness.js';
 
@@ -132,6 +135,30 @@ describe('bearer tokens over HTTP', () => {
     expect(logLines.join('')).not.toContain('pgmcp_no_such_role_xyz');
   });
 
+  it('matches the role claim exactly: other spellings and SQL-looking names get 403, never 200 or 500', async () => {
+    for (const role of [
+      'ADMIN',
+      '"admin"',
+      'admin ',
+      "admin'; drop table pgmcp.resources; --",
+      'support", "postgres',
+    ]) {
+      const response = await postRaw(
+        server.url,
+        listBody,
+        {
+          ...mcpHeaders('resources/list'),
+          Authorization: `Bearer ${await tokenUnchecked(role)}`,
+        },
+        'resources/list',
+      );
+      expect(response.status, role).toBe(403);
+      expect(response.body, role).toMatchObject({
+        error: { data: { code: 'ROLE_FORBIDDEN' } },
+      });
+    }
+  });
+
   it('runs a valid token as its role: filtered rows, private caching', async () => {
     const support = await call(
       server.url,
@@ -171,6 +198,95 @@ describe('bearer tokens over HTTP', () => {
         bearer_methods_supported: ['header'],
       });
     }
+  });
+});
+
+describe('a token never acts as the login', () => {
+  // A login of its own, set up like pgmcp_authenticator (NOINHERIT, granted request roles), and
+  // roles that row-level security would not apply to, granted to it too.
+  const suffix = randomBytes(4).toString('hex');
+  const login = `pgmcp_test_login_${suffix}`;
+  const superuser = `pgmcp_test_super_${suffix}`;
+  const bypass = `pgmcp_test_bypass_${suffix}`;
+  let admin: pg.Client;
+  let asLogin: TestServer;
+  let loginChecker: ((role: string) => Promise<boolean>) | undefined;
+
+  beforeAll(async () => {
+    admin = new pg.Client({ connectionString: testDatabaseUrl() });
+    await admin.connect();
+    const password = randomBytes(16).toString('hex');
+    await admin.query(
+      `create role ${login} login noinherit password '${password}'`,
+    );
+    await admin.query(`create role ${superuser} nologin superuser`);
+    await admin.query(`create role ${bypass} nologin bypassrls`);
+    await admin.query(`grant support, ${superuser}, ${bypass} to ${login}`);
+    const url = new URL(testDatabaseUrl());
+    url.username = login;
+    url.password = password;
+    const authenticate = createAuthenticate({
+      config: loadConfig(
+        {},
+        {
+          PGMCP_JWT_SECRET: SECRET,
+          PGMCP_JWT_AUDIENCE: AUDIENCE,
+          DATABASE_URL: 'postgres://unused@127.0.0.1/unused',
+        },
+      ),
+      secret: SECRET,
+      audience: AUDIENCE,
+      canAssume: (role) =>
+        (loginChecker as (role: string) => Promise<boolean>)(role),
+      logger: createLogger({
+        stream: { write: () => true } as unknown as NodeJS.WritableStream,
+      }),
+    });
+    asLogin = await startTestServer({
+      databaseUrl: url.toString(),
+      authenticate: (request) => authenticate(request),
+    });
+    loginChecker = createRoleChecker(asLogin.db, 1000);
+  });
+
+  afterAll(async () => {
+    await asLogin.close();
+    await admin.query(`drop role ${login}, ${superuser}, ${bypass}`);
+    await admin.end();
+  });
+
+  it('answers 403 to a token naming the login, pgmcp_authenticator, a superuser or a BYPASSRLS role, though granted', async () => {
+    for (const role of [login, 'pgmcp_authenticator', superuser, bypass]) {
+      const response = await postRaw(
+        asLogin.url,
+        listBody,
+        {
+          ...mcpHeaders('resources/list'),
+          Authorization: `Bearer ${await token(role)}`,
+        },
+        'resources/list',
+      );
+      expect(response.status, role).toBe(403);
+      expect(response.body, role).toMatchObject({
+        error: { data: { code: 'ROLE_FORBIDDEN' } },
+      });
+    }
+  });
+
+  it('still serves a granted request role, with its rows only', async () => {
+    const support = await call(
+      asLogin.url,
+      'resources/list',
+      {},
+      { Authorization: `Bearer ${await token('support')}` },
+    );
+    const uris = (support.result?.['resources'] as { uri: string }[]).map(
+      (resource) => resource.uri,
+    );
+    expect(uris.length).toBeGreaterThan(0);
+    expect(uris.every((uri) => !uri.startsWith('notes:///architecture/'))).toBe(
+      true,
+    );
   });
 });
 
