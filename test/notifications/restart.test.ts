@@ -2,6 +2,7 @@
 // says so, and changes committed after the restart reach the stream. Runs its own embedded
 // PostgreSQL (a restart of the shared test server would disturb every other file).
 import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -17,6 +18,15 @@ async function readiness(server: TestServer): Promise<number> {
   const response = await fetch(new URL('/readyz', server.url));
   await response.text();
   return response.status;
+}
+
+/** A port the OS reports free on 127.0.0.1 right now (so parallel runs do not meet on one). */
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }
 
 async function until(
@@ -40,7 +50,7 @@ it('reconnects after PostgreSQL restarts and delivers what commits afterwards', 
     postgres = await startEmbeddedPostgres({
       stateDirectory: state,
       log: () => undefined,
-      port: 54400,
+      port: await freePort(),
     });
     const url = postgres.connectionString;
     await migrateDatabase(url, async (admin) => {
