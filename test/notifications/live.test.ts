@@ -2,7 +2,7 @@
 // → one LISTEN feed per server → authorized fan-out to subscriptions/listen streams over HTTP.
 // This file has its own database, so other files' writes cannot reach its streams.
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   Client,
   StreamableHTTPClientTransport,
@@ -303,10 +303,10 @@ describe('subscriptions/listen', () => {
     const stream = await open(serverA, { resourcesListChanged: true });
     expect(serverA.fanout.size).toBe(before + 1);
     stream.close();
-    const deadline = Date.now() + 5000;
-    while (serverA.fanout.size !== before && Date.now() < deadline)
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(serverA.fanout.size).toBe(before);
+    await vi.waitFor(() => expect(serverA.fanout.size).toBe(before), {
+      timeout: 5000,
+      interval: 10,
+    });
   });
 
   it('ends every stream with SubscriptionsListenResult on shutdown', async () => {
@@ -412,9 +412,10 @@ describe('subscriptions/listen', () => {
       await sql.query(`update pgmcp.resources set text = 'o' where uri = $1`, [
         uri,
       ]);
-      const deadline = Date.now() + 10_000;
-      while (updates.length === 0 && Date.now() < deadline)
-        await new Promise((resolve) => setTimeout(resolve, 10));
+      await vi.waitFor(() => expect(updates).not.toHaveLength(0), {
+        timeout: 10_000,
+        interval: 10,
+      });
       expect(updates).toEqual([uri]);
       await subscription.close();
       expect(await subscription.closed).toBe('local');
