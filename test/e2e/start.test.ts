@@ -17,11 +17,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../src/version.js';
-import { call } from '../setup/harness.js';
+import { call, freePort } from '../setup/harness.js';
 
 const isRoot = process.getuid?.() === 0;
 let workspace: string;
 let repo: string;
+let embeddedPort: number;
 const running: ChildProcess[] = [];
 
 /** A copy of the tracked (and untracked, not ignored) files, sharing node_modules by symlink except the embedded binaries. */
@@ -63,6 +64,8 @@ function cleanEnv(): NodeJS.ProcessEnv {
     )
       delete env[name];
   }
+  // A free port, not the default one every checkout's `npm start` tries first.
+  env['PGMCP_EMBEDDED_PORT'] = String(embeddedPort);
   return env;
 }
 
@@ -137,7 +140,8 @@ function postgresProcesses(): number[] {
     .map(Number);
 }
 
-beforeAll(() => {
+beforeAll(async () => {
+  embeddedPort = await freePort();
   workspace = mkdtempSync(path.join(os.tmpdir(), 'pgmcp-start-'));
   repo = path.join(workspace, 'pgmcp');
   freshCopy(repo);
@@ -189,8 +193,16 @@ describe.runIf(process.platform === 'linux')(
 
     it('serves the demo data, then stops PostgreSQL on Ctrl-C', async () => {
       chmodSync(workspace, 0o755);
-      const { child, url } = await serve('npm', ['start', '--', '--port', '0']);
+      const { child, url, output } = await serve('npm', [
+        'start',
+        '--',
+        '--port',
+        '0',
+      ]);
       expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+      expect(output()).toContain(
+        `embedded PostgreSQL on 127.0.0.1:${embeddedPort} `,
+      );
       // Without a token: 401 and a challenge pointing at the protected-resource metadata.
       const anonymous = await fetch(url, {
         method: 'POST',

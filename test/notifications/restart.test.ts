@@ -2,7 +2,6 @@
 // says so, and changes committed after the restart reach the stream. Runs its own embedded
 // PostgreSQL (a restart of the shared test server would disturb every other file).
 import { mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -11,22 +10,18 @@ import {
   startEmbeddedPostgres,
   type EmbeddedPostgres,
 } from '../../src/db/index.js';
-import { listen, startTestServer, type TestServer } from '../setup/harness.js';
+import {
+  freePort,
+  listen,
+  startTestServer,
+  type TestServer,
+} from '../setup/harness.js';
 import { migrateDatabase } from '../setup/migrate-database.js';
 
 async function readiness(server: TestServer): Promise<number> {
   const response = await fetch(new URL('/readyz', server.url));
   await response.text();
   return response.status;
-}
-
-/** A port the OS reports free on 127.0.0.1 right now (so parallel runs do not meet on one). */
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 async function until(
