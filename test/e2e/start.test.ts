@@ -189,6 +189,7 @@ describe.runIf(process.platform === 'linux')(
         expect(result.stderr).toContain(`chmod o+x ${workspace}`);
         expect(result.stderr).not.toMatch(/\n\s+at /);
       },
+      120_000, // the first npm start builds, runs initdb and loads the demo
     );
 
     it('serves the demo data, then stops PostgreSQL on Ctrl-C', async () => {
@@ -251,7 +252,7 @@ describe.runIf(process.platform === 'linux')(
       expect(existsSync(path.join(repo, '.pgmcp', 'data', 'PG_VERSION'))).toBe(
         true,
       );
-    });
+    }, 120_000);
 
     it('recovers from a crashed run that left PostgreSQL running, and stops it on SIGTERM', async () => {
       const first = await serve(process.execPath, [
