@@ -102,7 +102,10 @@ const integer = (name: string, min: number, max: number) =>
 
 const ConfigSchema = z.object({
   database: z.discriminatedUnion('mode', [
-    z.object({ mode: z.literal('embedded') }),
+    z.object({
+      mode: z.literal('embedded'),
+      port: integer('PGMCP_EMBEDDED_PORT', 1, 65535).optional(),
+    }),
     z.object({
       mode: z.literal('external'),
       connectionString: z.string().optional(),
@@ -224,7 +227,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv): Config {
         ? { mode: 'external', connectionString: databaseUrl }
         : usesPgVariables
           ? { mode: 'external' }
-          : { mode: 'embedded' },
+          : { mode: 'embedded', port: nonEmpty(env['PGMCP_EMBEDDED_PORT']) },
     port: flags.port ?? env['PORT'] ?? '3000',
     host,
     stdio: flags.stdio ?? false,

@@ -59,6 +59,7 @@ export async function openDatabase(
     embedded = await startEmbeddedPostgres({
       stateDirectory: config.stateDirectory,
       log: (line) => logger.info(line),
+      port: config.database.port,
     });
     connectionString = embedded.connectionString;
     logger.info(

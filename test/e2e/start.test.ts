@@ -17,11 +17,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../src/version.js';
-import { call } from '../setup/harness.js';
+import { call, freePort } from '../setup/harness.js';
 
 const isRoot = process.getuid?.() === 0;
 let workspace: string;
 let repo: string;
+let embeddedPort: number;
 const running: ChildProcess[] = [];
 
 /** A copy of the tracked (and untracked, not ignored) files, sharing node_modules by symlink except the embedded binaries. */
@@ -63,6 +64,8 @@ function cleanEnv(): NodeJS.ProcessEnv {
     )
       delete env[name];
   }
+  // A free port, not the default one every checkout's `npm start` tries first.
+  env['PGMCP_EMBEDDED_PORT'] = String(embeddedPort);
   return env;
 }
 
@@ -144,7 +147,8 @@ function postgresProcesses(): number[] {
     .map(Number);
 }
 
-beforeAll(() => {
+beforeAll(async () => {
+  embeddedPort = await freePort();
   workspace = mkdtempSync(path.join(os.tmpdir(), 'pgmcp-start-'));
   repo = path.join(workspace, 'pgmcp');
   freshCopy(repo);
@@ -192,6 +196,7 @@ describe.runIf(process.platform === 'linux')(
         expect(result.stderr).toContain(`chmod o+x ${workspace}`);
         expect(result.stderr).not.toMatch(/\n\s+at /);
       },
+      120_000, // the first npm start builds, runs initdb and loads the demo
     );
 
     it('serves the demo data, then stops PostgreSQL on Ctrl-C', async () => {
@@ -214,6 +219,9 @@ describe.runIf(process.platform === 'linux')(
       expect(JSON.parse(discovered.stdout)).toMatchObject({
         result: { supportedVersions: ['2026-07-28'] },
       });
+      expect(output()).toContain(
+        `embedded PostgreSQL on 127.0.0.1:${embeddedPort} `,
+      );
       // Without a token: 401 and a challenge pointing at the protected-resource metadata.
       const anonymous = await fetch(url, {
         method: 'POST',

@@ -1,7 +1,7 @@
 // Change capture in SQL (migrations/0004): what the triggers log for each kind of write, what
 // they notify, and what they leave alone.
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { testDatabaseUrl } from '../setup/harness.js';
 
 let sql: pg.Client;
@@ -132,9 +132,10 @@ describe('capture triggers on pgmcp.resources', () => {
           (payload) =>
             payload['rows'] === 500 || payload['uri'] === `${p}single`,
         );
-    const deadline = Date.now() + 5000;
-    while (ours().length < 2 && Date.now() < deadline)
-      await new Promise((resolve) => setTimeout(resolve, 10));
+    await vi.waitFor(() => expect(ours().length).toBeGreaterThanOrEqual(2), {
+      timeout: 5000,
+      interval: 10,
+    });
     expect(ours()).toEqual([
       { seq: expect.any(Number), rows: 500 },
       { seq: expect.any(Number), uri: `${p}single` },

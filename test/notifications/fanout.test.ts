@@ -23,6 +23,11 @@ class MemorySink implements StreamSink {
   pendingBytes = 0;
   ended: string | undefined | null = null;
   #drain: (() => void) | undefined;
+  #onEnd: (() => void) | undefined;
+  /** Settles when the fan-out ends this stream. */
+  readonly whenEnded = new Promise<void>((resolve) => {
+    this.#onEnd = resolve;
+  });
 
   write(message: string): boolean {
     this.written.push(message);
@@ -39,6 +44,7 @@ class MemorySink implements StreamSink {
   }
   end(finalMessage?: string): void {
     this.ended = finalMessage;
+    this.#onEnd?.();
   }
   updates(): string[] {
     return this.written
@@ -51,11 +57,20 @@ class MemorySink implements StreamSink {
   }
 }
 
-/** Wait (up to 3 s) until the fan-out ends `sink`'s stream. */
+/** Wait until the fan-out ends `sink`'s stream; fails the test if that takes over 5 s. */
 async function untilEnded(sink: MemorySink): Promise<void> {
-  const deadline = Date.now() + 3000;
-  while (sink.ended === null && Date.now() < deadline)
-    await new Promise((resolve) => setTimeout(resolve, 20));
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error('the fan-out did not end the stream in 5 s')),
+      5000,
+    );
+  });
+  try {
+    await Promise.race([sink.whenEnded, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 const fanouts: Fanout[] = [];
@@ -226,8 +241,11 @@ describe('Fanout', () => {
     sink.blocked = true;
     sink.pendingBytes = 10_000;
     await publish([change('notes:///a/1')]);
-    await untilEnded(sink);
+    // Ended by the publish itself, not later by the stall timer.
     expect(fanout.size).toBe(0);
+    expect(JSON.parse(sink.ended as string)).toMatchObject({
+      error: { data: { code: 'STREAM_STALLED' } },
+    });
   });
 
   it('ends a blocked stream whose queue of distinct URIs passes its bound', async () => {

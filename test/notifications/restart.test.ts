@@ -10,7 +10,12 @@ import {
   startEmbeddedPostgres,
   type EmbeddedPostgres,
 } from '../../src/db/index.js';
-import { listen, startTestServer, type TestServer } from '../setup/harness.js';
+import {
+  freePort,
+  listen,
+  startTestServer,
+  type TestServer,
+} from '../setup/harness.js';
 import { migrateDatabase } from '../setup/migrate-database.js';
 
 async function readiness(server: TestServer): Promise<number> {
@@ -40,7 +45,7 @@ it('reconnects after PostgreSQL restarts and delivers what commits afterwards', 
     postgres = await startEmbeddedPostgres({
       stateDirectory: state,
       log: () => undefined,
-      port: 54400,
+      port: await freePort(),
     });
     const url = postgres.connectionString;
     await migrateDatabase(url, async (admin) => {

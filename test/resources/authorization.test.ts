@@ -15,14 +15,131 @@ type Role = (typeof ROLES)[number];
 const servers = new Map<Role | 'nobody', TestServer>();
 let sql: pg.Client;
 
-/** What SQL says `role` may see, computed independently of the policy: readers ∩ memberships. */
-const MEMBERSHIPS: Record<Role | 'nobody', string[]> = {
-  support: ['support', 'public'],
-  engineering: ['engineering', 'public'],
-  finance: ['finance', 'public'],
-  admin: ['admin', 'support', 'engineering', 'finance', 'public'],
+/**
+ * seeds/demo/20_notes.sql: 110 notes under each tag, readable by the team that owns the tag
+ * ("company" tags by all three teams).
+ */
+const NOTES_PER_TAG = 110;
+const TAGS = {
+  engineering: [
+    'architecture',
+    'backend',
+    'frontend',
+    'databases',
+    'devops',
+    'oncall',
+    'security',
+    'testing',
+    'api-design',
+    'observability',
+  ],
+  support: [
+    'customer-faq',
+    'escalations',
+    'billing-help',
+    'troubleshooting',
+    'onboarding',
+    'product-updates',
+  ],
+  finance: [
+    'budgets',
+    'invoicing',
+    'payroll',
+    'forecasting',
+    'procurement',
+    'audits',
+  ],
+  company: [
+    'handbook',
+    'meetings',
+    'roadmap',
+    'hiring',
+    'culture',
+    'travel',
+    'benefits',
+    'announcements',
+  ],
+} as const;
+type Team = keyof typeof TAGS;
+
+/** seeds/demo/30_files.sql, by the team that may read each file. */
+const FILES: Record<Team, string[]> = {
+  engineering: [
+    'file:///handbook/teams/engineering/',
+    'file:///handbook/teams/engineering/oncall.md',
+    'file:///handbook/teams/engineering/deploys.md',
+  ],
+  support: [
+    'file:///handbook/teams/support/',
+    'file:///handbook/teams/support/macros.md',
+  ],
+  finance: [
+    'file:///handbook/teams/finance/',
+    'file:///handbook/teams/finance/close.md',
+  ],
+  company: [
+    'file:///handbook/',
+    'file:///handbook/README.md',
+    'file:///handbook/policies/',
+    'file:///handbook/policies/security.md',
+    'file:///handbook/policies/expenses.md',
+    'file:///handbook/teams/',
+    'file:///assets/',
+    'file:///assets/logo.png',
+    'file:///assets/brochure.pdf',
+  ],
+};
+
+/** seeds/conformance/10_fixtures.sql: readers 'public', so every role reads them. */
+const PUBLIC_FIXTURES = [
+  'test://static-text',
+  'test://watched-resource',
+  'test://static-binary',
+];
+const TEMPLATE_ROWS = 200; // test://template/1/data … test://template/200/data
+
+/** Whose seed rows each role reads: its own team's (admin is a member of all three), and public. */
+const READS: Record<Role | 'nobody', (Team | 'public')[]> = {
+  support: ['support', 'company', 'public'],
+  engineering: ['engineering', 'company', 'public'],
+  finance: ['finance', 'company', 'public'],
+  admin: ['engineering', 'support', 'finance', 'company', 'public'],
   nobody: ['public'],
 };
+
+/** The seed rows of `groups`, counted by tag for notes, one by one for files and fixtures. */
+function seedCounts(groups: readonly (Team | 'public')[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const group of groups) {
+    if (group === 'public') {
+      for (const uri of PUBLIC_FIXTURES) counts.set(uri, 1);
+      counts.set('test://template/', TEMPLATE_ROWS);
+      continue;
+    }
+    for (const tag of TAGS[group])
+      counts.set(`notes:///${tag}/`, NOTES_PER_TAG);
+    for (const uri of FILES[group]) counts.set(uri, 1);
+  }
+  return counts;
+}
+
+const SEED_KEYS = new Set(seedCounts(READS.admin).keys());
+
+/** `uris` counted under the keys of seedCounts; rows other test files write are left out. */
+function countSeedRows(uris: readonly string[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const uri of uris) {
+    const note = /^notes:\/\/\/[^/]+\//.exec(uri)?.[0];
+    const template = /^test:\/\/template\/(\d+)\/data$/.exec(uri)?.[1];
+    const key =
+      note ??
+      (template !== undefined && Number(template) <= TEMPLATE_ROWS
+        ? 'test://template/'
+        : uri);
+    if (SEED_KEYS.has(key)) counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return counts;
+}
 
 /** A full walk, checking what every page of a role must be: private, and never empty mid-walk. */
 async function walk(url: string): Promise<string[]> {
@@ -62,16 +179,13 @@ afterAll(async () => {
 
 describe('authorization by readers (RLS)', () => {
   it.each([...ROLES, 'nobody' as const])(
-    'resources/list for %s returns exactly the readable rows, in order',
+    'lists to %s each seed row its team may read exactly once and no other, then the catalog',
     async (role) => {
       const server = servers.get(role) as TestServer;
-      const expected = await sql.query<{ uri: string }>(
-        'select uri from pgmcp.resources where readers && $1::text[] order by id',
-        [MEMBERSHIPS[role]],
-      );
       const all = await walk(server.url);
       const uris = all.filter((uri) => !uri.startsWith('pg://'));
-      expect(uris).toEqual(expected.rows.map((row) => row.uri));
+      expect(new Set(uris).size).toBe(uris.length);
+      expect(countSeedRows(uris)).toEqual(seedCounts(READS[role]));
       // The catalog follows, limited to what the role holds privileges on.
       const catalog = all.slice(uris.length);
       expect(catalog.every((uri) => uri.startsWith('pg://'))).toBe(true);
@@ -82,10 +196,6 @@ describe('authorization by readers (RLS)', () => {
       }
       if (role === 'finance')
         expect(catalog).toContain(`pg://${database}/finance/invoices`);
-      if (role !== 'admin')
-        expect(uris.length).toBeLessThan(
-          (await sql.query('select 1 from pgmcp.resources')).rowCount ?? 0,
-        );
     },
   );
 
@@ -192,11 +302,12 @@ describe('authorization by readers (RLS)', () => {
         );
         cursor = result?.['nextCursor'] as string | undefined;
       }
-      const financeOnly = await sql.query<{ uri: string }>(
-        `select uri from pgmcp.resources where readers = array['finance']`,
+      const seen = countSeedRows(rest);
+      const leaked = [...seen.keys()].filter(
+        (key) =>
+          TAGS.finance.some((tag) => key === `notes:///${tag}/`) ||
+          FILES.finance.includes(key),
       );
-      expect(financeOnly.rowCount).toBeGreaterThan(0);
-      const leaked = financeOnly.rows.filter((row) => rest.includes(row.uri));
       expect(leaked).toEqual([]);
       expect(rest.length).toBeGreaterThan(0); // company-wide rows are still listed
     } finally {

@@ -1,5 +1,6 @@
 // Test harness: an in-process pgmcp (real Postgres, HTTP on port 0) and a raw MCP client whose
 // every response is checked against the official schema.
+import net from 'node:net';
 import { catalogSource } from '../../src/resources/index.js';
 import { inject } from 'vitest';
 import { createApp } from '../../src/app.js';
@@ -431,4 +432,13 @@ export async function listenFresh(
     throw new Error(`listen answered HTTP ${stream.status}`);
   await stream.waitFor((messages) => messages.length >= 1);
   return stream;
+}
+
+/** A TCP port the OS reports free on 127.0.0.1 now, for a database a test starts itself. */
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }

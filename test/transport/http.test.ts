@@ -274,26 +274,32 @@ describe('HTTP endpoint', () => {
 describe('MCP headers must match the body (-32020, HTTP 400)', () => {
   const uri = 'test://static-text';
   const cases: [string, Record<string, string | undefined>][] = [
-    ['missing MCP-Protocol-Version', { 'MCP-Protocol-Version': undefined }],
+    ['a missing MCP-Protocol-Version', { 'MCP-Protocol-Version': undefined }],
     [
-      'MCP-Protocol-Version differs from _meta',
+      'an MCP-Protocol-Version that differs from _meta',
       { 'MCP-Protocol-Version': '2025-11-25' },
     ],
-    ['missing Mcp-Method', { 'Mcp-Method': undefined }],
-    ['Mcp-Method differs from the body', { 'Mcp-Method': 'resources/list' }],
-    ['Mcp-Method differs only in case', { 'Mcp-Method': 'RESOURCES/READ' }],
-    ['missing Mcp-Name on resources/read', { 'Mcp-Name': undefined }],
+    ['a missing Mcp-Method', { 'Mcp-Method': undefined }],
     [
-      'Mcp-Name differs from params.uri',
+      'an Mcp-Method that differs from the body',
+      { 'Mcp-Method': 'resources/list' },
+    ],
+    [
+      'an Mcp-Method that differs only in case',
+      { 'Mcp-Method': 'RESOURCES/READ' },
+    ],
+    ['a missing Mcp-Name on resources/read', { 'Mcp-Name': undefined }],
+    [
+      'an Mcp-Name that differs from params.uri',
       { 'Mcp-Name': 'test://static-binary' },
     ],
     [
-      'Mcp-Name with a broken base64 sentinel',
+      'an Mcp-Name with a broken base64 sentinel',
       { 'Mcp-Name': '=?base64?!!!?=' },
     ],
   ];
   for (const [label, overrides] of cases) {
-    it(label, async () => {
+    it(`refuses ${label} with -32020 and HTTP 400`, async () => {
       const headers: Record<string, string> = {
         ...mcpHeaders('resources/read', uri),
       };
@@ -346,7 +352,7 @@ describe('MCP headers must match the body (-32020, HTTP 400)', () => {
 });
 
 describe('protocol errors and their HTTP status', () => {
-  it('missing _meta → -32602 with HTTP 400, checked before the header comparison', async () => {
+  it('answers a request without _meta with -32602 and HTTP 400, before comparing headers', async () => {
     const response = await postRaw(
       server.url,
       JSON.stringify({
@@ -365,7 +371,7 @@ describe('protocol errors and their HTTP status', () => {
     });
   });
 
-  it('unsupported version → -32022 with data.supported and data.requested, HTTP 400', async () => {
+  it('answers an unsupported protocol version with -32022 and HTTP 400, naming the supported and requested versions', async () => {
     const meta = {
       ...META,
       'io.modelcontextprotocol/protocolVersion': 'v999.0.0',
@@ -391,7 +397,7 @@ describe('protocol errors and their HTTP status', () => {
     });
   });
 
-  it('unknown and removed methods → -32601 with HTTP 404', async () => {
+  it('answers unknown and removed methods with -32601 and HTTP 404', async () => {
     for (const method of [
       'initialize',
       'ping',
