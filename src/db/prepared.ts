@@ -40,6 +40,11 @@ export const builder = new Kysely<Database>({
 // compiled parameter list unchanged, so each parameter's position shows which input it binds.
 class Argument {
   constructor(readonly name: string) {}
+
+  // Pasted into text (a JS template literal instead of Kysely's sql tag) it would not be bound.
+  toString(): string {
+    throw new Error(`input ${this.name} is pasted into SQL text, not bound`);
+  }
 }
 
 const ARGUMENTS = new Proxy(

@@ -1,5 +1,6 @@
 // prepare(): a statement built with Kysely binds its parameters from named inputs, in the order
 // Kysely numbered them, and refuses at load a value that is not an input.
+import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { builder, prepare } from '../../src/db/prepared.js';
 
@@ -39,5 +40,16 @@ describe('prepare', () => {
     ).toThrow(
       'prepared query test_constant: parameter $2 is not one of its inputs',
     );
+  });
+
+  it('refuses an input pasted into SQL text instead of bound', () => {
+    expect(() =>
+      prepare('test_pasted', (args: { prefix: string }) =>
+        builder
+          .selectFrom('pgmcp.resources')
+          .select('uri')
+          .where('uri', '>=', sql.raw<string>(`'${args.prefix}'`)),
+      ),
+    ).toThrow('input prefix is pasted into SQL text, not bound');
   });
 });
