@@ -1,7 +1,7 @@
 // The company database's catalog, read from pg_catalog as the request role: only relations the
 // role holds some privilege on, never system schemas or pgmcp's own.
 import type { DatabaseHandle } from './pool.js';
-import type { PreparedQuery } from './queries.js';
+import type { PreparedQuery } from './prepared.js';
 
 /** Schemas that are never exposed (system and pgmcp's own). */
 const HIDDEN_SCHEMAS = `n.nspname not in ('pg_catalog', 'information_schema', 'pgmcp')

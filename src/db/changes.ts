@@ -1,6 +1,7 @@
 // The change log (migrations/0004_capture_changes.sql): read by listeners in xid-horizon order,
 // authorized per role through its row-level security, pruned on a schedule.
-import type { PreparedQuery } from './queries.js';
+import { sql } from 'kysely';
+import { builder, prepare, type PreparedQuery } from './prepared.js';
 import type { DatabaseHandle } from './pool.js';
 
 export type ChangeKind = 'created' | 'updated' | 'deleted' | 'schema';
@@ -183,22 +184,48 @@ export async function pruneChanges(
  * role exactly when it may hear of them, so both flags are set. Run as the role
  * (runRequestQuery); the log's policies hide the rest.
  */
-export const CHANGE_VISIBILITY: PreparedQuery<
-  { seqs: readonly string[] },
-  { seq: string; before: boolean; after: boolean }
-> = {
-  name: 'pgmcp_change_visibility',
-  text: `select c.seq::text as seq,
-                r.bypass or coalesce(c.readers_before && r.roles,
-                                     c.readers_before is null and c.readers_after is null) as before,
-                r.bypass or coalesce(c.readers_after && r.roles,
-                                     c.readers_before is null and c.readers_after is null) as after
-           from pgmcp.changes c,
-                (select pgmcp.member_roles() as roles,
-                        (select rolsuper or rolbypassrls from pg_roles where rolname = current_user) as bypass) r
-          where c.seq = any($1::bigint[])`,
-  values: (args) => [args.seqs],
-};
+export const CHANGE_VISIBILITY = prepare(
+  'pgmcp_change_visibility',
+  (args: { seqs: readonly string[] }) =>
+    builder
+      .selectFrom([
+        'pgmcp.changes as c',
+        builder
+          .selectNoFrom([
+            sql<string[]>`pgmcp.member_roles()`.as('roles'),
+            // pg_roles is not among db/schema.ts's tables.
+            sql<boolean>`(select rolsuper or rolbypassrls from pg_roles where rolname = current_user)`.as(
+              'bypass',
+            ),
+          ])
+          .as('r'),
+      ])
+      .select((eb) => {
+        const unlabelled = eb.and([
+          eb('c.readers_before', 'is', null),
+          eb('c.readers_after', 'is', null),
+        ]);
+        const visible = (readers: 'c.readers_before' | 'c.readers_after') =>
+          eb
+            .or([
+              eb.ref('r.bypass'),
+              eb.fn.coalesce(eb(readers, '&&', eb.ref('r.roles')), unlabelled),
+            ])
+            .$castTo<boolean>();
+        return [
+          eb.cast<string>('c.seq', 'text').as('seq'),
+          visible('c.readers_before').as('before'),
+          visible('c.readers_after').as('after'),
+        ];
+      })
+      .where((eb) =>
+        eb(
+          'c.seq',
+          '=',
+          eb.fn.any(eb.cast<string[]>(eb.val(args.seqs), sql`bigint[]`)),
+        ),
+      ),
+);
 
 /**
  * Which of `uris` exist and the request role may read, in the order given. A `file:`-style

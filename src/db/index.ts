@@ -11,13 +11,13 @@ export {
   LIST_TEMPLATES_PAGE,
   READ_DIRECTORY,
   READ_RESOURCE,
-  type PreparedQuery,
   type ResourceContentRow,
   type ResourceEntryRow,
   type ResourceListingRow,
   COLUMN,
   type TemplateListingRow,
 } from './queries.js';
+export { type PreparedQuery } from './prepared.js';
 export {
   MigrationChangedError,
   migrationChecksum,

@@ -1,56 +1,7 @@
-// Every request query, built once with Kysely (typed against db/schema.ts) and run as a named
-// prepared statement: type-checked SQL with no per-request query-builder cost.
-import {
-  DummyDriver,
-  Kysely,
-  PostgresAdapter,
-  PostgresIntrospector,
-  PostgresQueryCompiler,
-  sql,
-  type Compilable,
-  type InferResult,
-} from 'kysely';
-import type { Database } from './schema.js';
-
-/** A compiled, parameterized statement; `TArgs` names its inputs, `TRow` is the row it returns. */
-export interface PreparedQuery<TArgs, TRow> {
-  readonly name: string;
-  readonly text: string;
-  /** Positional parameter values for `args`, in the order the compiled SQL numbers them. */
-  values(args: TArgs): unknown[];
-  /**
-   * Return each row as the array of its columns' Postgres text output (null for NULL), in select
-   * order, instead of an object of parsed JS values.
-   */
-  readonly textOutput?: boolean;
-  /** Phantom field carrying the row type; never set. */
-  readonly row?: TRow;
-}
-
-// A Kysely instance that only compiles: it never connects.
-const builder = new Kysely<Database>({
-  dialect: {
-    createAdapter: () => new PostgresAdapter(),
-    createDriver: () => new DummyDriver(),
-    createIntrospector: (db) => new PostgresIntrospector(db),
-    createQueryCompiler: () => new PostgresQueryCompiler(),
-  },
-});
-
-function prepare<TArgs, TQuery extends Compilable>(
-  name: string,
-  query: TQuery,
-  values: (args: TArgs) => unknown[],
-): PreparedQuery<TArgs, InferResult<TQuery>[number]> {
-  const compiled = query.compile();
-  if (compiled.parameters.length !== values(PROBE_ARGS as TArgs).length) {
-    throw new Error(`prepared query ${name}: parameter count mismatch`);
-  }
-  return { name, text: compiled.sql, values };
-}
-
-// Only used to count parameters at module load: every values() must accept it.
-const PROBE_ARGS: Record<string, unknown> = new Proxy({}, { get: () => '' });
+// The resource statements: stored resources and templates, listed and read. Each is a named
+// prepared statement; those Kysely can express are built with it (db/prepared.ts).
+import { sql } from 'kysely';
+import { builder, prepare, type PreparedQuery } from './prepared.js';
 
 // The hot queries return each row as the array of its columns' Postgres text output, in select
 // order: no per-row Date, array or bigint parsing in Node, and no row object either (the driver's
@@ -162,13 +113,11 @@ order by 1`,
 
 /** One stored resource by exact URI. */
 export const READ_RESOURCE = textRows<{ uri: string }, ResourceContentRow>(
-  prepare(
-    'pgmcp_read_resource',
+  prepare('pgmcp_read_resource', (args: { uri: string }) =>
     builder
       .selectFrom('pgmcp.resources')
       .select([...LISTING_COLUMNS, 'text', 'blob'])
-      .where('uri', '=', ''),
-    (args: { uri: string }) => [args.uri],
+      .where('uri', '=', args.uri),
   ),
 );
 
@@ -183,36 +132,38 @@ export const READ_DIRECTORY = textRows<
 >(
   prepare(
     'pgmcp_read_directory',
-    builder
-      .selectFrom('pgmcp.resources')
-      .select([...LISTING_COLUMNS, 'text', 'blob'])
-      .where('uri', '>=', '')
-      .where('uri', '<', '')
-      // Immediate children only: after the prefix, no "/" except one trailing (a subdirectory).
-      .where(
-        sql<boolean>`strpos(rtrim(substr(uri, length(${''}) + 1), '/'), '/') = 0`,
-      )
-      .orderBy('uri')
-      .limit(1),
-    (args: { directoryUri: string; upperBound: string; limit: number }) => [
-      args.directoryUri,
-      args.upperBound,
-      args.directoryUri,
-      args.limit,
-    ],
+    (args: { directoryUri: string; upperBound: string; limit: number }) =>
+      builder
+        .selectFrom('pgmcp.resources')
+        .select([...LISTING_COLUMNS, 'text', 'blob'])
+        .where('uri', '>=', args.directoryUri)
+        .where('uri', '<', args.upperBound)
+        // Immediate children only: after the prefix, no "/" except one trailing (a subdirectory).
+        .where(
+          sql<boolean>`strpos(rtrim(substr(uri, length(${args.directoryUri}) + 1), '/'), '/') = 0`,
+        )
+        .orderBy('uri')
+        .limit(args.limit),
   ),
 );
 
 /** One keyset page of resource templates, in primary-key order. */
 export const LIST_TEMPLATES_PAGE = prepare(
   'pgmcp_list_templates_page',
-  builder
-    .selectFrom('pgmcp.resource_templates')
-    .select(['id', 'uri_template', 'name', 'title', 'description', 'mime_type'])
-    .where('id', '>', '0')
-    .orderBy('id')
-    .limit(1),
-  (args: { afterId: string; limit: number }) => [args.afterId, args.limit],
+  (args: { afterId: string; limit: number }) =>
+    builder
+      .selectFrom('pgmcp.resource_templates')
+      .select([
+        'id',
+        'uri_template',
+        'name',
+        'title',
+        'description',
+        'mime_type',
+      ])
+      .where('id', '>', args.afterId)
+      .orderBy('id')
+      .limit(args.limit),
 );
 
 export type TemplateListingRow = NonNullable<

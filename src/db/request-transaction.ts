@@ -4,7 +4,7 @@ import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
 import { ImplicitTransaction } from './implicit-transaction.js';
 import type { DatabaseHandle } from './pool.js';
-import type { PreparedQuery } from './queries.js';
+import type { PreparedQuery } from './prepared.js';
 import { toDatabaseError } from './sqlstate.js';
 
 const SET_IDENTITY = {

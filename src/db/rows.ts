@@ -2,7 +2,7 @@
 // request role through SECURITY INVOKER functions, so the table's GRANTs and RLS apply.
 import type pg from 'pg';
 import type { DatabaseHandle } from './pool.js';
-import type { PreparedQuery } from './queries.js';
+import type { PreparedQuery } from './prepared.js';
 
 /**
  * The row of schema.table whose primary key's text forms are `key`, as a JSON object of the
