@@ -431,7 +431,7 @@ async function banner(config: Config, url: string): Promise<string> {
   let before = '';
   let after = '';
   if (demoSecret !== undefined) {
-    const audience = tokenAudience(config);
+    const audience = tokenAudience(config, Number(new URL(url).port));
     const minted = await mintToken({
       secret: demoSecret,
       role: BANNER_DEMO_ROLE,

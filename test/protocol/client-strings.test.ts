@@ -200,8 +200,8 @@ beforeAll(async () => {
   await sql.query(
     `create table if not exists ${SCHEMA}.items (id text primary key, v text)`,
   );
-  await sql.query(`grant usage on schema ${SCHEMA} to public`);
-  await sql.query(`grant select on ${SCHEMA}.items to public`);
+  // No grants: the tests serve as the (superuser) login, and a grant to public would put this
+  // fixture into every demo role's catalog while other files check those catalogs exactly.
   database =
     (await sql.query<{ name: string }>('select current_database() as name'))
       .rows[0]?.name ?? '';

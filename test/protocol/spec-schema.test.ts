@@ -11,6 +11,8 @@ const listResult = {
   id: 1,
   result: {
     resultType: 'complete',
+    ttlMs: 60_000,
+    cacheScope: 'public',
     resources: [{ uri: 'notes:///a/b', name: 'b' }],
   },
 };
