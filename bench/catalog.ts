@@ -1,4 +1,4 @@
-// Catalog benchmarks (issue #5, README "Benchmarks"), run by bench/run.ts: a database of 10,000
+// Catalog benchmarks (docs/benchmarks.md "Method"), run by bench/run.ts: a database of 10,000
 // tables in 20 schemas, read as a role granted on all of them. First resources/list page p50, a
 // whole-catalog walk through pgmcp against the same keyset query on the pool, and one table's
 // description p50; the login's figures as context.

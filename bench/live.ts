@@ -1,4 +1,4 @@
-// Live-update benchmarks (README "Benchmarks"), run by bench/run.ts in the same session as the
+// Live-update benchmarks (docs/benchmarks.md "Method"), run by bench/run.ts in the same run as the
 // others: commit → notification latency with 1,000 open streams, one change fanned out to 10,000
 // streams against a bare node:http SSE broadcast, resources/read p99 during those broadcasts,
 // memory per idle stream, and write throughput with the capture triggers against without.
