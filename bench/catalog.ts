@@ -1,4 +1,4 @@
-// Catalog benchmarks (issue #5, README "Benchmarks"), run by bench/run.ts: a database of 10,000
+// Catalog benchmarks (docs/benchmarks.md "Method"), run by bench/run.ts: a database of 10,000
 // tables in 20 schemas, read as a role granted on all of them. First resources/list page p50, a
 // whole-catalog walk through pgmcp against the same keyset query on the pool, and one table's
 // description p50; the login's figures as context.
@@ -36,8 +36,6 @@ export interface CatalogBenchContext {
 
 export interface CatalogBenchOutput {
   readonly results: Record<string, unknown>;
-  /** Rows of README's benchmark table. */
-  readonly rows: string[];
 }
 
 const DATABASE = 'pgmcp_bench_catalog';
@@ -247,7 +245,6 @@ export async function catalogBenchmarks(
     claims: {},
   });
   const results: Record<string, unknown> = {};
-  const rows: string[] = [];
   // Tables spread over every schema and through each one's names.
   const uris = Array.from({ length: 1000 }, (_, index) =>
     catalogUri(
@@ -268,9 +265,6 @@ export async function catalogBenchmarks(
     // 1. The first resources/list page (no stored resources: the catalog from its first entry).
     const firstPage = await p50Of(server.url, { kind: 'list-first' });
     results['catalog_first_page'] = firstPage;
-    rows.push(
-      `| first \`resources/list\` page of a 10,000-table catalog, as a granted role (p50) | ${firstPage.p50.toFixed(2)} ms | | ≤ 50 ms | ${firstPage.p50 <= 50 ? 'met' : 'not met'} |`,
-    );
 
     // 2. The whole catalog, page after page, through pgmcp and raw on the pool, alternated.
     await walkRaw(db);
@@ -291,35 +285,23 @@ export async function catalogBenchmarks(
     const raw = median(pairs.map((pair) => pair.raw.ms));
     const { items, pages } = pairs[0]?.served ?? { items: 0, pages: 0 };
     results['catalog_walk'] = { items, pages, pairs, ratio: walkRatio, ratios };
-    rows.push(
-      `| walking the whole catalog (${items} entries, ${pages} pages) through pgmcp vs the same keyset query raw, speed | ${served.toFixed(0)} ms vs ${raw.toFixed(0)} ms | ${walkRatio.toFixed(2)} | ≥ 0.50 | ${walkRatio >= 0.5 ? 'met' : 'not met'} |`,
-    );
 
     // 3. One table's description (Markdown), tables spread over the catalog.
     const read = await p50Of(server.url, { kind: 'read-uris', uris });
     results['catalog_read'] = read;
-    rows.push(
-      `| \`resources/read\` of one table's description, as a granted role (p50) | ${read.p50.toFixed(2)} ms | | ≤ 10 ms | ${read.p50 <= 10 ? 'met' : 'not met'} |`,
-    );
 
     // Context: the same as the login (a superuser here, so every privilege check is trivial).
     const loginFirst = await p50Of(loginServer.url, { kind: 'list-first' });
     const loginRead = await p50Of(loginServer.url, { kind: 'read-uris', uris });
     results['catalog_login'] = { firstPage: loginFirst, read: loginRead };
-    rows.push(
-      `| context: the same first page / description as the login (a superuser), p50 | ${loginFirst.p50.toFixed(2)} / ${loginRead.p50.toFixed(2)} ms | | | |`,
-    );
     // Context: a role that sees 10 tables, so the page checks privileges on the whole catalog.
     const fewFirst = await p50Of(fewServer.url, { kind: 'list-first' });
     results['catalog_few_first_page'] = fewFirst;
-    rows.push(
-      `| context: the first (and only) page as a role that sees 10 of the 10,000 tables, p50 | ${fewFirst.p50.toFixed(2)} ms | | | |`,
-    );
   } finally {
     await fewServer.close();
     await loginServer.close();
     await server.close();
     await db.close();
   }
-  return { results, rows };
+  return { results };
 }

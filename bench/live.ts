@@ -1,4 +1,4 @@
-// Live-update benchmarks (README "Benchmarks"), run by bench/run.ts in the same session as the
+// Live-update benchmarks (docs/benchmarks.md "Method"), run by bench/run.ts in the same run as the
 // others: commit → notification latency with 1,000 open streams, one change fanned out to 10,000
 // streams against a bare node:http SSE broadcast, resources/read p99 during those broadcasts,
 // memory per idle stream, and write throughput with the capture triggers against without.
@@ -29,8 +29,6 @@ export interface LiveBenchContext {
 
 export interface LiveBenchOutput {
   readonly results: Record<string, unknown>;
-  /** Rows of README's benchmark table. */
-  readonly rows: string[];
 }
 
 const PRINCIPAL: Principal = { role: 'bench_all', claims: {} };
@@ -97,7 +95,6 @@ export async function liveBenchmarks(
 ): Promise<LiveBenchOutput> {
   const { db, admin, logger } = context;
   const results: Record<string, unknown> = {};
-  const rows: string[] = [];
   const silent = { ...logger, info: () => undefined, warn: () => undefined };
   const live = {
     ...loadConfig({}, {}).live,
@@ -177,11 +174,6 @@ export async function liveBenchmarks(
       },
       samples: latencies.length,
     };
-    rows.push(
-      `| commit → notification at the client, 1,000 open streams (p50) | ${p50.toFixed(2)} ms | | ≤ 5 ms | ${p50 <= 5 ? 'met' : 'not met'} |`,
-      `| commit → notification at the client, 1,000 open streams (p99) | ${p99.toFixed(2)} ms | | ≤ 25 ms | ${p99 <= 25 ? 'met' : 'not met'} |`,
-      `| context: the same from when the UPDATE is sent (p50 / p99), its commit included | ${percentile(fromSent, 0.5).toFixed(2)} / ${percentile(fromSent, 0.99).toFixed(2)} ms | | | |`,
-    );
 
     // 2. Memory per idle stream: 10,000 more on one resource (11,000 open), the server's heap
     //    (JS heap and external memory) after GC, against before any stream was open.
@@ -200,9 +192,6 @@ export async function liveBenchmarks(
       bytes: perStream,
       streams: app.fanout.size,
     };
-    rows.push(
-      `| memory per idle listen stream (server heap after GC, ${app.fanout.size} streams) | ${(perStream / 1024).toFixed(1)} KB | | ≤ 16 KB | ${perStream <= 16 * 1024 ? 'met' : 'not met'} |`,
-    );
 
     // 3. One change to 10,000 streams vs a bare node:http SSE broadcast of the same size, with
     //    resources/read running alongside ours (its p99 during the broadcasts is the third
@@ -268,14 +257,8 @@ export async function liveBenchmarks(
       servedRounds: oursTimes,
       baselineRounds: bareTimes,
     };
-    rows.push(
-      `| one change to 10,000 streams, all delivered, vs a bare node:http SSE broadcast | ${ours.toFixed(0)} ms vs ${baseline.toFixed(0)} ms | ${(ours / baseline).toFixed(2)} | ≤ 2.00 | ${ours / baseline <= 2 ? 'met' : 'not met'} |`,
-    );
     const readP99 = Math.max(...readRuns.map((run) => run.p99));
     results['read_p99_during_broadcast'] = { p99: readP99, runs: readRuns };
-    rows.push(
-      `| resources/read p99 while the broadcasts run (worst run) | ${readP99.toFixed(1)} ms | | < 50 ms | ${readP99 < 50 ? 'met' : 'not met'} |`,
-    );
 
     // 4. Write throughput of single-row updates with the capture triggers vs without: one writer
     //    (the target) and ten (context: concurrent writers that NOTIFY commit one at a time).
@@ -335,14 +318,6 @@ export async function liveBenchmarks(
         with: withRuns,
         without: withoutRuns,
       };
-      const counts = `${median(withRuns.map((run) => run.perSecond)).toFixed(0)} vs ${median(withoutRuns.map((run) => run.perSecond)).toFixed(0)}`;
-      rows.push(
-        withFeed
-          ? `| context: one writer, with a pgmcp listener reading the log after each commit | ${counts} | ${writeRatio.toFixed(2)} | | |`
-          : writers === 1
-            ? `| single-row updates/s with the capture triggers vs without, one writer | ${counts} | ${writeRatio.toFixed(2)} | ≥ 0.65 | ${writeRatio >= 0.65 ? 'met' : 'not met'} |`
-            : `| context: the same with ${writers} writers (NOTIFY serializes their commits) | ${counts} | ${writeRatio.toFixed(2)} | | |`,
-      );
     }
   } finally {
     clients.stop();
@@ -350,7 +325,7 @@ export async function liveBenchmarks(
     await feed.stop();
     await server.close();
   }
-  return { results, rows };
+  return { results };
 }
 
 /** A bare node:http server holding SSE responses, with a broadcast that writes to each. */

@@ -2,7 +2,8 @@
 // Seeds 1,000,000 stored resources into a bench database (BENCH_DATABASE_URL or TEST_DATABASE_URL's
 // server, else an embedded PostgreSQL), then measures HTTP list/read/discover against raw pg and a
 // bare node:http echo, and the catalog of a 10,000-table database (bench/catalog.ts). Results:
-// bench/results/latest.json and a table on stdout. BENCH_ONLY=catalog runs the catalog figures alone.
+// bench/results/latest.json, whose tables (bench/report.ts) go into docs/benchmarks.md and README.
+// BENCH_ONLY=catalog runs the catalog figures alone.
 import { catalogSource } from '../src/resources/index.js';
 import http from 'node:http';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -32,12 +33,13 @@ import { createLogger } from '../src/log.js';
 import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../src/server.js';
 import { catalogBenchmarks } from './catalog.js';
 import { liveBenchmarks } from './live.js';
+import { readSummary, renderResults, writeBenchDocs } from './report.js';
 import { serveAs } from './serve.js';
 import { PROJECT_ROOT, SERVER_INFO } from '../src/version.js';
 
 const DURATION_MS = Number(process.env['BENCH_DURATION_MS'] ?? 2000);
 const WARMUP_MS = 500;
-// Machines here are shared and noisy: each comparison alternates baseline and pgmcp this many
+// Background load moves both sides of a comparison: each alternates baseline and pgmcp this many
 // times and reports the median of the per-round ratios.
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
 const PAGE_SIZE = 100;
@@ -125,12 +127,6 @@ async function compare(
   };
 }
 
-/** A ratio target: at least (throughput) or at most (latency) `value`. */
-interface Target {
-  readonly atLeast: boolean;
-  readonly value: number;
-}
-
 /** A node:http server on a free loopback port answering each request with `respond(body)`. */
 async function startBareServer(
   respond: (body: Buffer) => Buffer,
@@ -191,10 +187,9 @@ async function main(): Promise<void> {
   const logger = createLogger();
   const database = await benchDatabase((line) => logger.info(line));
   const results: Record<string, unknown> = {};
-  const report: string[] = [];
-  // The catalog on its own database. It runs last in a full run: run first, the heap it leaves
-  // behind slowed the raw baselines (which allocate a JS object per row) far more than pgmcp,
-  // and list_c10 read 1.38 instead of the 0.80 it reads alone.
+  const postgres = await serverFacts(database.url);
+  // The catalog on its own database. It runs last in a full run: the heap it leaves behind slows
+  // the raw baselines (which allocate a JS object per row) far more than pgmcp.
   const runCatalog = async (): Promise<void> => {
     const catalog = await catalogBenchmarks({
       serverUrl: database.url,
@@ -203,12 +198,11 @@ async function main(): Promise<void> {
       load,
     });
     Object.assign(results, catalog.results);
-    report.push(...catalog.rows);
   };
   if (CATALOG_ONLY) {
     await runCatalog();
     await database.stop();
-    writeSummary(results, report);
+    writeSummary(results, postgres);
     return;
   }
   const db = createDatabase({
@@ -280,26 +274,9 @@ async function main(): Promise<void> {
     cursorSecret: CURSOR_SECRET,
   };
 
-  /** Keep one comparison in the results and as a row of the stdout table (with whether it met its target). */
-  function record(
-    key: string,
-    label: string,
-    result: Comparison,
-    unit: 'per-second' | 'p50',
-    target: Target,
-  ): void {
+  const record = (key: string, result: Comparison): void => {
     results[key] = result;
-    const detail =
-      unit === 'per-second'
-        ? `${result.served.perSecond.toFixed(0)} vs ${result.baseline.perSecond.toFixed(0)}`
-        : `${result.served.p50.toFixed(2)} ms / ${result.baseline.p50.toFixed(2)} ms`;
-    const met = target.atLeast
-      ? result.ratio >= target.value
-      : result.ratio <= target.value;
-    report.push(
-      `| ${label} | ${detail} | ${result.ratio.toFixed(2)} | ${target.atLeast ? '≥' : '≤'} ${target.value.toFixed(2)} | ${met ? 'met' : 'not met'} |`,
-    );
-  }
+  };
 
   // 1. resources/list over HTTP vs the raw keyset query on the same pool, at 10 and 50 callers.
   for (const concurrency of [10, 50]) {
@@ -315,20 +292,11 @@ async function main(): Promise<void> {
       () => load(url, concurrency, listWorkload),
       throughputRatio,
     );
-    record(
-      `list_c${concurrency}`,
-      `resources/list pages/s, ${concurrency} callers, vs the raw keyset query`,
-      result,
-      'per-second',
-      {
-        atLeast: true,
-        value: 0.8,
-      },
-    );
+    record(`list_c${concurrency}`, result);
   }
 
   // Context, not a target: the same-size page from a bare node:http server (fixed bytes, no
-  // database, no JSON work) is the ceiling any Node server reaches on this machine and client.
+  // database, no JSON work) is the ceiling any Node server reaches with this client.
   if (runs('list_http_ceiling')) {
     const { rows: sample } = await db.pool.query<{ json: string }>(
       `select json_agg(json_build_object('uri', uri, 'name', name, 'title', title, 'description', description,
@@ -343,16 +311,12 @@ async function main(): Promise<void> {
     const ceiling = await load(bare.url, 10, { kind: 'list-first' });
     await bare.close();
     results['list_http_ceiling'] = { ceiling, bytes: page.length };
-    report.push(
-      `| context: bare node:http serving a fixed ${page.length}-byte page | ${ceiling.perSecond.toFixed(0)} pages/s | | | |`,
-    );
   }
 
   // 2. Last page vs first page latency, one caller.
   if (runs('last_vs_first_page'))
     record(
       'last_vs_first_page',
-      'last-page p50 / first-page p50',
       await compare(
         () => load(url, 1, { kind: 'list-first' }),
         () =>
@@ -363,8 +327,6 @@ async function main(): Promise<void> {
           }),
         (first, last) => last.p50 / first.p50,
       ),
-      'p50',
-      { atLeast: false, value: 1.2 },
     );
 
   // 3. server/discover vs a bare node:http JSON echo in this process, same client, 10 callers.
@@ -376,23 +338,13 @@ async function main(): Promise<void> {
       throughputRatio,
     );
     await echo.close();
-    record(
-      'discover_vs_echo',
-      'server/discover req/s vs a bare node:http JSON echo',
-      result,
-      'per-second',
-      {
-        atLeast: true,
-        value: 0.6,
-      },
-    );
+    record('discover_vs_echo', result);
   }
 
   // 4. resources/read vs the raw point read on the same pool, 10 callers.
   if (runs('read_vs_point_read'))
     record(
       'read_vs_point_read',
-      'resources/read req/s vs the raw point read',
       await compare(
         () =>
           measure(10, DURATION_MS, WARMUP_MS, async (i) => {
@@ -403,8 +355,6 @@ async function main(): Promise<void> {
         () => load(url, 10, { kind: 'read', rows: 1_000_000 }),
         throughputRatio,
       ),
-      'per-second',
-      { atLeast: true, value: 0.7 },
     );
 
   // 5. resources/list as a role that sees 10% of the rows vs the same keyset query under the same
@@ -412,7 +362,6 @@ async function main(): Promise<void> {
   if (runs('list_role_10pct_vs_raw_rls'))
     record(
       'list_role_10pct_vs_raw_rls',
-      'resources/list pages/s as a role that sees 10% of the rows, vs the raw query under the same RLS in one round trip',
       await compare(
         () =>
           measure(10, DURATION_MS, WARMUP_MS, async (i) => {
@@ -424,22 +373,17 @@ async function main(): Promise<void> {
         () => load(readerServer.url, 10, listWorkload),
         throughputRatio,
       ),
-      'per-second',
-      { atLeast: true, value: 0.8 },
     );
 
   // 6. Role-filtered list p50 vs a role that sees everything, both through pgmcp, one caller.
   if (runs('list_role_10pct_vs_all_p50'))
     record(
       'list_role_10pct_vs_all_p50',
-      'resources/list p50, role seeing 10% / role seeing everything',
       await compare(
         () => load(allServer.url, 1, listWorkload),
         () => load(readerServer.url, 1, listWorkload),
         (all, reader) => reader.p50 / all.p50,
       ),
-      'p50',
-      { atLeast: false, value: 1.25 },
     );
 
   // 7. Live updates (bench/live.ts): latency, fan-out, memory per stream, write cost.
@@ -456,7 +400,6 @@ async function main(): Promise<void> {
           load(target, 10, { kind: 'read', rows: 1_000_000 }),
       });
       Object.assign(results, live.results);
-      report.push(...live.rows);
     } finally {
       await liveAdmin.end();
     }
@@ -469,16 +412,33 @@ async function main(): Promise<void> {
   if (runs('catalog')) await runCatalog();
   await database.stop();
 
-  writeSummary(results, report);
+  writeSummary(results, postgres);
+}
+
+/** The server's version and the settings the figures depend on (the docs' caption). */
+async function serverFacts(url: string): Promise<Record<string, string>> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<Record<string, string>>(
+      `select current_setting('server_version') as version,
+              current_setting('shared_buffers') as "sharedBuffers",
+              current_setting('autovacuum') as autovacuum`,
+    );
+    return rows[0] ?? {};
+  } finally {
+    await client.end();
+  }
 }
 
 /**
- * Write bench/results/latest.json and print README's table. A BENCH_ONLY run keeps the other
- * figures of the last full run in the file and notes its own date under `partialRuns`.
+ * Write bench/results/latest.json, then its tables into docs/benchmarks.md and README. A
+ * BENCH_ONLY run keeps the other figures of the last full run in the file and notes its own date
+ * under `partialRuns`.
  */
 function writeSummary(
   results: Record<string, unknown>,
-  report: string[],
+  postgres: Record<string, string>,
 ): void {
   const directory = path.join(PROJECT_ROOT, 'bench', 'results');
   const file = path.join(directory, 'latest.json');
@@ -490,6 +450,7 @@ function writeSummary(
       model: os.cpus()[0]?.model,
       node: process.version,
     },
+    postgres,
     durationMs: DURATION_MS,
     rounds: ROUNDS,
   };
@@ -507,11 +468,12 @@ function writeSummary(
   }
   mkdirSync(directory, { recursive: true });
   writeFileSync(file, `${JSON.stringify(summary, null, 2)}\n`);
-  // The same table README's Benchmarks section shows.
+  const written = readSummary(file);
+  writeBenchDocs(written, PROJECT_ROOT);
+  process.stdout.write(`\n${renderResults(written)}\n`);
   process.stdout.write(
-    `\n| measure | pgmcp vs baseline (median round) | ratio (median of ${ROUNDS} rounds) | target | |\n|---|---|---|---|---|\n${report.join('\n')}\n`,
+    `\nwritten to bench/results/latest.json, docs/benchmarks.md and README.md\n`,
   );
-  process.stdout.write(`\nwritten to bench/results/latest.json\n`);
 }
 
 await main();

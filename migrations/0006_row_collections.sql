@@ -1,4 +1,4 @@
--- Row collections and live schema (README "Row collections", "Live updates").
+-- Row collections and live schema (docs/databases.md "Row collections", README "Live updates").
 --
 -- Rows of chosen company tables are resources pg://{database}/{schema}/{table}/rows/{key}. They
 -- are read by SECURITY INVOKER functions that build their statement from pg_catalog (identifiers
@@ -338,7 +338,7 @@ begin
 end;
 $$;
 
--- The row template (README "Row collections"), listed with the catalog's.
+-- The row template (docs/databases.md "Row collections"), listed with the catalog's.
 insert into pgmcp.resource_templates (uri_template, name, title, description, mime_type, readers)
 values
   ('pg://{database}/{schema}/{table}/rows/{key}', 'row', 'Table row',

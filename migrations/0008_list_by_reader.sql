@@ -1,4 +1,4 @@
--- resources/list for a role that sees few of the rows (README "Listing as a role").
+-- resources/list for a role that sees few of the rows (docs/architecture.md "List entries").
 --
 -- A role's rows are spread over the whole table: a role that reads 1 row in 10 makes a keyset
 -- page of 100 touch about ten times as many heap pages as a role that reads everything, and on a

@@ -6,9 +6,7 @@
 -- update also rewrote every entry with INSERT … ON CONFLICT DO UPDATE after a separate DELETE;
 -- it is now one statement that updates the entries of the readers the row keeps in place,
 -- deletes those of readers it lost and inserts those of readers it gained, and it looks for lost
--- readers only when readers changed. Measured with single-row statements from one writer
--- (README "Listing as a role"): an UPDATE of priority went from 0.65 to 0.83 of the throughput
--- without the trigger (from 0.62 to 0.83 on the bench's 1M-row table).
+-- readers only when readers changed.
 --
 -- Every update that changes a row changes updated_at (touch_updated_at), which the listing
 -- holds, so each such update still rewrites the row's entries; an update that changes nothing
@@ -20,9 +18,8 @@
 -- Plans: PL/pgSQL plans each statement once per session, with the row counts of the transition
 -- tables of that first call, and keeps the plan for every later call. Planned for one row, a join
 -- of two transition tables is a nested loop (quadratic for a later bulk update); planned for many,
--- it probes the listing with a hash join over the whole table and is JIT-compiled, which a later
--- single-row write then pays each time (measured in a session that had run 30,000-row statements:
--- 0.9 s per single-row update, the capture trigger's 0.4 s included, and 0.14 s per delete). So the two transition tables are joined with a full
+-- it probes the listing with a hash join over the whole table and is JIT-compiled, which every
+-- later single-row write then pays. So the two transition tables are joined with a full
 -- join (hash or merge, never a nested loop), and the listing is only ever reached through its
 -- primary key, one lookup per changed row, whatever the first call's size: hash and merge joins
 -- are off for the function (the full join still gets one of them) and so is JIT.
@@ -104,7 +101,6 @@ end;
 $$;
 
 -- The capture trigger (0004) plans its join of the two transition tables the same way: after a
--- single-row update, a session's next bulk update was quadratic (15 s for 5,000 rows), and after
--- a bulk update each single-row write paid a JIT compilation (about 0.4 s). Hash or merge join
--- only, and no JIT.
+-- single-row update, a session's next bulk update would be quadratic, and after a bulk update each
+-- single-row write would pay a JIT compilation. Hash or merge join only, and no JIT.
 alter function pgmcp.capture_changes() set enable_nestloop = off set jit = off;

@@ -1,11 +1,11 @@
 -- resources/list without rendering: each stored resource's MCP `Resource` object is written as
 -- JSON text when the resource is, and a list page is a walk that hands those texts on.
 --
--- A page of 100 took the server about as much CPU to render from the row's columns as the keyset
--- query took PostgreSQL to run, and turning timestamptz, float8 and text[] into text took
--- PostgreSQL a quarter of that query. The entry is rendered by pgmcp.list_entry(), in SQL, by the
--- triggers that already keep pgmcp.resource_listing (migrations 0008, 0009), in the writing
--- transaction, so a snapshot sees the entries and the rows agree:
+-- Rendering a page from the rows' columns on every request cost about as much as the query, and
+-- printing timestamptz, float8 and text[] was a large part of the query. So the entry is rendered
+-- once, by pgmcp.list_entry(), in SQL, by the triggers that already keep pgmcp.resource_listing
+-- (migrations 0008, 0009), in the writing transaction, so a snapshot sees the entries and the rows
+-- agree:
 -- - pgmcp.resource_entries holds one entry per resource, for roles that row-level security does
 --   not apply to (superusers, BYPASSRLS), which walk every row;
 -- - pgmcp.resource_listing holds the entry once per reader instead of the listing columns, except

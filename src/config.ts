@@ -34,7 +34,7 @@ const identifier = z
   .min(1, 'names must not be empty')
   .max(63, 'PostgreSQL names are at most 63 bytes');
 
-/** The config file's shape (README "Configuration file"); unknown keys are mistakes, not ignored. */
+/** The config file's shape (docs/databases.md "The config file"); unknown keys are mistakes, not ignored. */
 const ConfigFileSchema = z
   .object({
     $schema: z.string().optional(),
@@ -388,7 +388,7 @@ function readConfigFile(file: string): z.infer<typeof ConfigFileSchema> {
       )
       .join('\n');
     throw new ConfigError(
-      `invalid config file ${file}:\n${problems}\nSee README "Configuration file".`,
+      `invalid config file ${file}:\n${problems}\nSee docs/databases.md "The config file".`,
     );
   }
   return parsed.data;

@@ -56,8 +56,9 @@ bearer token (README "Authorization"); over stdio every request runs as --role.
   --no-migrate           do not apply pending migrations at start-up
   --seed DATASET         load a dataset before serving (the embedded default loads demo once by itself)
   --allow-unsafe-login   serve HTTP even when logged in as a superuser or table owner (no RLS for it)
-  --config FILE          the config file: catalog scope, row collections (env PGMCP_CONFIG; README
-                         "Configuration file"; the embedded default uses seeds/demo/pgmcp.config.json)
+  --config FILE          the config file: catalog scope, row collections (env PGMCP_CONFIG;
+                         docs/databases.md "The config file"; the embedded default uses
+                         seeds/demo/pgmcp.config.json)
   --database NAME=URL    serve another database's catalog and rows as pg://NAME/… (repeatable;
                          env PGMCP_DATABASES, space-separated)
   -h, --help             show this help
@@ -81,7 +82,7 @@ Runs as the database's administrative login (DATABASE_URL, or the embedded super
 Install (or remove) change capture on a company table: three statement-level triggers that log
 its row changes to pgmcp.changes, so subscribers of its rows (pg://{database}/{schema}/{table}/rows/{key})
 hear of them. Name the table as SQL would ("My Schema"."My Table" for mixed case). Serve its rows
-by listing it under "collections" in the config file (README "Row collections"). Runs as the
+by listing it under "collections" in the config file (docs/databases.md "Row collections"). Runs as the
 database's administrative login (DATABASE_URL, or the embedded superuser), which must own the
 table or be a superuser. --database NAME picks a database given with --database NAME=url.
 `,

@@ -46,12 +46,10 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
     // keyset pages and lookups by key, whose plan does not depend on the values. Left to choose,
     // PostgreSQL plans a statement with a LIMIT parameter again on every execution (it prices
     // the generic plan as if the limit were 10% of the table), which for the resources list
-    // (db/queries.ts) cost more than running it: 0.33 ms a page against 0.12 ms in pgbench.
-    // No JIT and no parallel workers: a generic plan is priced for parameters it cannot see (that
-    // list at 10% of the table), which crossed jit_above_cost and compiled every execution (8 ms
-    // a page instead of 0.12), and as a request role chose a parallel scan whose two workers
-    // started on every execution (5 ms). No request statement runs long enough to gain from
-    // either.
+    // (db/queries.ts) costs more than running it. No JIT and no parallel workers: a generic plan
+    // is priced for parameters it cannot see, which can cross jit_above_cost (compiling on every
+    // execution) or choose a parallel scan (starting workers on every execution). No request
+    // statement runs long enough to gain from either. Figures: docs/benchmarks.md "History".
     options: `-c default_transaction_read_only=on -c statement_timeout=${options.statementTimeoutMs} -c TimeZone=UTC -c plan_cache_mode=force_generic_plan -c jit=off -c max_parallel_workers_per_gather=0`,
   };
   const pool = new pg.Pool(config);

@@ -44,7 +44,7 @@ export interface CatalogAddress {
   readonly database: string;
   readonly schema: string;
   readonly relation: string | undefined;
-  /** pg://{database}/{schema}/{table}/rows/{key}: the key's values (README "Row collections"). */
+  /** pg://{database}/{schema}/{table}/rows/{key}: the key's values (docs/databases.md "Row collections"). */
   readonly rowKey: string[] | undefined;
   readonly format: 'markdown' | 'json';
 }

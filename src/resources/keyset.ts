@@ -1,4 +1,4 @@
-// The one keyset cursor design every collection lists through (ROADMAP design rules).
+// The one keyset cursor design every collection lists through (docs/architecture.md "Design rules").
 import {
   runRequestQuery,
   type DatabaseHandle,

@@ -203,7 +203,7 @@ describe('pgmcp.resource_listing and pgmcp.resource_entries triggers', () => {
   it('scans each transition table once per statement, in a session that first wrote one row', async () => {
     // PL/pgSQL keeps a trigger statement's plan from its first call. Planned for one row, a join
     // of the two transition tables became a nested loop that rescanned one of them for each row
-    // of the other: a later 5,000-row update took 15 to 55 s (migrations 0009, 0010). auto_explain
+    // of the other, quadratic for a later bulk update (migrations 0009, 0010). auto_explain
     // reports each trigger statement's plan with the number of times each node ran.
     await sql.query(
       `insert into pgmcp.resources (uri, name, text, readers)

@@ -1,0 +1,441 @@
+// The bench's tables: bench/results/latest.json → the results section of docs/benchmarks.md and
+// the short table in README. Pure functions of the summary, so docs can be regenerated without a run.
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Run } from './load.js';
+
+/** bench/results/latest.json. */
+export interface BenchSummary {
+  readonly version: string;
+  readonly date: string;
+  readonly machine: {
+    readonly cpus: number;
+    readonly model?: string;
+    readonly node: string;
+  };
+  readonly postgres?: {
+    readonly version: string;
+    readonly sharedBuffers?: string;
+    readonly autovacuum?: string;
+  };
+  readonly durationMs: number;
+  readonly rounds: number;
+  readonly results: Record<string, unknown>;
+  /** BENCH_ONLY runs merged into this file: keys → that run's date and versions. */
+  readonly partialRuns?: Record<string, { readonly date: string }>;
+}
+
+/** A comparison run.ts alternates: medians of each side, and of the per-round ratios. */
+interface Comparison {
+  baseline: Run;
+  served: Run;
+  ratio: number;
+  rounds: number[];
+}
+interface Ratios {
+  ratio: number;
+  rounds: number[];
+  with: Run[];
+  without: Run[];
+}
+interface P50 {
+  p50: number;
+}
+
+type Group = 'request' | 'live' | 'catalog';
+
+/** One row of a results table. */
+export interface Row {
+  readonly group: Group;
+  readonly measure: string;
+  readonly figure: string;
+  readonly ratio?: number;
+  readonly rounds?: readonly number[];
+  readonly target?: string;
+  readonly met?: boolean;
+}
+
+/** A target on a figure: its text and whether `value` meets it. */
+interface Target {
+  readonly text: string;
+  readonly met: (value: number) => boolean;
+}
+const atLeast = (bound: number, text = bound.toFixed(2)): Target => ({
+  text: `≥ ${text}`,
+  met: (value) => value >= bound,
+});
+const atMost = (bound: number, text = bound.toFixed(2)): Target => ({
+  text: `≤ ${text}`,
+  met: (value) => value <= bound,
+});
+const below = (bound: number, text: string): Target => ({
+  text: `< ${text}`,
+  met: (value) => value < bound,
+});
+
+/** How one result key becomes rows (a key may give a target row and context rows). */
+type Measure = (result: unknown) => Omit<Row, 'group'>[];
+
+const median = (values: number[]): number =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
+const ms = (value: number, digits = 2): string => `${value.toFixed(digits)} ms`;
+
+function targetRow(
+  row: Omit<Row, 'group' | 'target' | 'met'>,
+  target: Target,
+  subject: number,
+): Omit<Row, 'group'> {
+  return { ...row, target: target.text, met: target.met(subject) };
+}
+
+/** A throughput comparison: pgmcp's requests per second against the baseline's. */
+const throughput =
+  (measure: string, target: Target): Measure =>
+  (result) => {
+    const { served, baseline, ratio, rounds } = result as Comparison;
+    const figure = `${served.perSecond.toFixed(0)} vs ${baseline.perSecond.toFixed(0)}`;
+    return [targetRow({ measure, figure, ratio, rounds }, target, ratio)];
+  };
+
+/** A latency comparison: pgmcp's p50 over the baseline's. */
+const latency =
+  (measure: string, target: Target): Measure =>
+  (result) => {
+    const { served, baseline, ratio, rounds } = result as Comparison;
+    const figure = `${ms(served.p50)} / ${ms(baseline.p50)}`;
+    return [targetRow({ measure, figure, ratio, rounds }, target, ratio)];
+  };
+
+/** A single p50 against an absolute target. */
+const p50 =
+  (measure: string, target: Target): Measure =>
+  (result) => {
+    const value = (result as P50).p50;
+    return [targetRow({ measure, figure: ms(value) }, target, value)];
+  };
+
+/** Write throughput with the capture triggers against without (live bench). */
+const writes =
+  (measure: string, target?: Target): Measure =>
+  (result) => {
+    const run = result as Ratios;
+    const perSecond = (runs: Run[]) =>
+      median(runs.map((one) => one.perSecond)).toFixed(0);
+    const row = {
+      measure,
+      figure: `${perSecond(run.with)} vs ${perSecond(run.without)}`,
+      ratio: run.ratio,
+      rounds: run.rounds,
+    };
+    return [target === undefined ? row : targetRow(row, target, run.ratio)];
+  };
+
+const REQUEST: Record<string, Measure> = {
+  list_c10: throughput(
+    'resources/list pages/s, 10 callers, vs the raw keyset query',
+    atLeast(0.8),
+  ),
+  list_c50: throughput(
+    'resources/list pages/s, 50 callers, vs the raw keyset query',
+    atLeast(0.8),
+  ),
+  list_http_ceiling: (result) => {
+    const { ceiling, bytes } = result as { ceiling: Run; bytes: number };
+    return [
+      {
+        measure: `context: bare node:http serving a fixed ${bytes}-byte page`,
+        figure: `${ceiling.perSecond.toFixed(0)} pages/s`,
+      },
+    ];
+  },
+  last_vs_first_page: latency('last-page p50 / first-page p50', atMost(1.2)),
+  discover_vs_echo: throughput(
+    'server/discover req/s vs a bare node:http JSON echo',
+    atLeast(0.6),
+  ),
+  read_vs_point_read: throughput(
+    'resources/read req/s vs the raw point read',
+    atLeast(0.7),
+  ),
+  list_role_10pct_vs_raw_rls: throughput(
+    'resources/list pages/s as a role that sees 10% of the rows, vs the raw query under the same RLS in one round trip',
+    atLeast(0.8),
+  ),
+  list_role_10pct_vs_all_p50: latency(
+    'resources/list p50, role seeing 10% / role seeing everything',
+    atMost(1.25),
+  ),
+};
+
+const LIVE: Record<string, Measure> = {
+  notify_latency_1000_streams: (result) => {
+    const run = result as P50 & {
+      p99: number;
+      fromUpdateSent: P50 & { p99: number };
+    };
+    const measure = 'commit → notification at the client, 1,000 open streams';
+    return [
+      targetRow(
+        { measure: `${measure} (p50)`, figure: ms(run.p50) },
+        atMost(5, '5 ms'),
+        run.p50,
+      ),
+      targetRow(
+        { measure: `${measure} (p99)`, figure: ms(run.p99) },
+        atMost(25, '25 ms'),
+        run.p99,
+      ),
+      {
+        measure:
+          'context: the same from when the UPDATE is sent (p50 / p99), its commit included',
+        figure: `${run.fromUpdateSent.p50.toFixed(2)} / ${ms(run.fromUpdateSent.p99)}`,
+      },
+    ];
+  },
+  memory_per_idle_stream: (result) => {
+    const { bytes, streams } = result as { bytes: number; streams: number };
+    return [
+      targetRow(
+        {
+          measure: `memory per idle listen stream (server heap after GC, ${streams} streams)`,
+          figure: `${(bytes / 1024).toFixed(1)} KB`,
+        },
+        atMost(16 * 1024, '16 KB'),
+        bytes,
+      ),
+    ];
+  },
+  fanout_10000_vs_bare_sse: (result) => {
+    const run = result as { served: number; baseline: number; ratio: number };
+    return [
+      targetRow(
+        {
+          measure:
+            'one change to 10,000 streams, all delivered, vs a bare node:http SSE broadcast',
+          figure: `${ms(run.served, 0)} vs ${ms(run.baseline, 0)}`,
+          ratio: run.ratio,
+        },
+        atMost(2),
+        run.ratio,
+      ),
+    ];
+  },
+  read_p99_during_broadcast: (result) => {
+    const { p99 } = result as { p99: number };
+    return [
+      targetRow(
+        {
+          measure: 'resources/read p99 while the broadcasts run (worst run)',
+          figure: ms(p99, 1),
+        },
+        below(50, '50 ms'),
+        p99,
+      ),
+    ];
+  },
+  writes_with_capture_vs_without_1: writes(
+    'single-row updates/s with the capture triggers vs without, one writer',
+    atLeast(0.65),
+  ),
+  writes_with_capture_vs_without_10: writes(
+    'context: the same with 10 writers (NOTIFY serializes their commits)',
+  ),
+  writes_with_capture_vs_without_1_listening: writes(
+    'context: one writer, with a pgmcp listener reading the log after each commit',
+  ),
+};
+
+const CATALOG: Record<string, Measure> = {
+  catalog_first_page: p50(
+    'first `resources/list` page of a 10,000-table catalog, as a granted role (p50)',
+    atMost(50, '50 ms'),
+  ),
+  catalog_walk: (result) => {
+    const run = result as {
+      items: number;
+      pages: number;
+      pairs: { raw: { ms: number }; served: { ms: number } }[];
+      ratio: number;
+      ratios: number[];
+    };
+    const served = median(run.pairs.map((pair) => pair.served.ms));
+    const raw = median(run.pairs.map((pair) => pair.raw.ms));
+    return [
+      targetRow(
+        {
+          measure: `walking the whole catalog (${run.items} entries, ${run.pages} pages) through pgmcp vs the same keyset query raw, speed`,
+          figure: `${ms(served, 0)} vs ${ms(raw, 0)}`,
+          ratio: run.ratio,
+          rounds: run.ratios,
+        },
+        atLeast(0.5),
+        run.ratio,
+      ),
+    ];
+  },
+  catalog_read: p50(
+    "`resources/read` of one table's description, as a granted role (p50)",
+    atMost(10, '10 ms'),
+  ),
+  catalog_login: (result) => {
+    const { firstPage, read } = result as { firstPage: P50; read: P50 };
+    return [
+      {
+        measure:
+          'context: the same first page / description as the login (a superuser), p50',
+        figure: `${firstPage.p50.toFixed(2)} / ${ms(read.p50)}`,
+      },
+    ];
+  },
+  catalog_few_first_page: (result) => [
+    {
+      measure:
+        'context: the first (and only) page as a role that sees 10 of the 10,000 tables, p50',
+      figure: ms((result as P50).p50),
+    },
+  ],
+};
+
+const GROUPS: [Group, Record<string, Measure>][] = [
+  ['request', REQUEST],
+  ['live', LIVE],
+  ['catalog', CATALOG],
+];
+
+/** Every row the summary's results give, in table order; keys without results are left out. */
+export function benchmarkRows(summary: BenchSummary): Row[] {
+  return GROUPS.flatMap(([group, measures]) =>
+    Object.entries(measures).flatMap(([key, measure]) => {
+      const result = summary.results[key];
+      if (result === undefined) return [];
+      return measure(result).map((row) => ({ group, ...row }));
+    }),
+  );
+}
+
+/** A Markdown table laid out as prettier lays it out, so `prettier --check` passes on it. */
+export function markdownTable(header: string[], body: string[][]): string {
+  const widths = header.map((cell, column) =>
+    Math.max(3, cell.length, ...body.map((row) => (row[column] ?? '').length)),
+  );
+  const line = (cells: string[]) =>
+    `| ${cells.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join(' | ')} |`;
+  return [
+    line(header),
+    line(widths.map((width) => '-'.repeat(width))),
+    ...body.map(line),
+  ].join('\n');
+}
+
+const day = (iso: string): string => iso.slice(0, 10);
+const result = (row: Row): string =>
+  row.met === undefined ? '' : row.met ? 'met' : 'not met';
+
+/** The caption: when, with which versions, how. */
+export function caption(summary: BenchSummary): string {
+  const pg = summary.postgres;
+  const settings =
+    pg?.sharedBuffers === undefined
+      ? ''
+      : ` (\`shared_buffers\` ${pg.sharedBuffers}, autovacuum ${pg.autovacuum ?? 'unknown'})`;
+  const partial = Object.entries(summary.partialRuns ?? {})
+    .map(
+      ([keys, run]) =>
+        ` \`BENCH_ONLY=${keys}\` re-measured on ${day(run.date)}.`,
+    )
+    .join('');
+  return (
+    `\`npm run bench\` on ${day(summary.date)}: pgmcp ${summary.version}, Node ${summary.machine.node}, ` +
+    `PostgreSQL ${pg?.version ?? 'unknown'}${settings}, ${summary.machine.cpus} CPUs; ` +
+    `${summary.durationMs / 1000} s per measure after a warm-up, baseline and pgmcp alternated ` +
+    `${summary.rounds} times, medians over rounds.${partial}`
+  );
+}
+
+/** The results section of docs/benchmarks.md: caption, then one table per group. */
+export function renderResults(summary: BenchSummary): string {
+  const rows = benchmarkRows(summary);
+  const titles: Record<Group, string> = {
+    request: 'Request path (1,000,000 stored resources)',
+    live: 'Live updates',
+    catalog: 'Catalog of 10,000 tables (its own database; runs last)',
+  };
+  const tables = GROUPS.map(([group]) => group)
+    .filter((group) => rows.some((row) => row.group === group))
+    .map((group) => {
+      const body = rows
+        .filter((row) => row.group === group)
+        .map((row) => [
+          row.measure,
+          row.figure,
+          row.ratio?.toFixed(2) ?? '',
+          row.rounds?.map((ratio) => ratio.toFixed(2)).join(', ') ?? '',
+          row.target ?? '',
+          result(row),
+        ]);
+      const header = [
+        'measure',
+        'pgmcp vs baseline',
+        'ratio',
+        'per-round ratios',
+        'target',
+        'result',
+      ];
+      return `### ${titles[group]}\n\n${markdownTable(header, body)}`;
+    });
+  return [caption(summary), ...tables].join('\n\n');
+}
+
+/** README's short table: the figures that have a target. */
+export function renderReadmeResults(summary: BenchSummary): string {
+  const body = benchmarkRows(summary)
+    .filter((row) => row.target !== undefined)
+    .map((row) => [
+      row.measure,
+      row.ratio === undefined ? row.figure : row.ratio.toFixed(2),
+      row.target ?? '',
+      result(row),
+    ]);
+  return [
+    `${caption(summary)} Ratios are pgmcp against a baseline measured alongside it; method, context ` +
+      'rows and per-round figures in [docs/benchmarks.md](docs/benchmarks.md).',
+    markdownTable(['measure', 'figure or ratio', 'target', 'result'], body),
+  ].join('\n\n');
+}
+
+/** `text` with what lies between `<!-- name:start -->` and `<!-- name:end -->` replaced. */
+export function replaceBetweenMarkers(
+  text: string,
+  name: string,
+  content: string,
+): string {
+  const start = `<!-- ${name}:start -->`;
+  const end = `<!-- ${name}:end -->`;
+  const from = text.indexOf(start);
+  const to = text.indexOf(end);
+  if (from === -1 || to < from)
+    throw new Error(`markers ${start} … ${end} not found in order`);
+  return `${text.slice(0, from + start.length)}\n\n${content}\n\n${text.slice(to)}`;
+}
+
+/** Write the summary's tables into docs/benchmarks.md and README.md under `root`. */
+export function writeBenchDocs(summary: BenchSummary, root: string): void {
+  const write = (file: string, name: string, content: string) => {
+    const target = path.join(root, file);
+    writeFileSync(
+      target,
+      replaceBetweenMarkers(readFileSync(target, 'utf8'), name, content),
+    );
+  };
+  write(
+    path.join('docs', 'benchmarks.md'),
+    'bench:results',
+    renderResults(summary),
+  );
+  write('README.md', 'bench:summary', renderReadmeResults(summary));
+}
+
+/** Read a summary written by `npm run bench`. */
+export function readSummary(file: string): BenchSummary {
+  return JSON.parse(readFileSync(file, 'utf8')) as BenchSummary;
+}

@@ -1,0 +1,126 @@
+// The bench's table writer against the last real run's figures (bench/results/latest.json).
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { format } from 'prettier';
+import { describe, expect, it } from 'vitest';
+import {
+  benchmarkRows,
+  caption,
+  readSummary,
+  renderReadmeResults,
+  renderResults,
+  replaceBetweenMarkers,
+  type BenchSummary,
+} from '../../bench/report.js';
+import { PROJECT_ROOT } from '../../src/version.js';
+
+const summary = readSummary(
+  path.join(PROJECT_ROOT, 'bench', 'results', 'latest.json'),
+);
+const read = (file: string) =>
+  readFileSync(path.join(PROJECT_ROOT, file), 'utf8');
+
+/** The text between a pair of markers in `text`. */
+function between(text: string, name: string): string {
+  const start = `<!-- ${name}:start -->`;
+  return text
+    .slice(
+      text.indexOf(start) + start.length,
+      text.indexOf(`<!-- ${name}:end -->`),
+    )
+    .trim();
+}
+
+describe('bench report', () => {
+  it('puts the date and the pgmcp, Node and PostgreSQL versions in the caption', () => {
+    const text = caption(summary);
+    expect(text).toContain('2026-11-30');
+    expect(text).toContain('pgmcp 0.1.0');
+    expect(text).toContain('Node v20.20.2');
+    expect(text).toContain('PostgreSQL 15');
+    expect(text).toContain('alternated 5 times');
+  });
+
+  it('renders the figures of the last run as they were reported', () => {
+    const table = renderResults(summary);
+    for (const figure of [
+      '| resources/list pages/s, 10 callers, vs the raw keyset query',
+      '6903 vs 5462',
+      '1.39, 1.38, 1.26, 1.16, 1.20',
+      '0.27 ms / 0.25 ms',
+      '40470 pages/s',
+      '3654 vs 465',
+      '0.75 ms',
+      '5.24 ms',
+      '1.89 / 14.90 ms',
+      '9.9 KB',
+      '191 ms vs 136 ms',
+      '24.8 ms',
+      '1543 vs 1631',
+      '2092 vs 4072',
+      '14.03 ms',
+      '1036 ms vs 921 ms',
+      '(10021 entries, 101 pages)',
+      '1.06 ms',
+      '11.93 / 1.16 ms',
+      '29.83 ms',
+    ])
+      expect(table).toContain(figure);
+  });
+
+  it('lists every target in README, all met in the last run', () => {
+    const rows = benchmarkRows(summary).filter(
+      (row) => row.target !== undefined,
+    );
+    expect(rows).toHaveLength(16);
+    const readme = renderReadmeResults(summary);
+    expect(readme.match(/\| met +\|/g)).toHaveLength(16);
+    expect(readme).not.toContain('not met');
+    expect(readme).not.toContain('context:');
+  });
+
+  it('marks a figure that misses its target as not met', () => {
+    const results = structuredClone(summary.results) as Record<
+      string,
+      { ratio: number }
+    >;
+    (results['read_vs_point_read'] as { ratio: number }).ratio = 0.5;
+    const missed: BenchSummary = { ...summary, results };
+    const row = benchmarkRows(missed).find((one) =>
+      one.measure.startsWith('resources/read req/s'),
+    );
+    expect(row).toMatchObject({ target: '≥ 0.70', met: false });
+    expect(renderReadmeResults(missed)).toContain('| not met |');
+  });
+
+  it('leaves out measures a partial summary does not have', () => {
+    const partial: BenchSummary = {
+      ...summary,
+      results: { catalog_read: summary.results['catalog_read'] },
+    };
+    expect(benchmarkRows(partial).map((row) => row.group)).toEqual(['catalog']);
+    expect(renderResults(partial)).not.toContain('### Live updates');
+  });
+
+  it('writes tables that prettier leaves as they are', async () => {
+    for (const text of [renderResults(summary), renderReadmeResults(summary)])
+      expect(await format(text, { parser: 'markdown' })).toBe(`${text}\n`);
+  });
+
+  it('replaces only what lies between the markers, and refuses a file without them', () => {
+    const text = 'a\n<!-- x:start -->\nold\n<!-- x:end -->\nb\n';
+    expect(replaceBetweenMarkers(text, 'x', 'new')).toBe(
+      'a\n<!-- x:start -->\n\nnew\n\n<!-- x:end -->\nb\n',
+    );
+    expect(() => replaceBetweenMarkers('a', 'x', 'new')).toThrow(/markers/);
+  });
+
+  it('docs/benchmarks.md and README hold the tables of bench/results/latest.json (npm run bench:docs)', () => {
+    expect(between(read('docs/benchmarks.md'), 'bench:results')).toBe(
+      renderResults(summary),
+    );
+    expect(between(read('README.md'), 'bench:summary')).toBe(
+      renderReadmeResults(summary),
+    );
+  });
+});
