@@ -483,7 +483,7 @@ describe('resources/list as a request role', () => {
       expected.rows.map((row) => row.uri),
     );
     expect(uris).toContain(`${PREFIX}large-admin`);
-  });
+  }, 120_000); // thousands of small pages: more than the default 30 s on a loaded host
 
   it('returns every row, readers or not, to a role that RLS does not apply to', async () => {
     await insert('no-readers', []);

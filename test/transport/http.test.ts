@@ -164,7 +164,7 @@ describe('HTTP endpoint', () => {
     const code = await new Promise((resolve) => child.on('exit', resolve));
     expect(code).toBe(0);
     expect(JSON.parse(output)).toEqual(Array<string>(30).fill('413'));
-  });
+  }, 120_000); // 30 uploads of 5 MB from a child process
 
   it('bounds the drain after a 413: a client that never stops sending, or stalls, is cut off', async () => {
     const bounded = await startTestServer({
