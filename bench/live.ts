@@ -13,7 +13,6 @@ import type { Principal } from '../src/auth/index.js';
 import { loadConfig } from '../src/config.js';
 import type { DatabaseHandle } from '../src/db/index.js';
 import type { Logger } from '../src/log.js';
-import { startChangeFeed } from '../src/notifications/index.js';
 import { measure, type Run } from './load.js';
 import { serveAs } from './serve.js';
 
@@ -111,13 +110,7 @@ export async function liveBenchmarks(
     live,
     logger: silent as Logger,
   });
-  const feed = await startChangeFeed({
-    db,
-    publish: (changes) => app.publish(source, changes),
-    resync: () => app.resync(source),
-    retentionSeconds: live.changeRetentionSeconds,
-    log: (line) => logger.warn(line),
-  });
+  const feed = await app.startChangePath({ log: (line) => logger.warn(line) });
   const server = await serveAs(app.dispatcher, PRINCIPAL);
   const port = Number(new URL(server.url).port);
   const clients = await startClients();
@@ -276,13 +269,7 @@ export async function liveBenchmarks(
     ];
     for (const { writers, feed: withFeed } of variants) {
       const running = withFeed
-        ? await startChangeFeed({
-            db,
-            publish: (changes) => app.publish(source, changes),
-            resync: () => app.resync(source),
-            retentionSeconds: live.changeRetentionSeconds,
-            log: (line) => logger.warn(line),
-          })
+        ? await app.startChangePath({ log: (line) => logger.warn(line) })
         : undefined;
       const writes = () =>
         measure(writers, context.durationMs, 300, async (i) => {

@@ -6,12 +6,7 @@ import {
   type Principal,
 } from './auth/index.js';
 import type { Config } from './config.js';
-import {
-  CHANGE_VISIBILITY,
-  runRequestQuery,
-  type ChangeRow,
-  type DatabaseHandle,
-} from './db/index.js';
+import type { DatabaseHandle } from './db/index.js';
 import { ProtocolError } from './errors.js';
 import type { Logger } from './log.js';
 import {
@@ -21,7 +16,13 @@ import {
   type Dispatcher,
   type MethodHandler,
 } from './protocol/index.js';
-import { createListenMethod, Fanout } from './notifications/index.js';
+import {
+  createListenMethod,
+  startChangePath,
+  StreamRegistry,
+  type ChangeFeed,
+  type ChangePathOptions,
+} from './notifications/index.js';
 import {
   deliveredChanges,
   type CatalogSource,
@@ -49,11 +50,13 @@ export interface AppOptions {
 export interface App {
   readonly dispatcher: Dispatcher;
   /** Open listen streams. */
-  readonly fanout: Fanout;
-  /** Deliver a batch from `source`'s change feed (server.ts wires one feed per database). */
-  publish(source: CatalogSource, changes: readonly ChangeRow[]): Promise<void>;
-  /** `source`'s history changed (restore, failover): forget cached facts, tell every stream. */
-  resync(source: CatalogSource): void;
+  readonly fanout: StreamRegistry;
+  /** Start reading every source's change log into the streams (notifications/ startChangePath). */
+  startChangePath(
+    tuning?: Partial<
+      Pick<ChangePathOptions<CatalogSource>, 'pollIntervalMs' | 'log'>
+    >,
+  ): Promise<ChangeFeed>;
 }
 
 const INSTRUCTIONS =
@@ -76,24 +79,7 @@ export function createApp(options: AppOptions): App {
     cursors,
     pageSize: options.pageSize,
   };
-  // Delivery checks run with no client to cancel them.
-  const background = new AbortController().signal;
-  // Who may hear of which seqs of one database's change log, asked as the role in that database.
-  const authorizeIn =
-    (db: DatabaseHandle) =>
-    async (principal: Principal, seqs: readonly string[]) => {
-      const rows = await runRequestQuery(
-        db,
-        principal,
-        background,
-        CHANGE_VISIBILITY,
-        { seqs },
-      );
-      return new Map(
-        rows.map((row) => [row.seq, { before: row.before, after: row.after }]),
-      );
-    };
-  const fanout = new Fanout({
+  const fanout = new StreamRegistry({
     serverInfo: SERVER_INFO,
     maxStreams: options.live.maxStreams,
     maxStreamsPerRole: options.live.maxStreamsPerRole,
@@ -146,20 +132,16 @@ export function createApp(options: AppOptions): App {
   return {
     dispatcher,
     fanout,
-    publish: (source, changes) => {
-      // A schema change (DDL, GRANT, REVOKE) may change whose catalog has entries.
-      if (changes.some((change) => change.kind === 'schema'))
-        source.lookahead.clear();
-      return fanout.publish(
-        changes.flatMap((change) => deliveredChanges(source, change)),
-        authorizeIn(source.db),
-      );
-    },
-    resync: (source) => {
-      source.lookahead.clear();
-      // Streams are not told apart by database: any of them may watch `source`.
-      fanout.markAllStale();
-    },
+    startChangePath: (tuning) =>
+      startChangePath({
+        sources: options.sources,
+        streams: fanout,
+        deliveredChanges,
+        forgetCatalog: (source) => source.lookahead.clear(),
+        retentionSeconds: options.live.changeRetentionSeconds,
+        log: tuning?.log ?? ((line) => options.logger.info(line)),
+        pollIntervalMs: tuning?.pollIntervalMs,
+      }),
   };
 }
 

@@ -27,7 +27,7 @@ import {
 } from './db/index.js';
 import { LOGIN_PRINCIPAL } from './auth/index.js';
 import type { Logger } from './log.js';
-import { startChangeFeed, type ChangeFeed } from './notifications/index.js';
+import type { ChangeFeed } from './notifications/index.js';
 import { catalogSource, type CatalogSource } from './resources/index.js';
 import {
   startHttpTransport,
@@ -226,7 +226,7 @@ export async function startServer(
   }
   const open = await openDatabase(config, logger);
   let requestDb: DatabaseHandle | undefined;
-  const feeds: ChangeFeed[] = [];
+  let changePath: ChangeFeed | undefined;
   const extraDbs: DatabaseHandle[] = [];
   try {
     const { cursorSecret } = await prepareDatabase(open.db, logger, {
@@ -285,20 +285,8 @@ export async function startServer(
       live: config.live,
       logger,
     });
-    for (const source of sources) {
-      feeds.push(
-        await startChangeFeed({
-          db: source.db,
-          publish: (changes) => app.publish(source, changes),
-          resync: () => app.resync(source),
-          retentionSeconds: config.live.changeRetentionSeconds,
-          log: (line) =>
-            logger.info(
-              sources.length === 1 ? line : `${source.name}: ${line}`,
-            ),
-        }),
-      );
-    }
+    changePath = await app.startChangePath();
+    const changeFeeds = changePath;
     logger.info(
       `live updates: listening for changes on pgmcp_changes${sources.length === 1 ? '' : ` in ${sources.length} databases`}`,
     );
@@ -335,7 +323,7 @@ export async function startServer(
             },
           ),
         keepAliveMs: config.live.keepAliveMs,
-        ready: () => readiness(feeds),
+        ready: () => changeFeeds.readiness(),
         log: (line) => logger.warn(line),
       });
     }
@@ -352,7 +340,7 @@ export async function startServer(
         stopping ??= (async () => {
           // Every listen stream gets its graceful result before the transports close.
           app.fanout.closeAll();
-          await Promise.all(feeds.map((feed) => feed.stop()));
+          await changeFeeds.stop();
           stdio?.close();
           await stdio?.closed;
           await http?.close();
@@ -365,7 +353,7 @@ export async function startServer(
       },
     };
   } catch (error) {
-    for (const feed of feeds) await feed.stop().catch(() => undefined);
+    await changePath?.stop().catch(() => undefined);
     for (const db of extraDbs) await db.close().catch(() => undefined);
     if (requestDb !== undefined && requestDb !== open.db)
       await requestDb.close().catch(() => undefined);
@@ -402,17 +390,6 @@ function httpSecurity(
           }
         : undefined,
   };
-}
-
-/** Ready when every database's feed is: the first that is not says why. */
-function readiness(
-  feeds: readonly ChangeFeed[],
-): ReturnType<ChangeFeed['readiness']> {
-  const states = feeds.map((feed) => feed.readiness());
-  return (
-    states.find((state) => !state.ok) ??
-    (states[0] as ReturnType<ChangeFeed['readiness']>)
-  );
 }
 
 /**
