@@ -9,4 +9,4 @@ export {
   startStdioTransport,
   type StdioTransport,
   type StdioTransportOptions,
-} from './stdio.js';
+} from './stdio-transport.js';
