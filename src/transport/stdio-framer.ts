@@ -37,7 +37,8 @@ export class StdioFramer {
     }
     if (this.#size > this.maxBytes) {
       // An over-long line: answer once, then drop the rest of it up to the next newline.
-      this.#take();
+      this.#parts = [];
+      this.#size = 0;
       if (!this.#discarding) this.onTooLarge();
       this.#discarding = true;
     }
