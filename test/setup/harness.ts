@@ -13,7 +13,7 @@ import type {
   StreamRegistry,
 } from '../../src/notifications/index.js';
 import type { Dispatcher } from '../../src/protocol/index.js';
-import { startHttpTransport } from '../../src/transport/http.js';
+import { startHttpTransport } from '../../src/transport/index.js';
 import { assertValidNotification, assertValidResponse } from './spec-schema.js';
 
 export const PROTOCOL_VERSION = '2026-07-28';

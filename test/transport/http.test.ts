@@ -432,12 +432,12 @@ describe('protocol errors and their HTTP status', () => {
       resultType: 'complete',
       supportedVersions: ['2026-07-28'],
       capabilities: { resources: {} },
-      ttlMs: expect.any(Number),
+      ttlMs: expect.any(Number) as unknown,
       cacheScope: 'public',
       _meta: {
         'io.modelcontextprotocol/serverInfo': {
           name: 'pgmcp',
-          version: expect.any(String),
+          version: expect.any(String) as unknown,
         },
       },
     });
