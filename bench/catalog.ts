@@ -6,7 +6,7 @@ import { Worker } from 'node:worker_threads';
 import pg from 'pg';
 import { createApp } from '../src/app.js';
 import { LOGIN_PRINCIPAL, type Principal } from '../src/auth/index.js';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/index.js';
 import {
   createDatabase,
   LIST_CATALOG_PAGE,
@@ -16,7 +16,7 @@ import {
 import type { Logger } from '../src/log.js';
 import { catalogUri } from '../src/resources/catalog.js';
 import { catalogSource } from '../src/resources/index.js';
-import { MIGRATIONS_DIRECTORY } from '../src/server.js';
+import { MIGRATIONS_DIRECTORY } from '../src/config/index.js';
 import type { Run, Workload } from './load.js';
 import { serveAs } from './serve.js';
 import type { Walk, WalkSpec } from './walk.js';

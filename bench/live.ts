@@ -10,7 +10,7 @@ import vm from 'node:vm';
 import type pg from 'pg';
 import { createApp } from '../src/app.js';
 import type { Principal } from '../src/auth/index.js';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/index.js';
 import type { DatabaseHandle } from '../src/db/index.js';
 import type { Logger } from '../src/log.js';
 import { measure, type Run } from './load.js';

@@ -5,6 +5,7 @@ export {
   type DatabaseOptions,
   type SessionConfig,
 } from './pool.js';
+export { withAdminClient, type AdminClient } from './admin-client.js';
 export { runRequestQuery } from './request-transaction.js';
 export {
   LIST_RESOURCES_PAGE,
@@ -39,11 +40,15 @@ export {
 } from './embedded.js';
 export {
   AUTHENTICATOR_ROLE,
+  authenticatorLogin,
+  checkPoolRole,
   checkRequestRole,
   createRoleChecker,
+  ENABLE_AUTHENTICATOR_LOGIN_HINT,
   enableAuthenticatorLogin,
   grantToAuthenticator,
   inspectLogin,
+  inspectRequestLogin,
   ROLE_REFUSALS,
   type LoginFacts,
   type RoleVerdict,

@@ -2,7 +2,7 @@
 // (JSON; bytea as base64), read in the caller's request transaction so the table's own GRANTs and
 // row-level security decide; optionally listed after the catalog, keyset on the primary key.
 import type { Principal } from '../auth/index.js';
-import type { CatalogScope, CollectionConfig } from '../config.js';
+import type { CatalogScope, CollectionConfig } from './collection-settings.js';
 import {
   currentDatabaseName,
   LIST_COLLECTION_ROWS,

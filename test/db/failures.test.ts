@@ -9,7 +9,7 @@ import {
   runRequestQuery,
   type PreparedQuery,
 } from '../../src/db/index.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/index.js';
 import { ConfigError, ProtocolError } from '../../src/errors.js';
 import { startStdioTransport } from '../../src/transport/index.js';
 import {

@@ -5,7 +5,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MigrationChangedError, runMigrations } from '../../src/db/index.js';
-import { MIGRATIONS_DIRECTORY } from '../../src/server.js';
+import { MIGRATIONS_DIRECTORY } from '../../src/config/index.js';
 import { testDatabaseUrl } from '../setup/harness.js';
 
 const SCRATCH = 'pgmcp_migrate_test';

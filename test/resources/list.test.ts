@@ -132,7 +132,7 @@ describe('resources/list', () => {
     } finally {
       // Put the deleted notes back by re-running the idempotent demo seed step for notes.
       const { loadSeed } = await import('../../src/db/index.js');
-      const { SEEDS_DIRECTORY } = await import('../../src/server.js');
+      const { SEEDS_DIRECTORY } = await import('../../src/config/index.js');
       const admin = new pg.Client({ connectionString: testDatabaseUrl() });
       await admin.connect();
       await loadSeed(admin, SEEDS_DIRECTORY, 'demo', () => undefined);

@@ -4,7 +4,7 @@
 // Own database: this file runs DDL and writes that other files must not see.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CollectionConfig } from '../../src/config.js';
+import type { CollectionConfig } from '../../src/resources/index.js';
 import { rowUri } from '../../src/resources/catalog.js';
 import {
   call,

@@ -6,7 +6,7 @@ import { inject } from 'vitest';
 import { createApp } from '../../src/app.js';
 import { LOGIN_PRINCIPAL, type Principal } from '../../src/auth/index.js';
 import { createDatabase, type DatabaseHandle } from '../../src/db/index.js';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/config/index.js';
 import { createLogger } from '../../src/log.js';
 import type {
   ChangeFeed,
