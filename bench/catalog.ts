@@ -14,7 +14,7 @@ import {
   type DatabaseHandle,
 } from '../src/db/index.js';
 import type { Logger } from '../src/log.js';
-import { catalogUri } from '../src/resources/catalog.js';
+import { catalogUri } from '../src/resources/catalog-uri.js';
 import { catalogSource } from '../src/resources/index.js';
 import { MIGRATIONS_DIRECTORY } from '../src/server.js';
 import type { Run, Workload } from './load.js';

@@ -2,7 +2,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCursorCodec } from '../../src/protocol/index.js';
-import { catalogUri } from '../../src/resources/catalog.js';
+import { catalogUri } from '../../src/resources/catalog-uri.js';
 import {
   TEST_CURSOR_SECRET,
   call,

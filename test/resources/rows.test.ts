@@ -5,7 +5,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CollectionConfig } from '../../src/config.js';
-import { rowUri } from '../../src/resources/catalog.js';
+import { rowUri } from '../../src/resources/catalog-uri.js';
 import {
   call,
   listenFresh,
