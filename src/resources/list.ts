@@ -71,7 +71,7 @@ function decodePosition(
             rows: {
               schema,
               table: relation,
-              after: key.length === 0 ? null : (key as string[]),
+              after: key.length === 0 ? null : key,
             },
           };
     }

@@ -16,6 +16,7 @@ import {
   type StreamSink,
 } from '../../src/protocol/index.js';
 import { SERVER_INFO } from '../../src/version.js';
+import { match } from '../setup/matchers.js';
 
 class MemorySink implements StreamSink {
   readonly written: string[] = [];
@@ -87,12 +88,12 @@ function setup(
 ) {
   const checks: string[] = [];
   // Everyone may hear of everything; the count of checks is what these tests watch.
-  const authorize = async (principal: Principal, seqs: readonly string[]) => {
+  const authorize = (principal: Principal, seqs: readonly string[]) => {
     checks.push(principal.role ?? 'login');
     const visibility: Visibility = new Map(
       seqs.map((seq) => [seq, { before: true, after: true }]),
     );
-    return visibility;
+    return Promise.resolve(visibility);
   };
   const fanout = new Fanout({
     serverInfo: SERVER_INFO,
@@ -141,7 +142,7 @@ function change(
 
 describe('Fanout', () => {
   it('checks access once per distinct role per batch, however many streams', async () => {
-    const { fanout, checks, open, publish } = setup();
+    const { checks, open, publish } = setup();
     const sinks = [];
     for (let i = 0; i < 300; i += 1)
       sinks.push(
@@ -162,7 +163,7 @@ describe('Fanout', () => {
   });
 
   it('asks nothing and writes nothing when no stream cares', async () => {
-    const { fanout, checks, open, publish } = setup();
+    const { checks, open, publish } = setup();
     const sink = open('support', ['notes:///a/1']);
     await publish([change('notes:///b/1')]);
     expect(checks).toEqual([]);
@@ -170,7 +171,7 @@ describe('Fanout', () => {
   });
 
   it('coalesces repeated updates of one URI while the client is not reading', async () => {
-    const { fanout, open, publish } = setup();
+    const { open, publish } = setup();
     const sink = open('support', ['notes:///a/1', 'notes:///a/2']);
     sink.blocked = true;
     await publish([change('notes:///a/1')]); // written; the sink pushes back
@@ -229,7 +230,7 @@ describe('Fanout', () => {
       id: 1,
       error: {
         code: -32603,
-        message: expect.stringMatching(/did not read its notifications/),
+        message: match.stringMatching(/did not read its notifications/),
         data: { code: 'STREAM_STALLED' },
       },
     });
@@ -265,7 +266,7 @@ describe('Fanout', () => {
 
   it('yields to the event loop between slices of a large broadcast', async () => {
     // Slices are by time (2 ms by default); with no time allowed, every 16 streams yield.
-    const { fanout, open, publish } = setup({ sliceMs: 0 });
+    const { open, publish } = setup({ sliceMs: 0 });
     for (let i = 0; i < 2000; i += 1) open('support', [], true);
     let ranDuring = false;
     const publishing = publish([change('notes:///a/1', 'created')]);
@@ -299,7 +300,7 @@ describe('Fanout', () => {
     expect(JSON.parse(sink.ended as string)).toMatchObject({
       id: 't',
       error: {
-        message: expect.stringMatching(/token expired/),
+        message: match.stringMatching(/token expired/),
         data: { code: 'AUTHENTICATION_REQUIRED' },
       },
     });

@@ -30,10 +30,10 @@ beforeAll(async () => {
         'test/context',
         createMethod({
           params: EmptyParamsSchema,
-          handle: async (_params, ctx) => {
+          handle: (_params, ctx) => {
             seen.handler = ctx;
             seen.aborted = ctx.aborted;
-            return {};
+            return Promise.resolve({});
           },
         }),
       ],

@@ -48,13 +48,13 @@ beforeAll(async () => {
       write: (line: string) => logLines.push(line) > 0,
     } as unknown as NodeJS.WritableStream,
   });
-  // The role checker needs the server's own pool: build the server, then its authenticator.
-  let checker: ((role: string) => Promise<boolean>) | undefined;
+  // The role checker needs the server's own pool: the authenticator calls it (declared below,
+  // once the server is built) only when a request comes.
   const authenticate = createAuthenticate({
     config,
     secret: SECRET,
     audience: AUDIENCE,
-    canAssume: (role) => (checker as (role: string) => Promise<boolean>)(role),
+    canAssume: (role) => checker(role),
     logger,
   });
   server = await startTestServer({
@@ -68,7 +68,7 @@ beforeAll(async () => {
       },
     },
   });
-  checker = createRoleChecker(server.db, 1000);
+  const checker = createRoleChecker(server.db, 1000);
 });
 
 afterAll(async () => {
