@@ -48,7 +48,7 @@ export function parseDataRow(
       continue;
     }
     fields[index] = byteForByte
-      ? (row as string).slice(at - offset, at - offset + size)
+      ? row.slice(at - offset, at - offset + size)
       : bytes.toString('utf8', at, at + size);
     at += size;
   }
