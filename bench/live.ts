@@ -108,7 +108,7 @@ export async function liveBenchmarks(
     pageSize: 100,
     maxDirectoryEntries: 500,
     live,
-    logger: silent as Logger,
+    logger: silent,
   });
   const feed = await app.startChangePath({ log: (line) => logger.warn(line) });
   const server = await serveAs(app.dispatcher, PRINCIPAL);

@@ -174,7 +174,7 @@ async function benchDatabase(
     await admin.end();
     const url = new URL(base);
     url.pathname = `/${BENCH_DATABASE}`;
-    return { url: url.toString(), stop: async () => undefined };
+    return { url: url.toString(), stop: () => Promise.resolve() };
   }
   const embedded = await startEmbeddedPostgres({
     stateDirectory: path.join(PROJECT_ROOT, '.pgmcp', 'bench'),

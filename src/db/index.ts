@@ -65,7 +65,7 @@ export {
   type ChangePosition,
   type ChangeRow,
 } from './changes.js';
-export { TEMPLATE_COMPLETION_CANDIDATES } from './completion.js';
+export { TEMPLATE_COMPLETION_CANDIDATES } from './completion-statements.js';
 export {
   CATALOG_NAMES,
   currentDatabaseName,
@@ -73,10 +73,10 @@ export {
   DESCRIBE_SCHEMA_RELATIONS,
   LIST_CATALOG_PAGE,
   DESCRIBE_SCHEMA,
-} from './catalog.js';
+} from './catalog-statements.js';
 export {
   inspectCollection,
   LIST_COLLECTION_ROWS,
   READ_COLLECTION_ROW,
   setExposed,
-} from './rows.js';
+} from './row-statements.js';

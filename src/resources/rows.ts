@@ -11,7 +11,7 @@ import {
   type DatabaseHandle,
 } from '../db/index.js';
 import { ProtocolError } from '../errors.js';
-import { catalogUri, encodeRowKey, rowUri } from './catalog.js';
+import { catalogUri, encodeRowKey, rowUri } from './catalog-uri.js';
 import { keysetPage } from './keyset.js';
 
 /** One database's catalog and collections, under the URI authority it is configured with. */

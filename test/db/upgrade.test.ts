@@ -108,7 +108,7 @@ beforeAll(async () => {
     });
 }, 120_000);
 
-afterAll(async () => {
+afterAll(() => {
   rmSync(folder, { recursive: true, force: true });
 });
 

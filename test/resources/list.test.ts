@@ -10,6 +10,7 @@ import {
   walkList,
   type TestServer,
 } from '../setup/harness.js';
+import { match } from '../setup/matchers.js';
 
 let server: TestServer;
 let sql: pg.Client;
@@ -162,7 +163,7 @@ describe('resources/list', () => {
     expect(result).toMatchObject({
       resultType: 'complete',
       cacheScope: 'public',
-      ttlMs: expect.any(Number),
+      ttlMs: match.any(Number),
     });
   });
 });
