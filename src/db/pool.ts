@@ -1,6 +1,35 @@
 // Connection pools: one for requests (read-only by default) and short-lived admin clients.
-import './data-rows.js';
 import pg from 'pg';
+import {
+  installedPipelineDriver,
+  pipelineDriverProblem,
+  type PipelineDriver,
+} from './implicit-transaction.js';
+
+// PGMCP_DRIVER_PATCHES, read once at start-up: "off" sends request transactions through pg's
+// public API (a round trip per statement) instead of db/implicit-transaction.ts, which drives pg
+// internals: the way to run on a pg the pipeline was not verified with.
+const DRIVER_PATCHES = process.env['PGMCP_DRIVER_PATCHES'] ?? 'on';
+/** Whether request transactions go out through db/implicit-transaction.ts. */
+export const PIPELINE = DRIVER_PATCHES !== 'off';
+
+/** Refuse to start when the pipeline is on and `driver` is not the pg it was verified with. */
+export function assertDriverPatches(
+  driver: PipelineDriver = installedPipelineDriver(),
+): void {
+  if (DRIVER_PATCHES !== 'on' && DRIVER_PATCHES !== 'off')
+    throw new Error(
+      `PGMCP_DRIVER_PATCHES is "${DRIVER_PATCHES}"; it must be on or off`,
+    );
+  if (!PIPELINE) return;
+  const problem = pipelineDriverProblem(driver);
+  if (problem !== undefined)
+    throw new Error(
+      `pgmcp's request pipeline (db/implicit-transaction.ts) cannot run: ${problem}. ` +
+        `Install the pinned pg (npm ci), or set PGMCP_DRIVER_PATCHES=off to send each statement ` +
+        `through pg's public API (a round trip each).`,
+    );
+}
 
 export interface DatabaseOptions {
   /** A postgres:// URL; undefined lets pg read the standard PG* environment variables. */
@@ -32,6 +61,7 @@ export interface SessionConfig {
 
 /** Create the request pool. No connection is opened until the first query. */
 export function createDatabase(options: DatabaseOptions): DatabaseHandle {
+  assertDriverPatches();
   const config: pg.PoolConfig = {
     connectionString: options.connectionString,
     max: options.poolSize,

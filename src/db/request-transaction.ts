@@ -3,7 +3,7 @@ import type pg from 'pg';
 import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
 import { ImplicitTransaction } from './implicit-transaction.js';
-import type { DatabaseHandle } from './pool.js';
+import { PIPELINE, type DatabaseHandle } from './pool.js';
 import type { PreparedQuery } from './prepared.js';
 import { toDatabaseError } from './sqlstate.js';
 
@@ -48,6 +48,8 @@ export async function runRequestQuery<TArgs, TRow>(
     };
     if (principal.role === null && query.textOutput !== true)
       return (await client.query(statement)).rows as TRow[];
+    if (!PIPELINE)
+      return (await runUnpipelined(client, principal, statement)) as TRow[];
     // Text rows come back as the driver's own field arrays, which pg's Query would copy into objects.
     const transaction = new ImplicitTransaction(
       principal.role === null
@@ -76,6 +78,44 @@ export async function runRequestQuery<TArgs, TRow>(
     throw toDatabaseError(error);
   } finally {
     client.release(broken);
+  }
+}
+
+const TEXT_TYPES = { getTypeParser: () => (value: string) => value };
+
+/** The same transaction through pg's public API: begin, identity, query, commit, a round trip each. */
+async function runUnpipelined(
+  client: pg.PoolClient,
+  principal: Principal,
+  statement: {
+    name: string;
+    text: string;
+    values: unknown[];
+    textOutput?: boolean | undefined;
+  },
+): Promise<unknown[]> {
+  const config: pg.QueryConfig = {
+    name: statement.name,
+    text: statement.text,
+    values: statement.values,
+    ...(statement.textOutput === true
+      ? { rowMode: 'array', types: TEXT_TYPES }
+      : {}),
+  };
+  if (principal.role === null)
+    return (await client.query<unknown[]>(config)).rows;
+  await client.query('begin');
+  try {
+    await client.query({
+      ...SET_IDENTITY,
+      values: [principal.role, JSON.stringify(principal.claims)],
+    });
+    const { rows } = await client.query<unknown[]>(config);
+    await client.query('commit');
+    return rows;
+  } catch (error) {
+    await client.query('rollback').catch(() => undefined);
+    throw error;
   }
 }
 
