@@ -44,6 +44,8 @@ export interface AppOptions {
   readonly maxDirectoryEntries: number;
   readonly live: Config['live'];
   readonly logger: Logger;
+  /** Role decisions (db/ createRoleChecker), forgotten when a feed reports a schema change. */
+  readonly roleDecisions?: { clear(): void };
 }
 
 export interface App {
@@ -147,9 +149,12 @@ export function createApp(options: AppOptions): App {
     dispatcher,
     fanout,
     publish: (source, changes) => {
-      // A schema change (DDL, GRANT, REVOKE) may change whose catalog has entries.
-      if (changes.some((change) => change.kind === 'schema'))
+      // A schema change (DDL, GRANT, REVOKE) may change whose catalog has entries, and often
+      // comes with a role's setup or removal (role DDL itself reaches no feed).
+      if (changes.some((change) => change.kind === 'schema')) {
         source.lookahead.clear();
+        options.roleDecisions?.clear();
+      }
       return fanout.publish(
         changes.flatMap((change) => deliveredChanges(source, change)),
         authorizeIn(source.db),
@@ -157,6 +162,7 @@ export function createApp(options: AppOptions): App {
     },
     resync: (source) => {
       source.lookahead.clear();
+      options.roleDecisions?.clear();
       // Streams are not told apart by database: any of them may watch `source`.
       fanout.markAllStale();
     },

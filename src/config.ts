@@ -169,6 +169,13 @@ const ConfigSchema = z.object({
       0,
       86_400,
     ),
+    /** Role decisions kept (does the role exist, may the login assume it); 0: off. */
+    roleCacheMaxEntries: integer('PGMCP_ROLE_CACHE_MAX_ENTRIES', 0, 1_000_000),
+    roleCacheMaxAgeSeconds: integer(
+      'PGMCP_ROLE_CACHE_MAX_AGE_SECONDS',
+      0,
+      3600,
+    ),
   }),
   live: z.object({
     maxStreams: integer('PGMCP_MAX_STREAMS', 0, 1_000_000),
@@ -257,6 +264,8 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv): Config {
       cacheMaxEntries: env['PGMCP_JWT_CACHE_MAX_ENTRIES'] ?? '1000',
       cacheMaxLifetimeSeconds:
         env['PGMCP_JWT_CACHE_MAX_LIFETIME_SECONDS'] ?? '300',
+      roleCacheMaxEntries: env['PGMCP_ROLE_CACHE_MAX_ENTRIES'] ?? '1000',
+      roleCacheMaxAgeSeconds: env['PGMCP_ROLE_CACHE_MAX_AGE_SECONDS'] ?? '10',
     },
     live: {
       maxStreams: env['PGMCP_MAX_STREAMS'] ?? '20000',

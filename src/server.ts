@@ -276,6 +276,10 @@ export async function startServer(
       for (const collection of source.collections)
         await checkCollection(source, collection, logger);
     }
+    const canAssume = createRoleChecker(requestDb, {
+      maxEntries: config.auth.roleCacheMaxEntries,
+      maxAgeMs: config.auth.roleCacheMaxAgeSeconds * 1000,
+    });
     const app = createApp({
       db: requestDb,
       sources,
@@ -284,6 +288,7 @@ export async function startServer(
       maxDirectoryEntries: config.maxDirectoryEntries,
       live: config.live,
       logger,
+      roleDecisions: canAssume,
     });
     for (const source of sources) {
       feeds.push(
@@ -316,7 +321,6 @@ export async function startServer(
         maxMessageBytes: config.maxBodyBytes,
       });
     } else {
-      const canAssume = createRoleChecker(requestDb, 10_000);
       http = await startHttpTransport({
         host: config.host,
         port: config.port,

@@ -41,6 +41,8 @@ export {
   AUTHENTICATOR_ROLE,
   checkRequestRole,
   createRoleChecker,
+  type RoleChecker,
+  type RoleCheckerOptions,
   enableAuthenticatorLogin,
   grantToAuthenticator,
   inspectLogin,

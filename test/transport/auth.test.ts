@@ -68,7 +68,7 @@ beforeAll(async () => {
       },
     },
   });
-  checker = createRoleChecker(server.db, 1000);
+  checker = createRoleChecker(server.db, { maxEntries: 1000, maxAgeMs: 1000 });
 });
 
 afterAll(async () => {
@@ -246,7 +246,10 @@ describe('a token never acts as the login', () => {
       databaseUrl: url.toString(),
       authenticate: (request) => authenticate(request),
     });
-    loginChecker = createRoleChecker(asLogin.db, 1000);
+    loginChecker = createRoleChecker(asLogin.db, {
+      maxEntries: 1000,
+      maxAgeMs: 1000,
+    });
   });
 
   afterAll(async () => {
