@@ -54,7 +54,8 @@ if (!/^[a-z_][a-z0-9_]*$/.test(BENCH_DATABASE))
   throw new Error(
     `BENCH_DATABASE must be a lower-case identifier, not "${BENCH_DATABASE}"`,
   );
-// A comma-separated list of result keys (e.g. "list_role_10pct_vs_all_p50,read_vs_point_read"),
+// A comma-separated list of result keys without the token scheme's suffix (e.g.
+// "list_role_10pct_vs_all_p50,read_vs_point_read": each runs with every scheme of BENCH_AUTH),
 // or the groups "catalog" and "live", runs only those; unset runs all. A partial run merges its
 // figures into latest.json and notes its date under `partialRuns`.
 const ONLY = process.env['BENCH_ONLY']?.split(',').filter((key) => key !== '');
