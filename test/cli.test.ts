@@ -41,18 +41,15 @@ describe('pgmcp CLI', () => {
   });
 
   it('rejects an unknown command or flag with exit code 2 and the usage', () => {
-    expect(pgmcp(['frobnicate'])).toMatchObject({
-      status: 2,
-      stderr: expect.stringContaining('unknown command "frobnicate"'),
-    });
-    expect(pgmcp(['serve', '--prot', '1'])).toMatchObject({
-      status: 2,
-      stderr: expect.stringContaining("Unknown option '--prot'"),
-    });
-    expect(pgmcp(['seed', 'nope'])).toMatchObject({
-      status: 2,
-      stderr: expect.stringContaining('demo'),
-    });
+    for (const [args, says] of [
+      [['frobnicate'], 'unknown command "frobnicate"'],
+      [['serve', '--prot', '1'], "Unknown option '--prot'"],
+      [['seed', 'nope'], 'demo'],
+    ] as const) {
+      const result = pgmcp([...args]);
+      expect(result.status, args.join(' ')).toBe(2);
+      expect(result.stderr, args.join(' ')).toContain(says);
+    }
   });
 
   it('fails at start-up on bad configuration, naming the setting', () => {
