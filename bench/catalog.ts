@@ -5,7 +5,7 @@
 import { Worker } from 'node:worker_threads';
 import pg from 'pg';
 import { createApp } from '../src/app.js';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/index.js';
 import {
   createDatabase,
   LIST_CATALOG_PAGE,
@@ -13,9 +13,9 @@ import {
   type DatabaseHandle,
 } from '../src/db/index.js';
 import type { Logger } from '../src/log.js';
-import { catalogUri } from '../src/resources/catalog.js';
+import { catalogUri } from '../src/resources/catalog-uri.js';
 import { catalogSource } from '../src/resources/index.js';
-import { MIGRATIONS_DIRECTORY } from '../src/server.js';
+import { MIGRATIONS_DIRECTORY } from '../src/config/index.js';
 import type { LoadCaller, Run, Workload } from './load.js';
 import { serve } from './serve.js';
 import type { TokenIssuer } from './token-issuer.js';

@@ -9,12 +9,11 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import type pg from 'pg';
 import { createApp } from '../src/app.js';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/index.js';
 import type { DatabaseHandle } from '../src/db/index.js';
 import type { Logger } from '../src/log.js';
-import { startChangeFeed } from '../src/notifications/index.js';
 import type { Dispatcher } from '../src/protocol/index.js';
-import type { HttpTransport } from '../src/transport/http.js';
+import type { HttpTransport } from '../src/transport/index.js';
 import { measure, type Run } from './load.js';
 
 export interface LiveBenchContext {
@@ -118,13 +117,7 @@ export async function liveBenchmarks(
     live,
     logger: silent,
   });
-  const feed = await startChangeFeed({
-    db,
-    publish: (changes) => app.publish(source, changes),
-    resync: () => app.resync(source),
-    retentionSeconds: live.changeRetentionSeconds,
-    log: (line) => logger.warn(line),
-  });
+  const feed = await app.startChangePath({ log: (line) => logger.warn(line) });
   const server = await context.serve(app.dispatcher);
   const { authorizations } = context;
   /** Stream i's Authorization header: the tokens in turn. */
@@ -291,13 +284,7 @@ export async function liveBenchmarks(
     ];
     for (const { writers, feed: withFeed } of variants) {
       const running = withFeed
-        ? await startChangeFeed({
-            db,
-            publish: (changes) => app.publish(source, changes),
-            resync: () => app.resync(source),
-            retentionSeconds: live.changeRetentionSeconds,
-            log: (line) => logger.warn(line),
-          })
+        ? await app.startChangePath({ log: (line) => logger.warn(line) })
         : undefined;
       const writes = () =>
         measure(writers, context.durationMs, 300, async (i) => {

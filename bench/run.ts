@@ -31,9 +31,9 @@ import {
   seedLoaded,
   startEmbeddedPostgres,
 } from '../src/db/index.js';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/index.js';
 import { createLogger } from '../src/log.js';
-import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../src/server.js';
+import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../src/config/index.js';
 import { catalogBenchmarks } from './catalog.js';
 import { liveBenchmarks } from './live.js';
 import { readSummary, renderResults, writeBenchDocs } from './report.js';

@@ -1,14 +1,14 @@
 // The bench's HTTP endpoint: pgmcp's own transport on a free loopback port, each request
 // authenticated as in production (bearer token verified, role checked against the database).
-import { createAuthenticate } from '../src/app.js';
-import { loadConfig } from '../src/config.js';
-import { createRoleChecker, type DatabaseHandle } from '../src/db/index.js';
+import { createAuthenticate, createRoleDecisions } from '../src/app.js';
+import { loadConfig } from '../src/config/index.js';
+import type { DatabaseHandle } from '../src/db/index.js';
 import type { Logger } from '../src/log.js';
 import type { Dispatcher } from '../src/protocol/index.js';
 import {
   startHttpTransport,
   type HttpTransport,
-} from '../src/transport/http.js';
+} from '../src/transport/index.js';
 import type { TokenIssuer } from './token-issuer.js';
 
 export interface ServeOptions {
@@ -37,10 +37,7 @@ export function serve(options: ServeOptions): Promise<HttpTransport> {
     config,
     secret: issuer.secret,
     audience: issuer.audience,
-    canAssume: createRoleChecker(options.db, {
-      maxEntries: config.auth.roleCacheMaxEntries,
-      maxAgeMs: config.auth.roleCacheMaxAgeSeconds * 1000,
-    }),
+    canAssume: createRoleDecisions(config, options.db),
     logger: options.logger,
   });
   return startHttpTransport({

@@ -40,16 +40,16 @@ describe('pgmcp CLI', () => {
     expect(result.stdout).toMatch(/Usage: pgmcp/);
   });
 
-  it('rejects an unknown command or flag with exit code 2 and the usage', () => {
-    for (const [args, says] of [
-      [['frobnicate'], 'unknown command "frobnicate"'],
-      [['serve', '--prot', '1'], "Unknown option '--prot'"],
-      [['seed', 'nope'], 'demo'],
-    ] as const) {
-      const result = pgmcp([...args]);
-      expect(result.status, args.join(' ')).toBe(2);
-      expect(result.stderr, args.join(' ')).toContain(says);
-    }
+  it.each([
+    [['frobnicate'], 'unknown command "frobnicate"'],
+    [['serve', '--prot', '1'], "Unknown option '--prot'"],
+    [['seed', 'nope'], 'demo'],
+    [['unexpose', '--nope'], "expose: Unknown option '--nope'"],
+  ])('rejects %j with exit code 2, saying why, and the usage', (args, why) => {
+    const result = pgmcp(args);
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain(why);
+    expect(result.stderr).toContain('Usage: pgmcp <command> [options]');
   });
 
   it('fails at start-up on bad configuration, naming the setting', () => {

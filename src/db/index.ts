@@ -5,6 +5,7 @@ export {
   type DatabaseOptions,
   type SessionConfig,
 } from './pool.js';
+export { withAdminClient, type AdminClient } from './admin-client.js';
 export { runRequestQuery } from './request-transaction.js';
 export {
   LIST_RESOURCES_PAGE,
@@ -39,13 +40,17 @@ export {
 } from './embedded.js';
 export {
   AUTHENTICATOR_ROLE,
+  authenticatorLogin,
+  checkPoolRole,
   checkRequestRole,
   createRoleChecker,
   type RoleChecker,
   type RoleCheckerOptions,
+  ENABLE_AUTHENTICATOR_LOGIN_HINT,
   enableAuthenticatorLogin,
   grantToAuthenticator,
   inspectLogin,
+  inspectRequestLogin,
   ROLE_REFUSALS,
   type LoginFacts,
   type RoleVerdict,
@@ -62,7 +67,7 @@ export {
   type ChangePosition,
   type ChangeRow,
 } from './changes.js';
-export { TEMPLATE_COMPLETION_CANDIDATES } from './completion.js';
+export { TEMPLATE_COMPLETION_CANDIDATES } from './completion-statements.js';
 export {
   CATALOG_NAMES,
   currentDatabaseName,
@@ -70,10 +75,10 @@ export {
   DESCRIBE_SCHEMA_RELATIONS,
   LIST_CATALOG_PAGE,
   DESCRIBE_SCHEMA,
-} from './catalog.js';
+} from './catalog-statements.js';
 export {
   inspectCollection,
   LIST_COLLECTION_ROWS,
   READ_COLLECTION_ROW,
   setExposed,
-} from './rows.js';
+} from './row-statements.js';

@@ -6,7 +6,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAuthenticate } from '../../src/app.js';
 import { mintToken } from '../../src/auth/index.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/index.js';
 import {
   createRoleChecker,
   type DatabaseHandle,
