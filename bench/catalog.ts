@@ -1,11 +1,10 @@
 // Catalog benchmarks (docs/benchmarks.md "Method"), run by bench/run.ts: a database of 10,000
 // tables in 20 schemas, read as a role granted on all of them. First resources/list page p50, a
 // whole-catalog walk through pgmcp against the same keyset query on the pool, and one table's
-// description p50; the login's figures as context.
+// description p50; a role that sees 10 tables as context. Requests carry bearer tokens (serve.ts).
 import { Worker } from 'node:worker_threads';
 import pg from 'pg';
 import { createApp } from '../src/app.js';
-import { LOGIN_PRINCIPAL, type Principal } from '../src/auth/index.js';
 import { loadConfig } from '../src/config/index.js';
 import {
   createDatabase,
@@ -17,8 +16,9 @@ import type { Logger } from '../src/log.js';
 import { catalogUri } from '../src/resources/catalog-uri.js';
 import { catalogSource } from '../src/resources/index.js';
 import { MIGRATIONS_DIRECTORY } from '../src/config/index.js';
-import type { Run, Workload } from './load.js';
-import { serveAs } from './serve.js';
+import type { LoadCaller, Run, Workload } from './load.js';
+import { serve } from './serve.js';
+import type { TokenIssuer } from './token-issuer.js';
 import type { Walk, WalkSpec } from './walk.js';
 
 export interface CatalogBenchContext {
@@ -31,7 +31,12 @@ export interface CatalogBenchContext {
     url: string,
     concurrency: number,
     workload: Workload,
+    callers: readonly LoadCaller[],
   ) => Promise<Run>;
+  /** Signs the requests' tokens (HS256 in run.ts). */
+  readonly issuer: TokenIssuer;
+  /** Distinct tokens per role. */
+  readonly tokensPerRole: number;
 }
 
 export interface CatalogBenchOutput {
@@ -156,8 +161,12 @@ async function prepareCatalogDatabase(
 }
 
 /** Walk resources/list from first page to last `walks` times, in a worker thread. */
-function walkThroughServer(url: string, walks: number): Promise<Walk[]> {
-  const spec: WalkSpec = { url, walks };
+function walkThroughServer(
+  url: string,
+  walks: number,
+  callers: readonly LoadCaller[],
+): Promise<Walk[]> {
+  const spec: WalkSpec = { url, walks, callers };
   return new Promise((resolve, reject) => {
     const worker = new Worker(new URL('./load-worker.js', import.meta.url), {
       workerData: spec,
@@ -237,13 +246,18 @@ export async function catalogBenchmarks(
     live: loadConfig({}, {}).live,
     logger: silent,
   });
-  const role: Principal = { role: ROLE, claims: {} };
-  const server = await serveAs(app.dispatcher, role);
-  const loginServer = await serveAs(app.dispatcher, LOGIN_PRINCIPAL);
-  const fewServer = await serveAs(app.dispatcher, {
-    role: FEW_ROLE,
-    claims: {},
+  const server = await serve({
+    dispatcher: app.dispatcher,
+    issuer: context.issuer,
+    db,
+    logger: silent,
   });
+  const callersOf = async (role: string): Promise<LoadCaller[]> =>
+    (await context.issuer.mint([role], context.tokensPerRole)).map(
+      (caller) => ({ authorization: caller.authorization, rowStride: 1 }),
+    );
+  const callers = await callersOf(ROLE);
+  const fewCallers = await callersOf(FEW_ROLE);
   const results: Record<string, unknown> = {};
   // Tables spread over every schema and through each one's names.
   const uris = Array.from({ length: 1000 }, (_, index) =>
@@ -254,25 +268,28 @@ export async function catalogBenchmarks(
     ),
   );
   /** ROUNDS one-caller loads; the median round's p50. */
-  const p50Of = async (target: string, workload: Workload) => {
+  const p50Of = async (
+    workload: Workload,
+    as: readonly LoadCaller[] = callers,
+  ) => {
     const runs: Run[] = [];
     for (let round = 0; round < rounds; round += 1)
-      runs.push(await context.load(target, 1, workload));
+      runs.push(await context.load(server.url, 1, workload, as));
     return { p50: median(runs.map((run) => run.p50)), runs };
   };
 
   try {
     // 1. The first resources/list page (no stored resources: the catalog from its first entry).
-    const firstPage = await p50Of(server.url, { kind: 'list-first' });
+    const firstPage = await p50Of({ kind: 'list-first' });
     results['catalog_first_page'] = firstPage;
 
     // 2. The whole catalog, page after page, through pgmcp and raw on the pool, alternated.
     await walkRaw(db);
-    await walkThroughServer(server.url, 1);
+    await walkThroughServer(server.url, 1, callers);
     const pairs: { raw: Walk; served: Walk }[] = [];
     for (let round = 0; round < rounds; round += 1) {
       const raw = await walkRaw(db);
-      const [served] = await walkThroughServer(server.url, 1);
+      const [served] = await walkThroughServer(server.url, 1, callers);
       if (served === undefined || served.items !== raw.items)
         throw new Error(
           `the walks disagree: ${served?.items} items through pgmcp, ${raw.items} raw`,
@@ -285,19 +302,13 @@ export async function catalogBenchmarks(
     results['catalog_walk'] = { items, pages, pairs, ratio: walkRatio, ratios };
 
     // 3. One table's description (Markdown), tables spread over the catalog.
-    const read = await p50Of(server.url, { kind: 'read-uris', uris });
+    const read = await p50Of({ kind: 'read-uris', uris });
     results['catalog_read'] = read;
 
-    // Context: the same as the login (a superuser here, so every privilege check is trivial).
-    const loginFirst = await p50Of(loginServer.url, { kind: 'list-first' });
-    const loginRead = await p50Of(loginServer.url, { kind: 'read-uris', uris });
-    results['catalog_login'] = { firstPage: loginFirst, read: loginRead };
     // Context: a role that sees 10 tables, so the page checks privileges on the whole catalog.
-    const fewFirst = await p50Of(fewServer.url, { kind: 'list-first' });
+    const fewFirst = await p50Of({ kind: 'list-first' }, fewCallers);
     results['catalog_few_first_page'] = fewFirst;
   } finally {
-    await fewServer.close();
-    await loginServer.close();
     await server.close();
     await db.close();
   }

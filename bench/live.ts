@@ -9,12 +9,12 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import type pg from 'pg';
 import { createApp } from '../src/app.js';
-import type { Principal } from '../src/auth/index.js';
 import { loadConfig } from '../src/config/index.js';
 import type { DatabaseHandle } from '../src/db/index.js';
 import type { Logger } from '../src/log.js';
+import type { Dispatcher } from '../src/protocol/index.js';
+import type { HttpTransport } from '../src/transport/index.js';
 import { measure, type Run } from './load.js';
-import { serveAs } from './serve.js';
 
 export interface LiveBenchContext {
   readonly db: DatabaseHandle;
@@ -24,20 +24,27 @@ export interface LiveBenchContext {
   readonly rounds: number;
   /** resources/read load on `url` for durationMs (a worker thread), as run.ts runs it. */
   readonly readLoad: (url: string) => Promise<Run>;
+  /** Serve `dispatcher` over HTTP with token authentication (serve.ts). */
+  readonly serve: (dispatcher: Dispatcher) => Promise<HttpTransport>;
+  /** The listen streams' Authorization headers, for a role that reads every bench row. */
+  readonly authorizations: readonly string[];
 }
 
 export interface LiveBenchOutput {
   readonly results: Record<string, unknown>;
 }
 
-const PRINCIPAL: Principal = { role: 'bench_all', claims: {} };
 const URI = 'bench:///r/1';
 const META = {
   'io.modelcontextprotocol/protocolVersion': '2026-07-28',
   'io.modelcontextprotocol/clientCapabilities': {},
 };
 
-function listenRequest(port: number, uris: string[]): string {
+function listenRequest(
+  port: number,
+  uris: string[],
+  authorization: string,
+): string {
   const body = JSON.stringify({
     jsonrpc: '2.0',
     id: 'bench-listen',
@@ -47,7 +54,7 @@ function listenRequest(port: number, uris: string[]): string {
   return (
     `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\n` +
     `Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n` +
-    `Mcp-Method: subscriptions/listen\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+    `Mcp-Method: subscriptions/listen\r\nAuthorization: ${authorization}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
   );
 }
 
@@ -111,7 +118,11 @@ export async function liveBenchmarks(
     logger: silent,
   });
   const feed = await app.startChangePath({ log: (line) => logger.warn(line) });
-  const server = await serveAs(app.dispatcher, PRINCIPAL);
+  const server = await context.serve(app.dispatcher);
+  const { authorizations } = context;
+  /** Stream i's Authorization header: the tokens in turn. */
+  const authorization = (i: number): string =>
+    authorizations[i % authorizations.length] as string;
   const port = Number(new URL(server.url).port);
   const clients = await startClients();
   /** One single-row update, committed on its own. */
@@ -132,7 +143,9 @@ export async function liveBenchmarks(
     await clients.command({
       cmd: 'open',
       port,
-      requests: latencyUris.map((uri) => listenRequest(port, [uri])),
+      requests: latencyUris.map((uri, i) =>
+        listenRequest(port, [uri], authorization(i)),
+      ),
     });
     const latencies: number[] = [];
     const fromSent: number[] = [];
@@ -173,11 +186,12 @@ export async function liveBenchmarks(
     await clients.command({ cmd: 'closeAll' });
     while (app.fanout.size > 0)
       await new Promise((resolve) => setTimeout(resolve, 50));
-    const request = listenRequest(port, [URI]);
     await clients.command({
       cmd: 'open',
       port,
-      requests: Array.from({ length: 10_000 }, () => request),
+      requests: Array.from({ length: 10_000 }, (_, i) =>
+        listenRequest(port, [URI], authorization(i)),
+      ),
     });
     const heapAfter = heapAfterGc();
     const perStream = (heapAfter - heapBefore) / app.fanout.size;
@@ -222,11 +236,12 @@ export async function liveBenchmarks(
     const sample = `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"bench-listen"},"uri":"${URI}"}}`;
     const bare = await startBareSse();
     const barePort = Number(new URL(bare.url).port);
-    const bareRequest = listenRequest(barePort, [URI]);
     await clients.command({
       cmd: 'open',
       port: barePort,
-      requests: Array.from({ length: 10_000 }, () => bareRequest),
+      requests: Array.from({ length: 10_000 }, (_, i) =>
+        listenRequest(barePort, [URI], authorization(i)),
+      ),
     });
     for (let round = 0; round < broadcasts; round += 1) {
       const start = performance.timeOrigin + performance.now();

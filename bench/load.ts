@@ -23,12 +23,22 @@ export type Workload =
   | { kind: 'read'; rows: number }
   | { kind: 'read-uris'; uris: string[] };
 
+/** Who sends a request: its bearer token, and which stored rows its role reads. */
+export interface LoadCaller {
+  /** The Authorization header value. */
+  readonly authorization: string;
+  /** The role reads rows numbered in multiples of this (1: every row). */
+  readonly rowStride: number;
+}
+
 export interface LoadSpec {
   url: string;
   concurrency: number;
   durationMs: number;
   warmupMs: number;
   workload: Workload;
+  /** Request i is sent by callers[i % callers.length]. */
+  callers: readonly LoadCaller[];
 }
 
 const META = {
@@ -83,8 +93,9 @@ export function spreadId(
   return minId - 1 + ((i * 7919) % Math.max(1, maxId - minId - pageSize));
 }
 
-/** A JSON-RPC request's body and headers, as the load client sends them. */
+/** A JSON-RPC request's body and headers, as `caller` sends them. */
 export function request(
+  caller: LoadCaller,
   method: string,
   params: Record<string, unknown>,
 ): { body: string; headers: Record<string, string | number> } {
@@ -99,20 +110,24 @@ export function request(
     Accept: 'application/json, text/event-stream',
     'MCP-Protocol-Version': '2026-07-28',
     'Mcp-Method': method,
+    Authorization: caller.authorization,
     'Content-Length': Buffer.byteLength(body),
   };
   if (typeof params['uri'] === 'string') headers['Mcp-Name'] = params['uri'];
   return { body, headers };
 }
 
-function builder(
-  workload: Workload,
-): (i: number) => { body: string; headers: Record<string, string | number> } {
+type Build = (
+  i: number,
+  caller: LoadCaller,
+) => { body: string; headers: Record<string, string | number> };
+
+function builder(workload: Workload): Build {
   switch (workload.kind) {
     case 'list': {
       const cursors = createCursorCodec([workload.cursorSecret]);
-      return (i) =>
-        request('resources/list', {
+      return (i, caller) =>
+        request(caller, 'resources/list', {
           cursor: cursors.encode({
             c: 'resources',
             k: [
@@ -123,31 +138,28 @@ function builder(
           }),
         });
     }
-    case 'list-first': {
-      const fixed = request('resources/list', {});
-      return () => fixed;
-    }
+    case 'list-first':
+      return (_, caller) => request(caller, 'resources/list', {});
     case 'list-after': {
-      const fixed = request('resources/list', {
-        cursor: createCursorCodec([workload.cursorSecret]).encode({
-          c: 'resources',
-          k: [String(workload.afterId)],
-        }),
+      const cursor = createCursorCodec([workload.cursorSecret]).encode({
+        c: 'resources',
+        k: [String(workload.afterId)],
       });
-      return () => fixed;
+      return (_, caller) => request(caller, 'resources/list', { cursor });
     }
-    case 'discover': {
-      const fixed = request('server/discover', {});
-      return () => fixed;
-    }
+    case 'discover':
+      return (_, caller) => request(caller, 'server/discover', {});
     case 'read':
-      return (i) =>
-        request('resources/read', {
-          uri: `bench:///r/${1 + ((i * 7919) % workload.rows)}`,
+      // Rows the caller's role reads, spread over the table.
+      return (i, caller) => {
+        const rows = Math.floor(workload.rows / caller.rowStride);
+        return request(caller, 'resources/read', {
+          uri: `bench:///r/${caller.rowStride * (1 + ((i * 7919) % rows))}`,
         });
+      };
     case 'read-uris':
-      return (i) =>
-        request('resources/read', {
+      return (i, caller) =>
+        request(caller, 'resources/read', {
           uri: workload.uris[i % workload.uris.length],
         });
   }
@@ -176,27 +188,33 @@ export async function exchangeOk(
 const PREBUILT = 65_536;
 
 /**
- * The bytes of request `i` of a workload. The first PREBUILT are serialized before the run, like
- * wrk's, so that building JSON and signing cursors is not billed to the server; any later ones
- * as they are needed. Every call sees the same requests in the same order as before (keys spread
- * over the table by spreadId), only made earlier.
+ * The bytes of request `i` of a workload, sent by caller i % callers. The first PREBUILT are
+ * serialized before the run, like wrk's, so that building JSON and signing cursors is not billed
+ * to the server; any later ones as they are needed. Every call sees the same requests in the same
+ * order as before (keys spread over the table by spreadId), only made earlier.
  */
-function requestBytes(url: URL, workload: Workload): (i: number) => Buffer {
-  const build = builder(workload);
+function requestBytes(url: URL, spec: LoadSpec): (i: number) => Buffer {
+  const build = builder(spec.workload);
+  const { callers } = spec;
+  if (callers.length === 0) throw new Error('a load needs callers');
   const serialize = (i: number): Buffer => {
-    const { body, headers } = build(i);
+    const { body, headers } = build(
+      i,
+      callers[i % callers.length] as LoadCaller,
+    );
     return serializeRequest(url, body, headers);
   };
-  if (
-    workload.kind === 'list-first' ||
-    workload.kind === 'list-after' ||
-    workload.kind === 'discover'
-  ) {
-    const fixed = serialize(0);
-    return () => fixed;
-  }
-  const made = Array.from({ length: PREBUILT }, (_, i) => serialize(i));
-  return (i) => made[i] ?? serialize(i);
+  const kind = spec.workload.kind;
+  // One request per caller when the workload sends the same request each time.
+  const fixed =
+    kind === 'list-first' || kind === 'list-after' || kind === 'discover';
+  const made = Array.from(
+    { length: fixed ? callers.length : PREBUILT },
+    (_, i) => serialize(i),
+  );
+  return fixed
+    ? (i) => made[i % made.length] as Buffer
+    : (i) => made[i] ?? serialize(i);
 }
 
 /**
@@ -207,7 +225,7 @@ function requestBytes(url: URL, workload: Workload): (i: number) => Buffer {
  */
 export async function runLoad(spec: LoadSpec): Promise<Run> {
   const url = new URL(spec.url);
-  const bytes = requestBytes(url, spec.workload);
+  const bytes = requestBytes(url, spec);
   const connections: Connection[] = [];
   for (let index = 0; index < spec.concurrency; index += 1)
     connections.push(await connect(url));

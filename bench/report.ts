@@ -21,6 +21,8 @@ export interface BenchSummary {
   readonly durationMs: number;
   readonly rounds: number;
   readonly results: Record<string, unknown>;
+  /** Who sent the requests (bearer tokens over roles); absent before tokens. */
+  readonly callers?: string;
   /** BENCH_ONLY runs merged into this file: keys → that run's date and versions. */
   readonly partialRuns?: Record<string, { readonly date: string }>;
 }
@@ -130,7 +132,8 @@ const writes =
     return [target === undefined ? row : targetRow(row, target, run.ratio)];
   };
 
-const REQUEST: Record<string, Measure> = {
+/** The request-path figures through pgmcp (a summary from before tokens has them under these keys). */
+const REQUEST_PATH: Record<string, Measure> = {
   list_c10: throughput(
     'resources/list pages/s, 10 callers, vs the raw keyset query',
     atLeast(0.8),
@@ -139,15 +142,6 @@ const REQUEST: Record<string, Measure> = {
     'resources/list pages/s, 50 callers, vs the raw keyset query',
     atLeast(0.8),
   ),
-  list_http_ceiling: (result) => {
-    const { ceiling, bytes } = result as { ceiling: Run; bytes: number };
-    return [
-      {
-        measure: `context: bare node:http serving a fixed ${bytes}-byte page`,
-        figure: `${ceiling.perSecond.toFixed(0)} pages/s`,
-      },
-    ];
-  },
   last_vs_first_page: latency('last-page p50 / first-page p50', atMost(1.2)),
   discover_vs_echo: throughput(
     'server/discover req/s vs a bare node:http JSON echo',
@@ -166,6 +160,48 @@ const REQUEST: Record<string, Measure> = {
     atMost(1.25),
   ),
 };
+
+/** How each run of run.ts's request figures authenticated its callers, by key suffix. */
+const TOKEN_SCHEMES: [string, string][] = [
+  ['hs256', 'HS256 tokens'],
+  ['jwks', 'ES256 tokens from a JWKS'],
+];
+
+/** `measure`'s rows, each measure text followed by `(label)`. */
+const labelled =
+  (measure: Measure, label: string): Measure =>
+  (result) =>
+    measure(result).map((row) => ({
+      ...row,
+      measure: `${row.measure} (${label})`,
+    }));
+
+/** The context row: no pgmcp, no token. */
+const httpCeiling: Measure = (result) => {
+  const { ceiling, bytes } = result as { ceiling: Run; bytes: number };
+  return [
+    {
+      measure: `context: bare node:http serving a fixed ${bytes}-byte page`,
+      figure: `${ceiling.perSecond.toFixed(0)} pages/s`,
+    },
+  ];
+};
+
+// Rows in the order of the tables: the ceiling after the list figures, then each scheme's run.
+const requestPath = Object.entries(REQUEST_PATH);
+const perScheme = TOKEN_SCHEMES.flatMap(([suffix, label]) =>
+  requestPath.map(([key, measure]): [string, Measure] => [
+    `${key}_${suffix}`,
+    labelled(measure, label),
+  ]),
+);
+const ceilingEntry: [string, Measure] = ['list_http_ceiling', httpCeiling];
+const REQUEST: Record<string, Measure> = Object.fromEntries([
+  ...requestPath.slice(0, 2),
+  ceilingEntry,
+  ...requestPath.slice(2),
+  ...perScheme,
+]);
 
 const LIVE: Record<string, Measure> = {
   notify_latency_1000_streams: (result) => {
@@ -348,7 +384,8 @@ export function caption(summary: BenchSummary): string {
     `\`npm run bench\` on ${day(summary.date)}: pgmcp ${summary.version}, Node ${summary.machine.node}, ` +
     `PostgreSQL ${pg?.version ?? 'unknown'}${settings}, ${summary.machine.cpus} CPUs; ` +
     `${summary.durationMs / 1000} s per measure after a warm-up, baseline and pgmcp alternated ` +
-    `${summary.rounds} times, medians over rounds.${partial}`
+    `${summary.rounds} times, medians over rounds.` +
+    `${summary.callers === undefined ? '' : ` ${summary.callers}`}${partial}`
   );
 }
 

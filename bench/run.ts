@@ -3,7 +3,9 @@
 // server, else an embedded PostgreSQL), then measures HTTP list/read/discover against raw pg and a
 // bare node:http echo, and the catalog of a 10,000-table database (bench/catalog.ts). Results:
 // bench/results/latest.json, whose tables (bench/report.ts) go into docs/benchmarks.md and README.
-// BENCH_ONLY=catalog runs the catalog figures alone.
+// BENCH_ONLY=catalog runs the catalog figures alone. Every request carries a bearer token verified
+// as in production (bench/serve.ts): the request-path figures once with HS256 tokens (keys ending
+// _hs256) and once with ES256 tokens from a JWKS document (_jwks); live and catalog with HS256.
 import { catalogSource } from '../src/resources/index.js';
 import http from 'node:http';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -14,15 +16,16 @@ import pg from 'pg';
 import {
   measure,
   spreadId,
+  type LoadCaller,
   type LoadSpec,
   type Run,
   type Workload,
 } from './load.js';
 import { createApp } from '../src/app.js';
-import { LOGIN_PRINCIPAL, type Principal } from '../src/auth/index.js';
 import { createProgress } from '../src/cli/progress.js';
 import {
   createDatabase,
+  type DatabaseHandle,
   loadSeed,
   runMigrations,
   seedLoaded,
@@ -34,7 +37,8 @@ import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../src/config/index.js';
 import { catalogBenchmarks } from './catalog.js';
 import { liveBenchmarks } from './live.js';
 import { readSummary, renderResults, writeBenchDocs } from './report.js';
-import { serveAs } from './serve.js';
+import { serve } from './serve.js';
+import { startTokenIssuer, type TokenScheme } from './token-issuer.js';
 import { PROJECT_ROOT, SERVER_INFO } from '../src/version.js';
 
 const DURATION_MS = Number(process.env['BENCH_DURATION_MS'] ?? 2000);
@@ -50,11 +54,23 @@ if (!/^[a-z_][a-z0-9_]*$/.test(BENCH_DATABASE))
   throw new Error(
     `BENCH_DATABASE must be a lower-case identifier, not "${BENCH_DATABASE}"`,
   );
-// A comma-separated list of result keys (e.g. "list_role_10pct_vs_all_p50,read_vs_point_read"),
+// A comma-separated list of result keys without the token scheme's suffix (e.g.
+// "list_role_10pct_vs_all_p50,read_vs_point_read": each runs with every scheme of BENCH_AUTH),
 // or the groups "catalog" and "live", runs only those; unset runs all. A partial run merges its
 // figures into latest.json and notes its date under `partialRuns`.
 const ONLY = process.env['BENCH_ONLY']?.split(',').filter((key) => key !== '');
 const runs = (key: string): boolean => ONLY === undefined || ONLY.includes(key);
+// The request-path figures run once per token scheme; BENCH_AUTH=hs256 or jwks runs one.
+const SCHEMES: readonly TokenScheme[] =
+  process.env['BENCH_AUTH'] === 'hs256' || process.env['BENCH_AUTH'] === 'jwks'
+    ? [process.env['BENCH_AUTH']]
+    : ['hs256', 'jwks'];
+// The callers: distinct tokens for each of four request roles. bench_reader reads 1 row in 10;
+// the others every row (bench_all by the rows' readers, the other two as members of bench_all).
+const READER_ROLE = 'bench_reader';
+const ALL_ROLE = 'bench_all';
+const ROLES = [READER_ROLE, ALL_ROLE, 'bench_analyst', 'bench_support'];
+const TOKENS_PER_ROLE = 25;
 // The catalog alone needs no 1M-row seed.
 const CATALOG_ONLY =
   ONLY !== undefined && ONLY.length === 1 && ONLY[0] === 'catalog';
@@ -71,6 +87,7 @@ function load(
   url: string,
   concurrency: number,
   workload: Workload,
+  callers: readonly LoadCaller[],
 ): Promise<Run> {
   const spec: LoadSpec = {
     url,
@@ -78,6 +95,7 @@ function load(
     durationMs: DURATION_MS,
     warmupMs: WARMUP_MS,
     workload,
+    callers,
   };
   return new Promise((resolve, reject) => {
     const worker = new Worker(new URL('./load-worker.js', import.meta.url), {
@@ -183,6 +201,175 @@ async function benchDatabase(
   return { url: embedded.connectionString, stop: () => embedded.stop() };
 }
 
+/** The bench's callers: every token of the four roles, and those of two of them. */
+interface Callers {
+  /** Every role's tokens, interleaved. */
+  readonly mix: readonly LoadCaller[];
+  readonly readers: readonly LoadCaller[];
+  readonly all: readonly LoadCaller[];
+}
+
+async function mintCallers(
+  issuer: Awaited<ReturnType<typeof startTokenIssuer>>,
+): Promise<Callers> {
+  const minted = await issuer.mint(ROLES, TOKENS_PER_ROLE);
+  const callersOf = (role?: string): LoadCaller[] =>
+    minted
+      .filter((caller) => role === undefined || caller.role === role)
+      .map((caller) => ({
+        authorization: caller.authorization,
+        rowStride: caller.role === READER_ROLE ? 10 : 1,
+      }));
+  return {
+    mix: callersOf(),
+    readers: callersOf(READER_ROLE),
+    all: callersOf(ALL_ROLE),
+  };
+}
+
+/**
+ * The bench roles (cluster-wide, idempotent): bench_reader is in the readers of 1 row in 10,
+ * bench_all of every row, and two more roles read what bench_all reads, as its members. A login
+ * that is no superuser is granted them, as `pgmcp role grant` would.
+ */
+async function createBenchRoles(admin: pg.Client): Promise<void> {
+  await admin.query(`do $$ begin
+      if not exists (select from pg_roles where rolname = 'bench_reader') then create role bench_reader nologin; end if;
+      if not exists (select from pg_roles where rolname = 'bench_all') then create role bench_all nologin; end if;
+      if not exists (select from pg_roles where rolname = 'bench_analyst') then create role bench_analyst nologin; end if;
+      if not exists (select from pg_roles where rolname = 'bench_support') then create role bench_support nologin; end if;
+      if not exists (select from pg_auth_members m join pg_roles r on r.oid = m.roleid join pg_roles u on u.oid = m.member
+                      where r.rolname = 'bench_all' and u.rolname = 'bench_analyst') then grant bench_all to bench_analyst; end if;
+      if not exists (select from pg_auth_members m join pg_roles r on r.oid = m.roleid join pg_roles u on u.oid = m.member
+                      where r.rolname = 'bench_all' and u.rolname = 'bench_support') then grant bench_all to bench_support; end if;
+      if not (select rolsuper from pg_roles where rolname = current_user) then
+        execute format('grant bench_reader, bench_all, bench_analyst, bench_support to %I', current_user);
+      end if;
+    end $$`);
+}
+
+interface RequestFiguresContext extends Callers {
+  readonly scheme: TokenScheme;
+  readonly db: DatabaseHandle;
+  /** The pgmcp endpoint, verifying the scheme's tokens. */
+  readonly url: string;
+  readonly minId: number;
+  readonly maxId: number;
+  /** Where each figure goes, under its key and the scheme (list_c10_hs256). */
+  readonly results: Record<string, unknown>;
+}
+
+/** The request-path figures through pgmcp, with one token scheme. */
+async function requestFigures(context: RequestFiguresContext): Promise<void> {
+  const { db, minId, maxId, url, mix, readers, all, results } = context;
+  const listWorkload: Workload = {
+    kind: 'list',
+    minId,
+    maxId,
+    pageSize: PAGE_SIZE,
+    cursorSecret: CURSOR_SECRET,
+  };
+  const record = (key: string, result: Comparison): void => {
+    results[`${key}_${context.scheme}`] = result;
+  };
+
+  // 1. resources/list over HTTP vs the raw keyset query on the same pool, at 10 and 50 callers
+  //    (the callers' tokens in turn: pages as each role sees them).
+  for (const concurrency of [10, 50]) {
+    if (!runs(`list_c${concurrency}`)) continue;
+    const result = await compare(
+      () =>
+        measure(concurrency, DURATION_MS, WARMUP_MS, async (i) => {
+          await db.pool.query(RAW_KEYSET_PAGE, [
+            spreadId(i, minId, maxId, PAGE_SIZE),
+            PAGE_SIZE + 1,
+          ]);
+        }),
+      () => load(url, concurrency, listWorkload, mix),
+      throughputRatio,
+    );
+    record(`list_c${concurrency}`, result);
+  }
+
+  // 2. Last page vs first page latency, one caller.
+  if (runs('last_vs_first_page'))
+    record(
+      'last_vs_first_page',
+      await compare(
+        () => load(url, 1, { kind: 'list-first' }, mix),
+        () =>
+          load(
+            url,
+            1,
+            {
+              kind: 'list-after',
+              afterId: maxId - PAGE_SIZE,
+              cursorSecret: CURSOR_SECRET,
+            },
+            mix,
+          ),
+        (first, last) => last.p50 / first.p50,
+      ),
+    );
+
+  // 3. server/discover vs a bare node:http JSON echo in this process, same client, 10 callers.
+  if (runs('discover_vs_echo')) {
+    const echo = await startBareServer((body) => body);
+    const result = await compare(
+      () => load(echo.url, 10, { kind: 'discover' }, mix),
+      () => load(url, 10, { kind: 'discover' }, mix),
+      throughputRatio,
+    );
+    await echo.close();
+    record('discover_vs_echo', result);
+  }
+
+  // 4. resources/read vs the raw point read on the same pool, 10 callers.
+  if (runs('read_vs_point_read'))
+    record(
+      'read_vs_point_read',
+      await compare(
+        () =>
+          measure(10, DURATION_MS, WARMUP_MS, async (i) => {
+            await db.pool.query(RAW_POINT_READ, [
+              `bench:///r/${1 + ((i * 7919) % 1_000_000)}`,
+            ]);
+          }),
+        () => load(url, 10, { kind: 'read', rows: 1_000_000 }, mix),
+        throughputRatio,
+      ),
+    );
+
+  // 5. resources/list as a role that sees 10% of the rows (its tokens in turn) vs the same keyset query under the same
+  //    RLS, sent raw as one simple-protocol round trip (begin; set local role; select; commit).
+  if (runs('list_role_10pct_vs_raw_rls'))
+    record(
+      'list_role_10pct_vs_raw_rls',
+      await compare(
+        () =>
+          measure(10, DURATION_MS, WARMUP_MS, async (i) => {
+            const after = spreadId(i, minId, maxId, PAGE_SIZE);
+            await db.pool.query(
+              `begin read only; set local role bench_reader; ${RAW_KEYSET_PAGE.replace('$1', String(after)).replace('$2', String(PAGE_SIZE + 1))}; commit`,
+            );
+          }),
+        () => load(url, 10, listWorkload, readers),
+        throughputRatio,
+      ),
+    );
+
+  // 6. Role-filtered list p50 vs a role that sees everything, both through pgmcp, one caller.
+  if (runs('list_role_10pct_vs_all_p50'))
+    record(
+      'list_role_10pct_vs_all_p50',
+      await compare(
+        () => load(url, 1, listWorkload, all),
+        () => load(url, 1, listWorkload, readers),
+        (all, reader) => reader.p50 / all.p50,
+      ),
+    );
+}
+
 async function main(): Promise<void> {
   const logger = createLogger();
   const database = await benchDatabase((line) => logger.info(line));
@@ -191,12 +378,16 @@ async function main(): Promise<void> {
   // The catalog on its own database. It runs last in a full run: the heap it leaves behind slows
   // the raw baselines (which allocate a JS object per row) far more than pgmcp.
   const runCatalog = async (): Promise<void> => {
+    const issuer = await startTokenIssuer('hs256');
     const catalog = await catalogBenchmarks({
       serverUrl: database.url,
       logger,
       rounds: ROUNDS,
       load,
+      issuer,
+      tokensPerRole: TOKENS_PER_ROLE,
     });
+    await issuer.close();
     Object.assign(results, catalog.results);
   };
   if (CATALOG_ONLY) {
@@ -230,11 +421,7 @@ async function main(): Promise<void> {
   await admin.query(
     'vacuum (analyze) pgmcp.resources, pgmcp.resource_listing, pgmcp.resource_entries',
   );
-  // The bench roles (cluster-wide, idempotent): bench_reader is in the readers of 1 row in 10.
-  await admin.query(`do $$ begin
-      if not exists (select from pg_roles where rolname = 'bench_reader') then create role bench_reader nologin; end if;
-      if not exists (select from pg_roles where rolname = 'bench_all') then create role bench_all nologin; end if;
-    end $$`);
+  await createBenchRoles(admin);
   const { rows } = await admin.query<{
     min: string;
     max: string;
@@ -260,41 +447,6 @@ async function main(): Promise<void> {
     live: loadConfig({}, {}).live,
     logger: silent,
   });
-  // One endpoint per identity: the login (no role), and the two bench roles (RLS applies).
-  const serve = (principal: Principal) => serveAs(app.dispatcher, principal);
-  const server = await serve(LOGIN_PRINCIPAL);
-  const readerServer = await serve({ role: 'bench_reader', claims: {} });
-  const allServer = await serve({ role: 'bench_all', claims: {} });
-  const url = server.url;
-  const listWorkload: Workload = {
-    kind: 'list',
-    minId,
-    maxId,
-    pageSize: PAGE_SIZE,
-    cursorSecret: CURSOR_SECRET,
-  };
-
-  const record = (key: string, result: Comparison): void => {
-    results[key] = result;
-  };
-
-  // 1. resources/list over HTTP vs the raw keyset query on the same pool, at 10 and 50 callers.
-  for (const concurrency of [10, 50]) {
-    if (!runs(`list_c${concurrency}`)) continue;
-    const result = await compare(
-      () =>
-        measure(concurrency, DURATION_MS, WARMUP_MS, async (i) => {
-          await db.pool.query(RAW_KEYSET_PAGE, [
-            spreadId(i, minId, maxId, PAGE_SIZE),
-            PAGE_SIZE + 1,
-          ]);
-        }),
-      () => load(url, concurrency, listWorkload),
-      throughputRatio,
-    );
-    record(`list_c${concurrency}`, result);
-  }
-
   // Context, not a target: the same-size page from a bare node:http server (fixed bytes, no
   // database, no JSON work) is the ceiling any Node server reaches with this client.
   if (runs('list_http_ceiling')) {
@@ -308,84 +460,40 @@ async function main(): Promise<void> {
       `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","resources":${sample[0]?.json ?? '[]'},"ttlMs":60000,"cacheScope":"public"}}`,
     );
     const bare = await startBareServer(() => page);
-    const ceiling = await load(bare.url, 10, { kind: 'list-first' });
+    const ceiling = await load(bare.url, 10, { kind: 'list-first' }, [
+      { authorization: 'Bearer unchecked', rowStride: 1 },
+    ]);
     await bare.close();
     results['list_http_ceiling'] = { ceiling, bytes: page.length };
   }
 
-  // 2. Last page vs first page latency, one caller.
-  if (runs('last_vs_first_page'))
-    record(
-      'last_vs_first_page',
-      await compare(
-        () => load(url, 1, { kind: 'list-first' }),
-        () =>
-          load(url, 1, {
-            kind: 'list-after',
-            afterId: maxId - PAGE_SIZE,
-            cursorSecret: CURSOR_SECRET,
-          }),
-        (first, last) => last.p50 / first.p50,
-      ),
-    );
-
-  // 3. server/discover vs a bare node:http JSON echo in this process, same client, 10 callers.
-  if (runs('discover_vs_echo')) {
-    const echo = await startBareServer((body) => body);
-    const result = await compare(
-      () => load(echo.url, 10, { kind: 'discover' }),
-      () => load(url, 10, { kind: 'discover' }),
-      throughputRatio,
-    );
-    await echo.close();
-    record('discover_vs_echo', result);
+  for (const scheme of SCHEMES) {
+    const issuer = await startTokenIssuer(scheme);
+    const callers = await mintCallers(issuer);
+    const server = await serve({
+      dispatcher: app.dispatcher,
+      issuer,
+      db,
+      logger: silent,
+    });
+    try {
+      await requestFigures({
+        scheme,
+        db,
+        url: server.url,
+        minId,
+        maxId,
+        results,
+        ...callers,
+      });
+    } finally {
+      await server.close();
+      await issuer.close();
+    }
   }
 
-  // 4. resources/read vs the raw point read on the same pool, 10 callers.
-  if (runs('read_vs_point_read'))
-    record(
-      'read_vs_point_read',
-      await compare(
-        () =>
-          measure(10, DURATION_MS, WARMUP_MS, async (i) => {
-            await db.pool.query(RAW_POINT_READ, [
-              `bench:///r/${1 + ((i * 7919) % 1_000_000)}`,
-            ]);
-          }),
-        () => load(url, 10, { kind: 'read', rows: 1_000_000 }),
-        throughputRatio,
-      ),
-    );
-
-  // 5. resources/list as a role that sees 10% of the rows vs the same keyset query under the same
-  //    RLS, sent raw as one simple-protocol round trip (begin; set local role; select; commit).
-  if (runs('list_role_10pct_vs_raw_rls'))
-    record(
-      'list_role_10pct_vs_raw_rls',
-      await compare(
-        () =>
-          measure(10, DURATION_MS, WARMUP_MS, async (i) => {
-            const after = spreadId(i, minId, maxId, PAGE_SIZE);
-            await db.pool.query(
-              `begin read only; set local role bench_reader; ${RAW_KEYSET_PAGE.replace('$1', String(after)).replace('$2', String(PAGE_SIZE + 1))}; commit`,
-            );
-          }),
-        () => load(readerServer.url, 10, listWorkload),
-        throughputRatio,
-      ),
-    );
-
-  // 6. Role-filtered list p50 vs a role that sees everything, both through pgmcp, one caller.
-  if (runs('list_role_10pct_vs_all_p50'))
-    record(
-      'list_role_10pct_vs_all_p50',
-      await compare(
-        () => load(allServer.url, 1, listWorkload),
-        () => load(readerServer.url, 1, listWorkload),
-        (all, reader) => reader.p50 / all.p50,
-      ),
-    );
-
+  const issuer = await startTokenIssuer('hs256');
+  const { mix, all } = await mintCallers(issuer);
   // 7. Live updates (bench/live.ts): latency, fan-out, memory per stream, write cost.
   if (runs('live')) {
     const liveAdmin = await db.connectAdmin();
@@ -397,7 +505,10 @@ async function main(): Promise<void> {
         durationMs: DURATION_MS,
         rounds: ROUNDS,
         readLoad: (target) =>
-          load(target, 10, { kind: 'read', rows: 1_000_000 }),
+          load(target, 10, { kind: 'read', rows: 1_000_000 }, mix),
+        serve: (dispatcher) =>
+          serve({ dispatcher, issuer, db, logger: silent }),
+        authorizations: all.map((caller) => caller.authorization),
       });
       Object.assign(results, live.results);
     } finally {
@@ -405,9 +516,7 @@ async function main(): Promise<void> {
     }
   }
 
-  await readerServer.close();
-  await allServer.close();
-  await server.close();
+  await issuer.close();
   await db.close();
   if (runs('catalog')) await runCatalog();
   await database.stop();
@@ -453,6 +562,11 @@ function writeSummary(
     postgres,
     durationMs: DURATION_MS,
     rounds: ROUNDS,
+    callers:
+      `Every request carries its own bearer token, verified as in production: ${ROLES.length * TOKENS_PER_ROLE} ` +
+      `tokens over ${ROLES.length} roles (${TOKENS_PER_ROLE} for a figure as one role); request-path figures ` +
+      `with ${SCHEMES.map((scheme) => (scheme === 'hs256' ? 'HS256 tokens' : 'ES256 tokens from a JWKS')).join(' and with ')}, ` +
+      'live and catalog figures with HS256 tokens.',
   };
   let summary: Record<string, unknown> = { ...run, results };
   if (ONLY !== undefined && existsSync(file)) {

@@ -1,10 +1,18 @@
 // The catalog bench's client walk: resources/list from the first page to the last, following
 // nextCursor on one keep-alive socket, timed per walk (run in a worker thread, like the loads).
-import { connect, exchangeOk, request, serializeRequest } from './load.js';
+import {
+  connect,
+  exchangeOk,
+  request,
+  serializeRequest,
+  type LoadCaller,
+} from './load.js';
 
 export interface WalkSpec {
   readonly url: string;
   readonly walks: number;
+  /** Page requests are sent by each caller in turn. */
+  readonly callers: readonly LoadCaller[];
 }
 
 /** One walk: how long it took, and how many pages and items it returned. */
@@ -19,6 +27,7 @@ export async function walkList(spec: WalkSpec): Promise<Walk[]> {
   const url = new URL(spec.url);
   const connection = await connect(url);
   const walks: Walk[] = [];
+  let sent = 0;
   try {
     for (let walk = 0; walk < spec.walks; walk += 1) {
       const started = performance.now();
@@ -26,7 +35,9 @@ export async function walkList(spec: WalkSpec): Promise<Walk[]> {
       let pages = 0;
       let items = 0;
       do {
+        const caller = spec.callers[sent++ % spec.callers.length] as LoadCaller;
         const next = request(
+          caller,
           'resources/list',
           cursor === undefined ? {} : { cursor },
         );

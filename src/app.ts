@@ -16,6 +16,7 @@ import {
   createRoleChecker,
   inspectCollection,
   type DatabaseHandle,
+  type RoleChecker,
 } from './db/index.js';
 import { ConfigError, ProtocolError } from './errors.js';
 import type { Logger } from './log.js';
@@ -64,6 +65,11 @@ export interface AppOptions {
   readonly maxDirectoryEntries: number;
   readonly live: Config['live'];
   readonly logger: Logger;
+  /**
+   * Role decisions (db/ createRoleChecker, the one authentication uses), forgotten when a feed
+   * reports a schema change or resyncs.
+   */
+  readonly roleDecisions?: { clear(): void };
 }
 
 export interface App {
@@ -158,12 +164,24 @@ export function createApp(options: AppOptions): App {
         sources: options.sources,
         streams: fanout,
         deliveredChanges,
-        forgetCatalog: (source) => source.lookahead.clear(),
+        forgetCatalog: (source) => forgetCatalog(source, options.roleDecisions),
         retentionSeconds: options.live.changeRetentionSeconds,
         log: tuning?.log ?? ((line) => options.logger.info(line)),
         pollIntervalMs: tuning?.pollIntervalMs,
       }),
   };
+}
+
+/**
+ * A schema change (DDL, GRANT, REVOKE) or a resync may change whose catalog has entries, and
+ * often comes with a role's setup or removal (role DDL itself reaches no feed): forget both.
+ */
+function forgetCatalog(
+  source: CatalogSource,
+  roleDecisions: AppOptions['roleDecisions'],
+): void {
+  source.lookahead.clear();
+  roleDecisions?.clear();
 }
 
 export interface AuthenticateOptions {
@@ -304,6 +322,7 @@ export function appOptions(
   sources: readonly CatalogSource[],
   cursorSecret: string,
   logger: Logger,
+  roleDecisions: RoleChecker,
 ): AppOptions {
   return {
     db,
@@ -313,7 +332,19 @@ export function appOptions(
     maxDirectoryEntries: config.maxDirectoryEntries,
     live: config.live,
     logger,
+    roleDecisions,
   };
+}
+
+/** The server's one role checker (HTTP authentication asks it; createApp empties it), per config. */
+export function createRoleDecisions(
+  config: Config,
+  requestDb: DatabaseHandle,
+): RoleChecker {
+  return createRoleChecker(requestDb, {
+    maxEntries: config.auth.roleCacheMaxEntries,
+    maxAgeMs: config.auth.roleCacheMaxAgeSeconds * 1000,
+  });
 }
 
 /** Start the change path (one feed per source), pushed onto `feeds` once started (the caller stops it). */
@@ -335,11 +366,11 @@ export interface Transports {
   readonly stdio: StdioTransport | undefined;
 }
 
-/** Serve `app` over stdio or HTTP per config; HTTP requests run as roles `requestDb`'s login may assume. */
+/** Serve `app` over stdio or HTTP per config; HTTP requests run as roles `canAssume` allows. */
 export async function startTransports(
   config: Config,
   app: App,
-  requestDb: DatabaseHandle,
+  canAssume: RoleChecker,
   feeds: readonly ChangeFeed[],
   logger: Logger,
 ): Promise<Transports> {
@@ -356,7 +387,6 @@ export async function startTransports(
     });
     return { http: undefined, stdio };
   }
-  const canAssume = createRoleChecker(requestDb, 10_000);
   const http = await startHttpTransport({
     host: config.host,
     port: config.port,
@@ -381,7 +411,7 @@ export async function startTransports(
 function httpSecurity(
   config: Config,
   audience: string,
-  deps: { canAssume: ReturnType<typeof createRoleChecker>; logger: Logger },
+  deps: { canAssume: RoleChecker; logger: Logger },
 ): HttpSecurity {
   return {
     authenticate: createAuthenticate({

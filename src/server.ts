@@ -3,6 +3,7 @@
 import {
   appOptions,
   createApp,
+  createRoleDecisions,
   createSources,
   signingSecretSettings,
   startChangeFeeds,
@@ -103,14 +104,15 @@ async function serve(
     { main: requestDb, more },
     logger,
   );
+  const roleDecisions = createRoleDecisions(config, requestDb);
   const app = createApp(
-    appOptions(config, requestDb, sources, cursorSecret, logger),
+    appOptions(config, requestDb, sources, cursorSecret, logger, roleDecisions),
   );
   await startChangeFeeds(app, sources, started.feeds, logger);
   const transports = await startTransports(
     config,
     app,
-    requestDb,
+    roleDecisions,
     started.feeds,
     logger,
   );

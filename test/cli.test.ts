@@ -90,6 +90,21 @@ describe('pgmcp CLI', () => {
     );
   });
 
+  it('refuses bad role-decision cache settings at start-up, naming each', () => {
+    const result = pgmcp(['serve'], {
+      DATABASE_URL: 'postgres://x@127.0.0.1:1/x',
+      PGMCP_ROLE_CACHE_MAX_ENTRIES: 'many',
+      PGMCP_ROLE_CACHE_MAX_AGE_SECONDS: '3601',
+    });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain(
+      'PGMCP_ROLE_CACHE_MAX_ENTRIES must be a whole number',
+    );
+    expect(result.stderr).toContain(
+      'PGMCP_ROLE_CACHE_MAX_AGE_SECONDS must be at most 3600',
+    );
+  });
+
   it('reports an unreachable database without a stack trace and without the password', () => {
     const result = pgmcp(['migrate'], {
       DATABASE_URL: 'postgres://someone:s3cret-pw@127.0.0.1:1/nowhere',

@@ -82,6 +82,8 @@ function authSettings(env: Env) {
     cacheMaxEntries: env['PGMCP_JWT_CACHE_MAX_ENTRIES'] ?? '1000',
     cacheMaxLifetimeSeconds:
       env['PGMCP_JWT_CACHE_MAX_LIFETIME_SECONDS'] ?? '300',
+    roleCacheMaxEntries: env['PGMCP_ROLE_CACHE_MAX_ENTRIES'] ?? '1000',
+    roleCacheMaxAgeSeconds: env['PGMCP_ROLE_CACHE_MAX_AGE_SECONDS'] ?? '10',
   };
 }
 

@@ -84,6 +84,13 @@ export const SettingsSchema = z.object({
       0,
       86_400,
     ),
+    /** Role decisions kept (does the role exist, may the login assume it); 0: off. */
+    roleCacheMaxEntries: integer('PGMCP_ROLE_CACHE_MAX_ENTRIES', 0, 1_000_000),
+    roleCacheMaxAgeSeconds: integer(
+      'PGMCP_ROLE_CACHE_MAX_AGE_SECONDS',
+      0,
+      3600,
+    ),
   }),
   live: z.object({
     maxStreams: integer('PGMCP_MAX_STREAMS', 0, 1_000_000),

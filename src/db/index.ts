@@ -44,6 +44,8 @@ export {
   checkPoolRole,
   checkRequestRole,
   createRoleChecker,
+  type RoleChecker,
+  type RoleCheckerOptions,
   ENABLE_AUTHENTICATOR_LOGIN_HINT,
   enableAuthenticatorLogin,
   grantToAuthenticator,

@@ -105,24 +105,56 @@ export function checkPoolRole(
   return checkRequestRole(db.pool, role, login);
 }
 
+export interface RoleCheckerOptions {
+  /** Decisions kept, the oldest dropped first; 0: every request asks the database. */
+  readonly maxEntries: number;
+  /** How long a decision stands: role DDL and role grants reach no change feed. 0: not kept. */
+  readonly maxAgeMs: number;
+  /** The clock (tests move it). */
+  readonly now?: () => number;
+}
+
+/** Whether the login may switch to a role, with a cache the change feed can empty. */
+export interface RoleChecker {
+  (role: string): Promise<boolean>;
+  /** Forget every decision (the feed reported a schema change, or the database's history moved). */
+  clear(): void;
+}
+
 /**
- * Whether the login may switch to `role` (checkRequestRole says `allowed`). Answers are cached
- * for `ttlMs`, so a grant or revoke takes effect within that time without a query per request.
+ * Whether the login may switch to `role` (checkRequestRole says `allowed`). A decision is kept
+ * for at most `maxAgeMs`, so a revoked or dropped role is refused within that time without a
+ * query per request; callers asking at once share one query.
  */
 export function createRoleChecker(
   db: DatabaseHandle,
-  ttlMs: number,
-): (role: string) => Promise<boolean> {
-  const cache = new Map<string, { allowed: boolean; until: number }>();
-  return async function canAssume(role) {
-    const now = Date.now();
+  options: RoleCheckerOptions,
+): RoleChecker {
+  const now = options.now ?? Date.now;
+  const keep = options.maxEntries > 0 && options.maxAgeMs > 0;
+  const cache = new Map<string, { allowed: Promise<boolean>; until: number }>();
+  const canAssume = (async (role: string) => {
+    const time = now();
     const hit = cache.get(role);
-    if (hit !== undefined && hit.until > now) return hit.allowed;
-    const allowed = (await checkRequestRole(db.pool, role)) === 'allowed';
-    if (cache.size > 10_000) cache.clear();
-    cache.set(role, { allowed, until: now + ttlMs });
+    if (hit !== undefined && hit.until > time) return hit.allowed;
+    cache.delete(role);
+    const allowed = checkRequestRole(db.pool, role).then(
+      (verdict) => verdict === 'allowed',
+    );
+    if (!keep) return allowed;
+    const oldest = cache.keys().next();
+    if (cache.size >= options.maxEntries && oldest.done !== true)
+      cache.delete(oldest.value);
+    const entry = { allowed, until: time + options.maxAgeMs };
+    cache.set(role, entry);
+    // A failed check is not a decision: the next request asks again.
+    allowed.catch(() => {
+      if (cache.get(role) === entry) cache.delete(role);
+    });
     return allowed;
-  };
+  }) as RoleChecker;
+  canAssume.clear = () => cache.clear();
+  return canAssume;
 }
 
 /** Why a role is refused, for the CLI (never sent to clients: the wire answer names no role). */

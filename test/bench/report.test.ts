@@ -102,6 +102,38 @@ describe('bench report', () => {
     expect(renderResults(partial)).not.toContain('### Live updates');
   });
 
+  it("labels each token scheme's request figures, with their targets, and says who called", () => {
+    const { list_c10, read_vs_point_read } = summary.results;
+    const tokens: BenchSummary = {
+      ...summary,
+      callers: '100 bearer tokens over 4 roles.',
+      results: {
+        list_c10_hs256: list_c10,
+        list_c10_jwks: list_c10,
+        read_vs_point_read_jwks: read_vs_point_read,
+      },
+    };
+    expect(
+      benchmarkRows(tokens).map((row) => [row.measure, row.target]),
+    ).toEqual([
+      [
+        'resources/list pages/s, 10 callers, vs the raw keyset query (HS256 tokens)',
+        '≥ 0.80',
+      ],
+      [
+        'resources/list pages/s, 10 callers, vs the raw keyset query (ES256 tokens from a JWKS)',
+        '≥ 0.80',
+      ],
+      [
+        'resources/read req/s vs the raw point read (ES256 tokens from a JWKS)',
+        '≥ 0.70',
+      ],
+    ]);
+    expect(caption(tokens)).toContain(
+      'medians over rounds. 100 bearer tokens over 4 roles.',
+    );
+  });
+
   it('writes tables that prettier leaves as they are', async () => {
     for (const text of [renderResults(summary), renderReadmeResults(summary)])
       expect(await format(text, { parser: 'markdown' })).toBe(`${text}\n`);

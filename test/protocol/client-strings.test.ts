@@ -328,7 +328,10 @@ describe('hostile role claims over HTTP', () => {
     authServer = await startTestServer({
       authenticate: (request) => authenticate(request),
     });
-    const checker = createRoleChecker(authServer.db, 1000);
+    const checker = createRoleChecker(authServer.db, {
+      maxEntries: 1000,
+      maxAgeMs: 1000,
+    });
   });
 
   afterAll(async () => {

@@ -70,6 +70,8 @@ export interface TestServerOptions {
     metadataUrl: string;
     document: Record<string, unknown>;
   };
+  /** Role decisions the app forgets when the feed reports a schema change (createApp's). */
+  roleDecisions?: { clear(): void };
   /** Start the change feed (LISTEN + change log), with these live-update settings over TEST_LIVE. */
   live?: Partial<Config['live']>;
   /** Live-update settings without a change feed (stream caps, listen validation). */
@@ -115,6 +117,7 @@ export async function startTestServer(
     maxDirectoryEntries: options.maxDirectoryEntries ?? 500,
     live: { ...TEST_LIVE, ...options.liveSettings, ...options.live },
     logger,
+    roleDecisions: options.roleDecisions,
   });
   const feed =
     options.live === undefined

@@ -67,7 +67,10 @@ beforeAll(async () => {
       },
     },
   });
-  const checker = createRoleChecker(server.db, 1000);
+  const checker = createRoleChecker(server.db, {
+    maxEntries: 1000,
+    maxAgeMs: 1000,
+  });
 });
 
 afterAll(async () => {
@@ -245,7 +248,10 @@ describe('a token never acts as the login', () => {
       databaseUrl: url.toString(),
       authenticate: (request) => authenticate(request),
     });
-    loginChecker = createRoleChecker(asLogin.db, 1000);
+    loginChecker = createRoleChecker(asLogin.db, {
+      maxEntries: 1000,
+      maxAgeMs: 1000,
+    });
   });
 
   afterAll(async () => {
