@@ -8,6 +8,7 @@ import {
 import type { Config } from './config.js';
 import {
   CHANGE_VISIBILITY,
+  createLegacySessionStore,
   runRequestQuery,
   type ChangeRow,
   type DatabaseHandle,
@@ -18,10 +19,19 @@ import {
   createCursorCodec,
   createDiscoverMethod,
   createDispatcher,
+  createEraDispatcher,
+  createLegacyAdapter,
+  LegacySession,
   type Dispatcher,
+  type LegacyAdapter,
   type MethodHandler,
+  type StreamSink,
 } from './protocol/index.js';
-import { createListenMethod, Fanout } from './notifications/index.js';
+import {
+  createListenMethod,
+  Fanout,
+  LegacySubscriptions,
+} from './notifications/index.js';
 import {
   deliveredChanges,
   type CatalogSource,
@@ -32,6 +42,7 @@ import {
   readableUris,
   TTL_MS,
 } from './resources/index.js';
+import { createLegacyHttp, type LegacyHttp } from './transport/index.js';
 import { SERVER_INFO } from './version.js';
 
 export interface AppOptions {
@@ -54,6 +65,14 @@ export interface App {
   publish(source: CatalogSource, changes: readonly ChangeRow[]): Promise<void>;
   /** `source`'s history changed (restore, failover): forget cached facts, tell every stream. */
   resync(source: CatalogSource): void;
+  /** The 2025-11-25 era over the same handlers and fan-out (issue 14). */
+  readonly legacy: LegacyAdapter;
+  /** Legacy sessions' channels (HTTP GET streams) as fan-out subscribers. */
+  readonly legacySubscriptions: LegacySubscriptions;
+  /** Legacy HTTP sessions, stored in the database (hand to the HTTP transport as `legacy`). */
+  readonly legacyHttp: LegacyHttp;
+  /** stdio serves both eras; the process is the legacy session, `channel` its notifications. */
+  stdioDispatcher(channel: StreamSink): Dispatcher;
 }
 
 const INSTRUCTIONS =
@@ -66,6 +85,13 @@ const INSTRUCTIONS =
   'completion/complete suggests their variables from the resources you can read. ' +
   'subscriptions/listen delivers notifications/resources/updated for subscribed URIs (a file:///…/ ' +
   'directory covers what is under it) and notifications/resources/list_changed as changes commit.';
+
+/** What a 2025-11-25 session is offered (legacy digest §3.4): no `extensions`, plus logging. */
+const LEGACY_CAPABILITIES = {
+  resources: { subscribe: true, listChanged: true },
+  completions: {},
+  logging: {},
+};
 
 /** Build the dispatcher with every method this server offers. */
 export function createApp(options: AppOptions): App {
@@ -143,8 +169,50 @@ export function createApp(options: AppOptions): App {
     methods,
     logError: (message, error) => options.logger.error(message, error),
   });
+  // Issue 14: the legacy era is an adapter over `dispatcher` and `fanout`, not a second server.
+  const legacySessions = createLegacySessionStore(options.db, {
+    idleSeconds: options.live.legacySessionIdleSeconds,
+    maxPerRole: options.live.maxLegacySessionsPerRole,
+  });
+  const legacySubscriptions = new LegacySubscriptions(
+    fanout,
+    (uris, principal, signal) =>
+      readableUris(options.db, options.sources, uris, principal, signal),
+    options.live.maxSubscriptionUris,
+  );
+  const legacy = createLegacyAdapter({
+    dispatcher,
+    serverInfo: SERVER_INFO,
+    capabilities: LEGACY_CAPABILITIES,
+    instructions: INSTRUCTIONS,
+    subscribe: (session, uri, principal, signal) =>
+      legacySubscriptions.subscribe(session, uri, principal, signal),
+    unsubscribe: (session, uri) => legacySubscriptions.unsubscribe(session, uri),
+    attach: (session, principal) =>
+      legacySubscriptions.attach(session, principal),
+    persist: async (session, principal) => {
+      if (session.id !== undefined && session.logLevel !== undefined)
+        await legacySessions.setLevel(session.id, principal, session.logLevel);
+    },
+  });
   return {
     dispatcher,
+    legacy,
+    legacySubscriptions,
+    legacyHttp: createLegacyHttp({
+      adapter: legacy,
+      records: legacySessions,
+      subscriptions: legacySubscriptions,
+      maxSessions: options.live.maxLegacySessions,
+      idleMs: options.live.legacySessionIdleSeconds * 1000,
+      keepAliveMs: options.live.keepAliveMs,
+      log: (line) => options.logger.warn(line),
+    }),
+    stdioDispatcher: (channel) => {
+      const session = new LegacySession();
+      session.channel = channel;
+      return createEraDispatcher(dispatcher, legacy, session);
+    },
     fanout,
     publish: (source, changes) => {
       // A schema change (DDL, GRANT, REVOKE) may change whose catalog has entries.

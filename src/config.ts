@@ -182,6 +182,18 @@ const ConfigSchema = z.object({
       60,
       365 * 86_400,
     ),
+    // Legacy (2025-11-25) HTTP sessions (issue 14): idle expiry and caps.
+    legacySessionIdleSeconds: integer(
+      'PGMCP_LEGACY_SESSION_IDLE_SECONDS',
+      1,
+      7 * 86_400,
+    ),
+    maxLegacySessions: integer('PGMCP_MAX_LEGACY_SESSIONS', 0, 1_000_000),
+    maxLegacySessionsPerRole: integer(
+      'PGMCP_MAX_LEGACY_SESSIONS_PER_ROLE',
+      0,
+      1_000_000,
+    ),
   }),
   /** The role stdio requests (and PGMCP_AUTH=none HTTP requests) run as; undefined = the login role. */
   role: z.string().min(1).optional(),
@@ -266,6 +278,11 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv): Config {
       maxPendingBytes: env['PGMCP_MAX_PENDING_BYTES'] ?? String(1024 * 1024),
       stallTimeoutMs: env['PGMCP_STALL_TIMEOUT_MS'] ?? '30000',
       changeRetentionSeconds: env['PGMCP_CHANGE_RETENTION_SECONDS'] ?? '86400',
+      legacySessionIdleSeconds:
+        env['PGMCP_LEGACY_SESSION_IDLE_SECONDS'] ?? '1800',
+      maxLegacySessions: env['PGMCP_MAX_LEGACY_SESSIONS'] ?? '10000',
+      maxLegacySessionsPerRole:
+        env['PGMCP_MAX_LEGACY_SESSIONS_PER_ROLE'] ?? '1000',
     },
     role: flags.role ?? nonEmpty(env['PGMCP_ROLE']),
     allowUnsafeLogin:

@@ -30,6 +30,7 @@ import type { Logger } from './log.js';
 import { startChangeFeed, type ChangeFeed } from './notifications/index.js';
 import { catalogSource, type CatalogSource } from './resources/index.js';
 import {
+  createLineChannel,
   startHttpTransport,
   startStdioTransport,
   type HttpSecurity,
@@ -308,7 +309,8 @@ export async function startServer(
       stdio = startStdioTransport({
         input: process.stdin,
         output: process.stdout,
-        dispatcher: app.dispatcher,
+        // Both eras on stdio (issue 14): the process is the legacy session.
+        dispatcher: app.stdioDispatcher(createLineChannel(process.stdout)),
         principal:
           config.role === undefined
             ? LOGIN_PRINCIPAL
@@ -337,6 +339,8 @@ export async function startServer(
         keepAliveMs: config.live.keepAliveMs,
         ready: () => readiness(feeds),
         log: (line) => logger.warn(line),
+        // Issue 14: 2025-11-25 sessions on the same endpoint.
+        legacy: app.legacyHttp,
       });
     }
     let stopping: Promise<void> | undefined;

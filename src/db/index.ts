@@ -75,3 +75,8 @@ export {
   READ_COLLECTION_ROW,
   setExposed,
 } from './rows.js';
+export {
+  createLegacySessionStore,
+  type LegacySessionRow,
+  type LegacySessionStore,
+} from './legacy-sessions.js';

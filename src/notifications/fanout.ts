@@ -3,9 +3,9 @@
 import type { Principal } from '../auth/index.js';
 import { JSONRPC, ProtocolError } from '../errors.js';
 import type {
+  FanoutMessages,
   Implementation,
   StreamSink,
-  SubscriptionMessages,
 } from '../protocol/index.js';
 
 /**
@@ -62,7 +62,8 @@ export class Subscriber {
 
   constructor(
     readonly principal: Principal,
-    readonly messages: SubscriptionMessages,
+    // Listen streams and legacy sessions (issue 14) differ only in these messages.
+    readonly messages: FanoutMessages,
     readonly uris: readonly string[],
     readonly listChanged: boolean,
     readonly sink: StreamSink,

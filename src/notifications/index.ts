@@ -16,3 +16,4 @@ export {
   type Visibility,
 } from './fanout.js';
 export { createListenMethod, type ListenDependencies } from './listen.js';
+export { LegacySubscriptions } from './legacy-subscriptions.js';

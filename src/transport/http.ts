@@ -15,6 +15,7 @@ import {
   type StreamSink,
   type TransportContext,
 } from '../protocol/index.js';
+import type { LegacyHttp } from './legacy-http.js';
 
 interface HttpTransportBase {
   readonly host: string;
@@ -36,6 +37,8 @@ interface HttpTransportBase {
   /** How often an open SSE stream gets a keep-alive comment. */
   readonly keepAliveMs?: number;
   readonly log: (line: string) => void;
+  /** Issue 14: 2025-11-25 sessions beside 2026-07-28 on the same endpoint (legacy-http.ts). */
+  readonly legacy?: LegacyHttp;
 }
 
 /** How requests are authenticated, and the metadata a 401 points at. */
@@ -139,7 +142,10 @@ export async function startHttpTransport(
     })();
   }, options.keepAliveMs ?? 15_000);
   keepAlive.unref();
-  server.once('close', () => clearInterval(keepAlive));
+  server.once('close', () => {
+    clearInterval(keepAlive);
+    options.legacy?.close();
+  });
   return {
     url: endpointUrl(server, options.path),
     server,
@@ -210,8 +216,21 @@ async function handle(
     );
     return;
   }
+  // Issue 14: GET and DELETE belong to legacy sessions (the modern era answers 405 to both).
+  if (
+    options.legacy !== undefined &&
+    (request.method === 'GET' || request.method === 'DELETE')
+  ) {
+    const principal = await authenticateOrRefuse(options, request, response);
+    if (principal !== undefined)
+      await options.legacy.other(principal, request, response);
+    return;
+  }
   if (request.method !== 'POST') {
-    response.setHeader('Allow', 'POST');
+    response.setHeader(
+      'Allow',
+      options.legacy === undefined ? 'POST' : 'GET, POST, DELETE',
+    );
     refuse(
       options,
       response,
@@ -250,33 +269,8 @@ async function handle(
     return;
   }
   // Authenticate before reading the body: an unauthenticated client costs no parsing.
-  let principal: Principal;
-  try {
-    principal = await options.authenticate(request);
-  } catch (error) {
-    if (
-      error instanceof ProtocolError &&
-      error.key === 'AUTHENTICATION_REQUIRED' &&
-      options.protectedResource !== undefined
-    ) {
-      const invalid =
-        request.headers.authorization === undefined
-          ? ''
-          : 'error="invalid_token", ';
-      response.setHeader(
-        'WWW-Authenticate',
-        `Bearer ${invalid}resource_metadata="${options.protectedResource.metadataUrl}"`,
-      );
-    }
-    const outcome = options.dispatcher.fail(error);
-    request.resume();
-    send(
-      response,
-      outcome.kind === 'response' ? outcome.httpStatus : 401,
-      errorBody(outcome),
-    );
-    return;
-  }
+  const principal = await authenticateOrRefuse(options, request, response);
+  if (principal === undefined) return;
   const body = await readBody(request, options.maxBodyBytes);
   if (body === 'too-large') {
     refuseTooLarge(options, request, response);
@@ -309,6 +303,11 @@ async function handle(
     return;
   }
 
+  // Issue 14: a POST without the 2026-07-28 claim that initializes or names a session is legacy.
+  if (options.legacy?.claims(message, request) === true) {
+    await options.legacy.post(message, principal, request, response);
+    return;
+  }
   // The client closing the connection before the answer is the cancel (spec §13).
   const context = new HttpRequestContext(principal, request);
   response.on('close', () => {
@@ -326,6 +325,40 @@ async function handle(
     return;
   }
   send(response, outcome.httpStatus, outcome.response);
+}
+
+/** The caller, or undefined once refused (401 with its challenge, 403). */
+async function authenticateOrRefuse(
+  options: ServingOptions,
+  request: http.IncomingMessage,
+  response: http.ServerResponse,
+): Promise<Principal | undefined> {
+  try {
+    return await options.authenticate(request);
+  } catch (error) {
+    if (
+      error instanceof ProtocolError &&
+      error.key === 'AUTHENTICATION_REQUIRED' &&
+      options.protectedResource !== undefined
+    ) {
+      const invalid =
+        request.headers.authorization === undefined
+          ? ''
+          : 'error="invalid_token", ';
+      response.setHeader(
+        'WWW-Authenticate',
+        `Bearer ${invalid}resource_metadata="${options.protectedResource.metadataUrl}"`,
+      );
+    }
+    const outcome = options.dispatcher.fail(error);
+    request.resume();
+    send(
+      response,
+      outcome.kind === 'response' ? outcome.httpStatus : 401,
+      errorBody(outcome),
+    );
+    return undefined;
+  }
 }
 
 /**
