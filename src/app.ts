@@ -187,7 +187,8 @@ export function createApp(options: AppOptions): App {
     instructions: INSTRUCTIONS,
     subscribe: (session, uri, principal, signal) =>
       legacySubscriptions.subscribe(session, uri, principal, signal),
-    unsubscribe: (session, uri) => legacySubscriptions.unsubscribe(session, uri),
+    unsubscribe: (session, uri) =>
+      legacySubscriptions.unsubscribe(session, uri),
     attach: (session, principal) =>
       legacySubscriptions.attach(session, principal),
     persist: async (session, principal) => {

@@ -59,7 +59,10 @@ export const ERROR_KEYS = {
   SESSION_NOT_FOUND: { code: JSONRPC.INVALID_REQUEST, httpStatus: 404 },
   SESSION_STREAM_OPEN: { code: JSONRPC.INVALID_REQUEST, httpStatus: 409 },
   ALREADY_INITIALIZED: { code: JSONRPC.INVALID_REQUEST, httpStatus: 400 },
-  UNSUPPORTED_LEGACY_VERSION: { code: JSONRPC.INVALID_REQUEST, httpStatus: 400 },
+  UNSUPPORTED_LEGACY_VERSION: {
+    code: JSONRPC.INVALID_REQUEST,
+    httpStatus: 400,
+  },
   TOO_MANY_SESSIONS: { code: JSONRPC.INTERNAL_ERROR, httpStatus: 429 },
   INTERNAL: { code: JSONRPC.INTERNAL_ERROR, httpStatus: 500 },
 } as const satisfies Record<string, ErrorKeySpec>;

@@ -133,7 +133,10 @@ export interface LegacySessionStore {
     principal: Principal,
     session: Omit<LegacySessionRow, 'logLevel'>,
   ): Promise<boolean>;
-  touch(id: string, principal: Principal): Promise<LegacySessionRow | undefined>;
+  touch(
+    id: string,
+    principal: Principal,
+  ): Promise<LegacySessionRow | undefined>;
   setLevel(id: string, principal: Principal, level: string): Promise<void>;
   close(id: string, principal: Principal): Promise<boolean>;
 }

@@ -89,8 +89,16 @@ export function isModernVersion(version: string): boolean {
 export function createLegacyAdapter(
   options: LegacyAdapterOptions,
 ): LegacyAdapter {
-  const fail = (error: unknown, id?: InboundMessage['id']): DispatchOutcome =>
-    toLegacyOutcome(options.dispatcher.fail(error, id));
+  // Transport refusals (session missing, 404, 429) keep their HTTP status.
+  const fail = (error: unknown, id?: InboundMessage['id']): DispatchOutcome => {
+    const outcome = options.dispatcher.fail(error, id);
+    return outcome.kind === 'response' && 'error' in outcome.response
+      ? {
+          ...outcome,
+          response: legacyError(outcome.response, outcome.httpStatus).response,
+        }
+      : outcome;
+  };
 
   async function request(
     message: InboundMessage & { id: NonNullable<InboundMessage['id']> },
@@ -175,9 +183,14 @@ export function createLegacyAdapter(
         return { kind: 'accepted' };
       }
       try {
-        return await request({ ...message, id: message.id }, session, transport);
+        return await request(
+          { ...message, id: message.id },
+          session,
+          transport,
+        );
       } catch (error) {
-        return fail(error, message.id);
+        // An error answering a request is a JSON-RPC error: HTTP 200 (legacy digest §5.9).
+        return toLegacyOutcome(options.dispatcher.fail(error, message.id));
       }
     },
   };
@@ -195,7 +208,9 @@ function ok(
 }
 
 /** initialize params → the handshake (legacy digest §3.2): our version if we speak theirs, else our latest. */
-function negotiate(params: Record<string, unknown> | undefined): LegacyHandshake {
+function negotiate(
+  params: Record<string, unknown> | undefined,
+): LegacyHandshake {
   const requested = params?.['protocolVersion'];
   const capabilities = params?.['capabilities'];
   const clientInfo = params?.['clientInfo'] as Record<string, unknown> | null;

@@ -90,7 +90,11 @@ export function createLegacyHttp(options: LegacyHttpOptions): LegacyHttp {
     key: ErrorKey,
     message: string,
     id?: InboundMessage['id'],
-  ): void => sendOutcome(response, options.adapter.fail(new ProtocolError(key, message), id));
+  ): void =>
+    sendOutcome(
+      response,
+      options.adapter.fail(new ProtocolError(key, message), id),
+    );
 
   /** The live session `id` of `principal` (renewed), held here; undefined for anyone else's. */
   async function resume(
@@ -111,7 +115,13 @@ export function createLegacyHttp(options: LegacyHttpOptions): LegacyHttp {
       // Created elsewhere: its initialized notification went to the replica that created it.
       session.ready = true;
       session.logLevel = (record.logLevel ?? undefined) as LogLevel | undefined;
-      entry = { session, inFlight: new Map(), lastSeen: 0, stream: undefined, streamPrincipal: undefined };
+      entry = {
+        session,
+        inFlight: new Map(),
+        lastSeen: 0,
+        stream: undefined,
+        streamPrincipal: undefined,
+      };
       held.set(id, entry);
     }
     entry.lastSeen = Date.now();
@@ -124,7 +134,10 @@ export function createLegacyHttp(options: LegacyHttpOptions): LegacyHttp {
     response: http.ServerResponse,
   ): Promise<void> {
     if (held.size >= options.maxSessions) {
-      sendOutcome(response, options.adapter.fail(tooMany(options.maxSessions), message.id));
+      sendOutcome(
+        response,
+        options.adapter.fail(tooMany(options.maxSessions), message.id),
+      );
       return;
     }
     // ≥ 128 bits from the CSPRNG, visible ASCII (base64url).
@@ -145,10 +158,21 @@ export function createLegacyHttp(options: LegacyHttpOptions): LegacyHttp {
       clientCapabilities: handshake.capabilities,
     });
     if (!opened) {
-      refuse(response, 'TOO_MANY_SESSIONS', 'Too many open sessions for this role; end one (DELETE) or wait for one to expire.', message.id);
+      refuse(
+        response,
+        'TOO_MANY_SESSIONS',
+        'Too many open sessions for this role; end one (DELETE) or wait for one to expire.',
+        message.id,
+      );
       return;
     }
-    held.set(id, { session, inFlight: new Map(), lastSeen: Date.now(), stream: undefined, streamPrincipal: undefined });
+    held.set(id, {
+      session,
+      inFlight: new Map(),
+      lastSeen: Date.now(),
+      stream: undefined,
+      streamPrincipal: undefined,
+    });
     response.setHeader('Mcp-Session-Id', id);
     sendOutcome(response, outcome);
   }
@@ -163,8 +187,13 @@ export function createLegacyHttp(options: LegacyHttpOptions): LegacyHttp {
       if (message.method === 'notifications/cancelled') {
         // A legacy client cancels explicitly; unknown or finished ids are ignored (§8.4).
         const parsed = CancelledParamsSchema.safeParse(message.params ?? {});
-        if (parsed.success) entry.inFlight.get(keyOf(parsed.data.requestId))?.abort();
-      } else await options.adapter.handle(message, entry.session, { principal, signal: new AbortController().signal });
+        if (parsed.success)
+          entry.inFlight.get(keyOf(parsed.data.requestId))?.abort();
+      } else
+        await options.adapter.handle(message, entry.session, {
+          principal,
+          signal: new AbortController().signal,
+        });
       response.writeHead(202).end();
       return;
     }
@@ -194,17 +223,30 @@ export function createLegacyHttp(options: LegacyHttpOptions): LegacyHttp {
     if (id === undefined) {
       if (message.method === 'initialize' && message.id !== undefined)
         await initialize(message, principal, response);
-      else refuse(response, 'SESSION_REQUIRED', 'Bad request: send Mcp-Session-Id, or initialize to start a session.');
+      else
+        refuse(
+          response,
+          'SESSION_REQUIRED',
+          'Bad request: send Mcp-Session-Id, or initialize to start a session.',
+        );
       return;
     }
     const version = header(request, 'mcp-protocol-version');
     if (version !== undefined && !LEGACY_VERSIONS.includes(version)) {
-      refuse(response, 'UNSUPPORTED_LEGACY_VERSION', `Unsupported MCP-Protocol-Version ${version.slice(0, 40)}; supported: ${LEGACY_VERSIONS.join(', ')}.`);
+      refuse(
+        response,
+        'UNSUPPORTED_LEGACY_VERSION',
+        `Unsupported MCP-Protocol-Version ${version.slice(0, 40)}; supported: ${LEGACY_VERSIONS.join(', ')}.`,
+      );
       return;
     }
     const entry = await resume(id, principal);
     if (entry === undefined) {
-      refuse(response, 'SESSION_NOT_FOUND', 'Session not found: it ended or expired; initialize a new one.');
+      refuse(
+        response,
+        'SESSION_NOT_FOUND',
+        'Session not found: it ended or expired; initialize a new one.',
+      );
       return;
     }
     await inSession(entry, message, principal, response);
@@ -227,7 +269,16 @@ export function createLegacyHttp(options: LegacyHttpOptions): LegacyHttp {
       sendOutcome(response, options.adapter.fail(error));
       return;
     }
-    response.writeHead(200, ['Content-Type', 'text/event-stream', 'Cache-Control', 'no-store', 'X-Accel-Buffering', 'no', 'Connection', 'close']);
+    response.writeHead(200, [
+      'Content-Type',
+      'text/event-stream',
+      'Cache-Control',
+      'no-store',
+      'X-Accel-Buffering',
+      'no',
+      'Connection',
+      'close',
+    ]);
     response.flushHeaders();
     const keepAlive = setInterval(() => {
       if (response.writableLength === 0) response.write(':\n\n');
@@ -251,12 +302,20 @@ export function createLegacyHttp(options: LegacyHttpOptions): LegacyHttp {
     request.resume();
     const id = header(request, 'mcp-session-id');
     if (id === undefined) {
-      refuse(response, 'SESSION_REQUIRED', 'Bad request: GET and DELETE need the Mcp-Session-Id of a session.');
+      refuse(
+        response,
+        'SESSION_REQUIRED',
+        'Bad request: GET and DELETE need the Mcp-Session-Id of a session.',
+      );
       return;
     }
     if (request.method === 'DELETE') {
       if (!(await options.records.close(id, principal))) {
-        refuse(response, 'SESSION_NOT_FOUND', 'Session not found: it ended or expired.');
+        refuse(
+          response,
+          'SESSION_NOT_FOUND',
+          'Session not found: it ended or expired.',
+        );
         return;
       }
       const entry = held.get(id);
@@ -266,9 +325,17 @@ export function createLegacyHttp(options: LegacyHttpOptions): LegacyHttp {
     }
     const entry = await resume(id, principal);
     if (entry === undefined)
-      refuse(response, 'SESSION_NOT_FOUND', 'Session not found: it ended or expired; initialize a new one.');
+      refuse(
+        response,
+        'SESSION_NOT_FOUND',
+        'Session not found: it ended or expired; initialize a new one.',
+      );
     else if (entry.stream !== undefined)
-      refuse(response, 'SESSION_STREAM_OPEN', 'Conflict: this session already has a GET stream open.');
+      refuse(
+        response,
+        'SESSION_STREAM_OPEN',
+        'Conflict: this session already has a GET stream open.',
+      );
     else openStream(entry, principal, response);
   }
 
@@ -280,19 +347,29 @@ export function createLegacyHttp(options: LegacyHttpOptions): LegacyHttp {
   }
 
   // Idle sessions leave this process; an open GET stream keeps its session alive in the store.
-  const sweep = setInterval(() => {
-    const now = Date.now();
-    for (const [id, entry] of held) {
-      const principal = entry.streamPrincipal;
-      if (entry.stream !== undefined && principal !== undefined) {
-        entry.lastSeen = now;
-        options.records.touch(id, principal).then(
-          (record) => { if (record === undefined) drop(id, entry); },
-          (error: unknown) => options.log(`legacy session renewal failed: ${String(error)}`),
-        );
-      } else if (now - entry.lastSeen >= options.idleMs && entry.inFlight.size === 0) drop(id, entry);
-    }
-  }, Math.max(1000, Math.floor(options.idleMs / 3)));
+  const sweep = setInterval(
+    () => {
+      const now = Date.now();
+      for (const [id, entry] of held) {
+        const principal = entry.streamPrincipal;
+        if (entry.stream !== undefined && principal !== undefined) {
+          entry.lastSeen = now;
+          options.records.touch(id, principal).then(
+            (record) => {
+              if (record === undefined) drop(id, entry);
+            },
+            (error: unknown) =>
+              options.log(`legacy session renewal failed: ${String(error)}`),
+          );
+        } else if (
+          now - entry.lastSeen >= options.idleMs &&
+          entry.inFlight.size === 0
+        )
+          drop(id, entry);
+      }
+    },
+    Math.max(1000, Math.floor(options.idleMs / 3)),
+  );
   sweep.unref();
 
   return {
