@@ -87,11 +87,12 @@ describe('stdio, legacy era', () => {
   it('serves list and read shaped for 2025-11-25, -32002 for a missing resource, and refuses a second initialize', async () => {
     const child = await initialized();
     const list = await ask(child, 1, 'resources/list');
-    expect(list['result']).toEqual({
-      resources: [
-        expect.objectContaining({ uri: 'notes:///stdio-legacy/one' }),
-      ],
-    });
+    expect(Object.keys(list['result'] as object)).toEqual(['resources']);
+    expect(
+      (list['result'] as { resources: unknown[] }).resources,
+    ).toContainEqual(
+      expect.objectContaining({ uri: 'notes:///stdio-legacy/one' }),
+    );
     const read = await ask(child, 2, 'resources/read', {
       uri: 'notes:///stdio-legacy/one',
     });
