@@ -95,7 +95,8 @@ export class LegacySubscriptions {
 
   #keysOf(session: LegacySession): Map<string, string> {
     let keys = this.#keys.get(session);
-    if (keys === undefined) this.#keys.set(session, (keys = new Map()));
+    if (keys === undefined)
+      this.#keys.set(session, (keys = new Map<string, string>()));
     return keys;
   }
 

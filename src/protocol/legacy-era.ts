@@ -89,18 +89,62 @@ export function isModernVersion(version: string): boolean {
 export function createLegacyAdapter(
   options: LegacyAdapterOptions,
 ): LegacyAdapter {
-  // Transport refusals (session missing, 404, 429) keep their HTTP status.
-  const fail = (error: unknown, id?: InboundMessage['id']): DispatchOutcome => {
-    const outcome = options.dispatcher.fail(error, id);
+  return new LegacyEraAdapter(options);
+}
+
+class LegacyEraAdapter implements LegacyAdapter {
+  constructor(readonly options: LegacyAdapterOptions) {}
+
+  /** Transport refusals (session missing, 404, 429) keep their HTTP status. */
+  fail(error: unknown, id?: InboundMessage['id']): DispatchOutcome {
+    const outcome = this.options.dispatcher.fail(error, id);
     return outcome.kind === 'response' && 'error' in outcome.response
       ? {
           ...outcome,
           response: legacyError(outcome.response, outcome.httpStatus).response,
         }
       : outcome;
-  };
+  }
 
-  async function request(
+  async handle(
+    message: InboundMessage,
+    session: LegacySession,
+    transport: TransportContext,
+  ): Promise<DispatchOutcome> {
+    if (message.id === undefined) {
+      // notifications/cancelled is the transport's (it knows what is in flight).
+      if (message.method === 'notifications/initialized')
+        this.#initialized(session, transport.principal);
+      return { kind: 'accepted' };
+    }
+    try {
+      return await this.#request(
+        { ...message, id: message.id },
+        session,
+        transport,
+      );
+    } catch (error) {
+      // An error answering a request is a JSON-RPC error: HTTP 200 (legacy digest §5.9).
+      return toLegacyOutcome(this.options.dispatcher.fail(error, message.id));
+    }
+  }
+
+  /** A repeated notifications/initialized changes nothing. */
+  #initialized(session: LegacySession, principal: Principal): void {
+    if (session.handshake === undefined || session.ready) return;
+    session.ready = true;
+    if (session.channel === undefined) return;
+    try {
+      this.options.attach(session, principal);
+    } catch {
+      // The fan-out is at its caps: the session hears no list_changed until it subscribes.
+      session.log('warning', {
+        message: 'notifications are not available now',
+      });
+    }
+  }
+
+  async #request(
     message: InboundMessage & { id: NonNullable<InboundMessage['id']> },
     session: LegacySession,
     transport: TransportContext,
@@ -116,26 +160,26 @@ export function createLegacyAdapter(
       session.handshake = negotiate(message.params);
       return ok(id, {
         protocolVersion: session.handshake.protocolVersion,
-        capabilities: options.capabilities,
-        serverInfo: options.serverInfo,
-        instructions: options.instructions,
+        capabilities: this.options.capabilities,
+        serverInfo: this.options.serverInfo,
+        instructions: this.options.instructions,
       });
     }
     // Before initialize, a request without the claim gets exactly today's modern answer
     // (-32601 or -32602 missing _meta, legacy digest §10.1 step 5).
     if (session.handshake === undefined)
-      return options.dispatcher.dispatch(message, transport);
+      return this.options.dispatcher.dispatch(message, transport);
     if (SHARED_METHODS.has(method))
       return toLegacyOutcome(
-        await options.dispatcher.dispatch(asModern(message), {
+        await this.options.dispatcher.dispatch(asModern(message), {
           principal: transport.principal,
           signal: transport.signal,
         }),
       );
-    return ok(id, await sessionMethod(message, session, transport));
+    return ok(id, await this.#sessionMethod(message, session, transport));
   }
 
-  async function sessionMethod(
+  async #sessionMethod(
     message: InboundMessage,
     session: LegacySession,
     transport: TransportContext,
@@ -143,7 +187,7 @@ export function createLegacyAdapter(
     const params = message.params ?? {};
     switch (message.method) {
       case 'resources/subscribe':
-        await options.subscribe(
+        await this.options.subscribe(
           session,
           stringParam(params, 'uri'),
           transport.principal,
@@ -152,11 +196,11 @@ export function createLegacyAdapter(
         session.log('debug', { subscribed: params['uri'] });
         return {};
       case 'resources/unsubscribe':
-        options.unsubscribe(session, stringParam(params, 'uri'));
+        this.options.unsubscribe(session, stringParam(params, 'uri'));
         return {};
       case 'logging/setLevel':
         session.logLevel = logLevel(params['level']);
-        await options.persist?.(session, transport.principal);
+        await this.options.persist?.(session, transport.principal);
         return {};
       default:
         throw new ProtocolError(
@@ -165,35 +209,6 @@ export function createLegacyAdapter(
         );
     }
   }
-
-  return {
-    fail,
-    async handle(message, session, transport) {
-      if (message.id === undefined) {
-        // notifications/cancelled is the transport's (it knows what is in flight).
-        if (
-          message.method === 'notifications/initialized' &&
-          session.handshake !== undefined &&
-          !session.ready
-        ) {
-          session.ready = true;
-          if (session.channel !== undefined)
-            options.attach(session, transport.principal);
-        }
-        return { kind: 'accepted' };
-      }
-      try {
-        return await request(
-          { ...message, id: message.id },
-          session,
-          transport,
-        );
-      } catch (error) {
-        // An error answering a request is a JSON-RPC error: HTTP 200 (legacy digest §5.9).
-        return toLegacyOutcome(options.dispatcher.fail(error, message.id));
-      }
-    },
-  };
 }
 
 function ok(

@@ -84,28 +84,133 @@ interface Held {
 }
 
 export function createLegacyHttp(options: LegacyHttpOptions): LegacyHttp {
-  const held = new Map<string, Held>();
-  const refuse = (
+  return new LegacyHttpSessions(options);
+}
+
+class LegacyHttpSessions implements LegacyHttp {
+  readonly #options: LegacyHttpOptions;
+  readonly #held = new Map<string, Held>();
+  readonly #sweep: NodeJS.Timeout;
+
+  constructor(options: LegacyHttpOptions) {
+    this.#options = options;
+    this.#sweep = setInterval(
+      () => this.#sweepIdle(),
+      Math.max(1000, Math.floor(options.idleMs / 3)),
+    );
+    this.#sweep.unref();
+  }
+
+  claims(message: InboundMessage, request: http.IncomingMessage): boolean {
+    if (hasModernClaim(message)) return false;
+    const version = header(request, 'mcp-protocol-version');
+    if (version !== undefined && isModernVersion(version)) return false;
+    return (
+      message.method === 'initialize' ||
+      header(request, 'mcp-session-id') !== undefined
+    );
+  }
+
+  async post(
+    message: InboundMessage,
+    principal: Principal,
+    request: http.IncomingMessage,
+    response: http.ServerResponse,
+  ): Promise<void> {
+    const id = header(request, 'mcp-session-id');
+    if (id === undefined) {
+      if (message.method === 'initialize' && message.id !== undefined)
+        await this.#initialize(message, principal, response);
+      else
+        this.#refuse(
+          response,
+          'SESSION_REQUIRED',
+          'Bad request: send Mcp-Session-Id, or initialize to start a session.',
+        );
+      return;
+    }
+    const version = header(request, 'mcp-protocol-version');
+    if (version !== undefined && !LEGACY_VERSIONS.includes(version)) {
+      this.#refuse(
+        response,
+        'UNSUPPORTED_LEGACY_VERSION',
+        `Unsupported MCP-Protocol-Version ${version.slice(0, 40)}; supported: ${LEGACY_VERSIONS.join(', ')}.`,
+      );
+      return;
+    }
+    const entry = await this.#resume(id, principal);
+    if (entry === undefined) {
+      this.#refuse(
+        response,
+        'SESSION_NOT_FOUND',
+        'Session not found: it ended or expired; initialize a new one.',
+      );
+      return;
+    }
+    await this.#inSession(entry, message, principal, response);
+  }
+
+  /** GET (the session's stream) or DELETE (end the session). */
+  async other(
+    principal: Principal,
+    request: http.IncomingMessage,
+    response: http.ServerResponse,
+  ): Promise<void> {
+    request.resume();
+    const id = header(request, 'mcp-session-id');
+    if (id === undefined) {
+      this.#refuse(
+        response,
+        'SESSION_REQUIRED',
+        'Bad request: GET and DELETE need the Mcp-Session-Id of a session.',
+      );
+      return;
+    }
+    if (request.method === 'DELETE') {
+      await this.#delete(id, principal, response);
+      return;
+    }
+    const entry = await this.#resume(id, principal);
+    if (entry === undefined)
+      this.#refuse(
+        response,
+        'SESSION_NOT_FOUND',
+        'Session not found: it ended or expired; initialize a new one.',
+      );
+    else if (entry.stream !== undefined)
+      this.#refuse(
+        response,
+        'SESSION_STREAM_OPEN',
+        'Conflict: this session already has a GET stream open.',
+      );
+    else this.#openStream(entry, principal, response);
+  }
+
+  close(): void {
+    clearInterval(this.#sweep);
+    for (const [id, entry] of this.#held) this.#drop(id, entry);
+  }
+
+  #refuse(
     response: http.ServerResponse,
     key: ErrorKey,
     message: string,
     id?: InboundMessage['id'],
-  ): void =>
+  ): void {
     sendOutcome(
       response,
-      options.adapter.fail(new ProtocolError(key, message), id),
+      this.#options.adapter.fail(new ProtocolError(key, message), id),
     );
+  }
 
   /** The live session `id` of `principal` (renewed), held here; undefined for anyone else's. */
-  async function resume(
-    id: string,
-    principal: Principal,
-  ): Promise<Held | undefined> {
-    const record = await options.records.touch(id, principal);
+  async #resume(id: string, principal: Principal): Promise<Held | undefined> {
+    const record = await this.#options.records.touch(id, principal);
     if (record === undefined) return undefined;
-    let entry = held.get(id);
+    let entry = this.#held.get(id);
     if (entry === undefined) {
-      if (held.size >= options.maxSessions) throw tooMany(options.maxSessions);
+      if (this.#held.size >= this.#options.maxSessions)
+        throw tooMany(this.#options.maxSessions);
       const session = new LegacySession(id);
       session.handshake = {
         protocolVersion: record.protocolVersion,
@@ -115,35 +220,32 @@ export function createLegacyHttp(options: LegacyHttpOptions): LegacyHttp {
       // Created elsewhere: its initialized notification went to the replica that created it.
       session.ready = true;
       session.logLevel = (record.logLevel ?? undefined) as LogLevel | undefined;
-      entry = {
-        session,
-        inFlight: new Map(),
-        lastSeen: 0,
-        stream: undefined,
-        streamPrincipal: undefined,
-      };
-      held.set(id, entry);
+      entry = held(session);
+      this.#held.set(id, entry);
     }
     entry.lastSeen = Date.now();
     return entry;
   }
 
-  async function initialize(
+  async #initialize(
     message: InboundMessage,
     principal: Principal,
     response: http.ServerResponse,
   ): Promise<void> {
-    if (held.size >= options.maxSessions) {
+    if (this.#held.size >= this.#options.maxSessions) {
       sendOutcome(
         response,
-        options.adapter.fail(tooMany(options.maxSessions), message.id),
+        this.#options.adapter.fail(
+          tooMany(this.#options.maxSessions),
+          message.id,
+        ),
       );
       return;
     }
-    // ≥ 128 bits from the CSPRNG, visible ASCII (base64url).
+    // 256 bits from the CSPRNG, visible ASCII (base64url).
     const id = randomBytes(32).toString('base64url');
     const session = new LegacySession(id);
-    const outcome = await options.adapter.handle(message, session, {
+    const outcome = await this.#options.adapter.handle(message, session, {
       principal,
       signal: new AbortController().signal,
     });
@@ -152,13 +254,13 @@ export function createLegacyHttp(options: LegacyHttpOptions): LegacyHttp {
       sendOutcome(response, outcome);
       return;
     }
-    const opened = await options.records.open(id, principal, {
+    const opened = await this.#options.records.open(id, principal, {
       protocolVersion: handshake.protocolVersion,
       clientInfo: handshake.clientInfo,
       clientCapabilities: handshake.capabilities,
     });
     if (!opened) {
-      refuse(
+      this.#refuse(
         response,
         'TOO_MANY_SESSIONS',
         'Too many open sessions for this role; end one (DELETE) or wait for one to expire.',
@@ -166,18 +268,12 @@ export function createLegacyHttp(options: LegacyHttpOptions): LegacyHttp {
       );
       return;
     }
-    held.set(id, {
-      session,
-      inFlight: new Map(),
-      lastSeen: Date.now(),
-      stream: undefined,
-      streamPrincipal: undefined,
-    });
+    this.#held.set(id, held(session));
     response.setHeader('Mcp-Session-Id', id);
     sendOutcome(response, outcome);
   }
 
-  async function inSession(
+  async #inSession(
     entry: Held,
     message: InboundMessage,
     principal: Principal,
@@ -190,7 +286,7 @@ export function createLegacyHttp(options: LegacyHttpOptions): LegacyHttp {
         if (parsed.success)
           entry.inFlight.get(keyOf(parsed.data.requestId))?.abort();
       } else
-        await options.adapter.handle(message, entry.session, {
+        await this.#options.adapter.handle(message, entry.session, {
           principal,
           signal: new AbortController().signal,
         });
@@ -201,10 +297,11 @@ export function createLegacyHttp(options: LegacyHttpOptions): LegacyHttp {
     const controller = new AbortController();
     entry.inFlight.set(key, controller);
     try {
-      const outcome = await options.adapter.handle(message, entry.session, {
-        principal,
-        signal: controller.signal,
-      });
+      const outcome = await this.#options.adapter.handle(
+        message,
+        entry.session,
+        { principal, signal: controller.signal },
+      );
       // A cancelled request gets no response (§8.4).
       if (controller.signal.aborted) response.writeHead(202).end();
       else sendOutcome(response, outcome);
@@ -213,46 +310,25 @@ export function createLegacyHttp(options: LegacyHttpOptions): LegacyHttp {
     }
   }
 
-  async function post(
-    message: InboundMessage,
+  async #delete(
+    id: string,
     principal: Principal,
-    request: http.IncomingMessage,
     response: http.ServerResponse,
   ): Promise<void> {
-    const id = header(request, 'mcp-session-id');
-    if (id === undefined) {
-      if (message.method === 'initialize' && message.id !== undefined)
-        await initialize(message, principal, response);
-      else
-        refuse(
-          response,
-          'SESSION_REQUIRED',
-          'Bad request: send Mcp-Session-Id, or initialize to start a session.',
-        );
-      return;
-    }
-    const version = header(request, 'mcp-protocol-version');
-    if (version !== undefined && !LEGACY_VERSIONS.includes(version)) {
-      refuse(
-        response,
-        'UNSUPPORTED_LEGACY_VERSION',
-        `Unsupported MCP-Protocol-Version ${version.slice(0, 40)}; supported: ${LEGACY_VERSIONS.join(', ')}.`,
-      );
-      return;
-    }
-    const entry = await resume(id, principal);
-    if (entry === undefined) {
-      refuse(
+    if (!(await this.#options.records.close(id, principal))) {
+      this.#refuse(
         response,
         'SESSION_NOT_FOUND',
-        'Session not found: it ended or expired; initialize a new one.',
+        'Session not found: it ended or expired.',
       );
       return;
     }
-    await inSession(entry, message, principal, response);
+    const entry = this.#held.get(id);
+    if (entry !== undefined) this.#drop(id, entry);
+    response.writeHead(204).end();
   }
 
-  function openStream(
+  #openStream(
     entry: Held,
     principal: Principal,
     response: http.ServerResponse,
@@ -262,27 +338,18 @@ export function createLegacyHttp(options: LegacyHttpOptions): LegacyHttp {
     entry.stream = response;
     entry.streamPrincipal = principal;
     try {
-      options.subscriptions.attach(session, principal);
+      this.#options.subscriptions.attach(session, principal);
     } catch (error) {
       session.channel = undefined;
       entry.stream = undefined;
-      sendOutcome(response, options.adapter.fail(error));
+      sendOutcome(response, this.#options.adapter.fail(error));
       return;
     }
-    response.writeHead(200, [
-      'Content-Type',
-      'text/event-stream',
-      'Cache-Control',
-      'no-store',
-      'X-Accel-Buffering',
-      'no',
-      'Connection',
-      'close',
-    ]);
+    response.writeHead(200, SSE_HEADERS);
     response.flushHeaders();
     const keepAlive = setInterval(() => {
       if (response.writableLength === 0) response.write(':\n\n');
-    }, options.keepAliveMs);
+    }, this.#options.keepAliveMs);
     keepAlive.unref();
     response.on('close', () => {
       clearInterval(keepAlive);
@@ -290,104 +357,60 @@ export function createLegacyHttp(options: LegacyHttpOptions): LegacyHttp {
       entry.stream = undefined;
       entry.streamPrincipal = undefined;
       session.channel = undefined;
-      options.subscriptions.detach(session);
+      this.#options.subscriptions.detach(session);
     });
   }
 
-  async function other(
-    principal: Principal,
-    request: http.IncomingMessage,
-    response: http.ServerResponse,
-  ): Promise<void> {
-    request.resume();
-    const id = header(request, 'mcp-session-id');
-    if (id === undefined) {
-      refuse(
-        response,
-        'SESSION_REQUIRED',
-        'Bad request: GET and DELETE need the Mcp-Session-Id of a session.',
-      );
-      return;
-    }
-    if (request.method === 'DELETE') {
-      if (!(await options.records.close(id, principal))) {
-        refuse(
-          response,
-          'SESSION_NOT_FOUND',
-          'Session not found: it ended or expired.',
-        );
-        return;
-      }
-      const entry = held.get(id);
-      if (entry !== undefined) drop(id, entry);
-      response.writeHead(204).end();
-      return;
-    }
-    const entry = await resume(id, principal);
-    if (entry === undefined)
-      refuse(
-        response,
-        'SESSION_NOT_FOUND',
-        'Session not found: it ended or expired; initialize a new one.',
-      );
-    else if (entry.stream !== undefined)
-      refuse(
-        response,
-        'SESSION_STREAM_OPEN',
-        'Conflict: this session already has a GET stream open.',
-      );
-    else openStream(entry, principal, response);
-  }
-
-  function drop(id: string, entry: Held): void {
-    held.delete(id);
-    options.subscriptions.detach(entry.session);
+  #drop(id: string, entry: Held): void {
+    this.#held.delete(id);
+    this.#options.subscriptions.detach(entry.session);
     for (const controller of entry.inFlight.values()) controller.abort();
     entry.session.close();
   }
 
-  // Idle sessions leave this process; an open GET stream keeps its session alive in the store.
-  const sweep = setInterval(
-    () => {
-      const now = Date.now();
-      for (const [id, entry] of held) {
-        const principal = entry.streamPrincipal;
-        if (entry.stream !== undefined && principal !== undefined) {
-          entry.lastSeen = now;
-          options.records.touch(id, principal).then(
-            (record) => {
-              if (record === undefined) drop(id, entry);
-            },
-            (error: unknown) =>
-              options.log(`legacy session renewal failed: ${String(error)}`),
-          );
-        } else if (
-          now - entry.lastSeen >= options.idleMs &&
-          entry.inFlight.size === 0
-        )
-          drop(id, entry);
-      }
-    },
-    Math.max(1000, Math.floor(options.idleMs / 3)),
-  );
-  sweep.unref();
+  /** Idle sessions leave this process; an open GET stream keeps its session alive in the store. */
+  #sweepIdle(): void {
+    const now = Date.now();
+    for (const [id, entry] of this.#held) {
+      const principal = entry.streamPrincipal;
+      if (entry.stream !== undefined && principal !== undefined) {
+        entry.lastSeen = now;
+        this.#options.records.touch(id, principal).then(
+          (record) => {
+            if (record === undefined) this.#drop(id, entry);
+          },
+          (error: unknown) =>
+            this.#options.log(
+              `legacy session renewal failed: ${error instanceof Error ? error.message : String(error)}`,
+            ),
+        );
+      } else if (
+        now - entry.lastSeen >= this.#options.idleMs &&
+        entry.inFlight.size === 0
+      )
+        this.#drop(id, entry);
+    }
+  }
+}
 
+const SSE_HEADERS = [
+  'Content-Type',
+  'text/event-stream',
+  'Cache-Control',
+  'no-store',
+  'X-Accel-Buffering',
+  'no',
+  'Connection',
+  'close',
+];
+
+function held(session: LegacySession): Held {
   return {
-    claims(message, request) {
-      if (hasModernClaim(message)) return false;
-      const version = header(request, 'mcp-protocol-version');
-      if (version !== undefined && isModernVersion(version)) return false;
-      return (
-        message.method === 'initialize' ||
-        header(request, 'mcp-session-id') !== undefined
-      );
-    },
-    post,
-    other,
-    close() {
-      clearInterval(sweep);
-      for (const [id, entry] of held) drop(id, entry);
-    },
+    session,
+    inFlight: new Map(),
+    lastSeen: Date.now(),
+    stream: undefined,
+    streamPrincipal: undefined,
   };
 }
 

@@ -122,7 +122,7 @@ describe('@modelcontextprotocol/sdk 1.32.2 (2025-11-25)', () => {
     try {
       // The child starts its change feed before it reads stdin, so a change committed after
       // the subscribe answer reaches it.
-      await exercise(client, 'notes:///v1-stdio/one', async () => undefined);
+      await exercise(client, 'notes:///v1-stdio/one', () => Promise.resolve());
     } finally {
       await client.close();
     }

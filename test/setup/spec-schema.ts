@@ -88,39 +88,39 @@ export const NOTIFICATION_SCHEMAS: Record<
 /** 2025-11-25 result schemas (v1 SDK and the JSON schema's $defs) of each method served to legacy. */
 const LEGACY_RESULT_SCHEMAS: Record<string, { sdk: z.ZodType; def: string }> = {
   initialize: {
-    sdk: legacySdk.InitializeResultSchema as unknown as z.ZodType,
+    sdk: legacySdk.InitializeResultSchema,
     def: 'InitializeResult',
   },
   ping: {
-    sdk: legacySdk.EmptyResultSchema as unknown as z.ZodType,
+    sdk: legacySdk.EmptyResultSchema,
     def: 'EmptyResult',
   },
   'resources/list': {
-    sdk: legacySdk.ListResourcesResultSchema as unknown as z.ZodType,
+    sdk: legacySdk.ListResourcesResultSchema,
     def: 'ListResourcesResult',
   },
   'resources/templates/list': {
-    sdk: legacySdk.ListResourceTemplatesResultSchema as unknown as z.ZodType,
+    sdk: legacySdk.ListResourceTemplatesResultSchema,
     def: 'ListResourceTemplatesResult',
   },
   'resources/read': {
-    sdk: legacySdk.ReadResourceResultSchema as unknown as z.ZodType,
+    sdk: legacySdk.ReadResourceResultSchema,
     def: 'ReadResourceResult',
   },
   'completion/complete': {
-    sdk: legacySdk.CompleteResultSchema as unknown as z.ZodType,
+    sdk: legacySdk.CompleteResultSchema,
     def: 'CompleteResult',
   },
   'resources/subscribe': {
-    sdk: legacySdk.EmptyResultSchema as unknown as z.ZodType,
+    sdk: legacySdk.EmptyResultSchema,
     def: 'EmptyResult',
   },
   'resources/unsubscribe': {
-    sdk: legacySdk.EmptyResultSchema as unknown as z.ZodType,
+    sdk: legacySdk.EmptyResultSchema,
     def: 'EmptyResult',
   },
   'logging/setLevel': {
-    sdk: legacySdk.EmptyResultSchema as unknown as z.ZodType,
+    sdk: legacySdk.EmptyResultSchema,
     def: 'EmptyResult',
   },
 };
@@ -130,19 +130,19 @@ const LEGACY_NOTIFICATION_SCHEMAS: Record<
   { sdk: z.ZodType; def: string }
 > = {
   'notifications/resources/updated': {
-    sdk: legacySdk.ResourceUpdatedNotificationSchema as unknown as z.ZodType,
+    sdk: legacySdk.ResourceUpdatedNotificationSchema,
     def: 'ResourceUpdatedNotification',
   },
   'notifications/resources/list_changed': {
-    sdk: legacySdk.ResourceListChangedNotificationSchema as unknown as z.ZodType,
+    sdk: legacySdk.ResourceListChangedNotificationSchema,
     def: 'ResourceListChangedNotification',
   },
   'notifications/message': {
-    sdk: legacySdk.LoggingMessageNotificationSchema as unknown as z.ZodType,
+    sdk: legacySdk.LoggingMessageNotificationSchema,
     def: 'LoggingMessageNotification',
   },
   'notifications/progress': {
-    sdk: legacySdk.ProgressNotificationSchema as unknown as z.ZodType,
+    sdk: legacySdk.ProgressNotificationSchema,
     def: 'ProgressNotification',
   },
 };

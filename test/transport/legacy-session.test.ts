@@ -34,12 +34,16 @@ let capped: TestServer;
 const streams: SessionStream[] = [];
 
 /** Each request runs as the role its X-Test-Role header names (a stand-in for a token's claim). */
-function byHeader(request: http.IncomingMessage): Principal {
-  const role = request.headers['x-test-role'];
-  return {
+async function byHeader(request: {
+  headers: { authorization?: string | undefined };
+}): Promise<Principal> {
+  const headers = request.headers as http.IncomingHttpHeaders;
+  const role = headers['x-test-role'];
+  const sub = headers['x-test-sub'];
+  return Promise.resolve({
     role: typeof role === 'string' ? role : ROLE_A,
-    claims: { sub: request.headers['x-test-sub'] ?? 'alice' },
-  };
+    claims: { sub: typeof sub === 'string' ? sub : 'alice' },
+  });
 }
 const AS_A = { 'X-Test-Role': ROLE_A };
 const AS_B = { 'X-Test-Role': ROLE_B };
@@ -109,9 +113,9 @@ describe('legacy initialize', () => {
         completions: {},
         logging: {},
       },
-      serverInfo: { name: expect.any(String), version: expect.any(String) },
-      instructions: expect.any(String),
+      serverInfo: { name: 'pgmcp' },
     });
+    expect(typeof answer.result?.['instructions']).toBe('string');
     expect(answer.result).not.toHaveProperty('capabilities.extensions');
   });
 
