@@ -6,7 +6,7 @@ export default defineConfig({
     globalSetup: ['test/setup/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 120_000,
-    forbidOnly: process.env['CI'] !== undefined,
+    // A .only fails the run on CI by vitest's own default (allowOnly: !isCI).
     pool: 'forks',
     reporters: ['default', './test/setup/summary-reporter.ts'],
   },

@@ -6,7 +6,7 @@ import { Worker } from 'node:worker_threads';
 import pg from 'pg';
 import { createApp } from '../src/app.js';
 import { LOGIN_PRINCIPAL, type Principal } from '../src/auth/index.js';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/index.js';
 import {
   createDatabase,
   LIST_CATALOG_PAGE,
@@ -14,9 +14,9 @@ import {
   type DatabaseHandle,
 } from '../src/db/index.js';
 import type { Logger } from '../src/log.js';
-import { catalogUri } from '../src/resources/catalog.js';
+import { catalogUri } from '../src/resources/catalog-uri.js';
 import { catalogSource } from '../src/resources/index.js';
-import { MIGRATIONS_DIRECTORY } from '../src/server.js';
+import { MIGRATIONS_DIRECTORY } from '../src/config/index.js';
 import type { Run, Workload } from './load.js';
 import { serveAs } from './serve.js';
 import type { Walk, WalkSpec } from './walk.js';
@@ -235,7 +235,7 @@ export async function catalogBenchmarks(
     pageSize: PAGE_SIZE,
     maxDirectoryEntries: 500,
     live: loadConfig({}, {}).live,
-    logger: silent as Logger,
+    logger: silent,
   });
   const role: Principal = { role: ROLE, claims: {} };
   const server = await serveAs(app.dispatcher, role);
@@ -281,8 +281,6 @@ export async function catalogBenchmarks(
     }
     const ratios = pairs.map(({ raw, served }) => raw.ms / served.ms);
     const walkRatio = median(ratios);
-    const served = median(pairs.map((pair) => pair.served.ms));
-    const raw = median(pairs.map((pair) => pair.raw.ms));
     const { items, pages } = pairs[0]?.served ?? { items: 0, pages: 0 };
     results['catalog_walk'] = { items, pages, pairs, ratio: walkRatio, ratios };
 

@@ -10,10 +10,9 @@ import vm from 'node:vm';
 import type pg from 'pg';
 import { createApp } from '../src/app.js';
 import type { Principal } from '../src/auth/index.js';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/index.js';
 import type { DatabaseHandle } from '../src/db/index.js';
 import type { Logger } from '../src/log.js';
-import { startChangeFeed } from '../src/notifications/index.js';
 import { measure, type Run } from './load.js';
 import { serveAs } from './serve.js';
 
@@ -109,15 +108,9 @@ export async function liveBenchmarks(
     pageSize: 100,
     maxDirectoryEntries: 500,
     live,
-    logger: silent as Logger,
+    logger: silent,
   });
-  const feed = await startChangeFeed({
-    db,
-    publish: (changes) => app.publish(source, changes),
-    resync: () => app.resync(source),
-    retentionSeconds: live.changeRetentionSeconds,
-    log: (line) => logger.warn(line),
-  });
+  const feed = await app.startChangePath({ log: (line) => logger.warn(line) });
   const server = await serveAs(app.dispatcher, PRINCIPAL);
   const port = Number(new URL(server.url).port);
   const clients = await startClients();
@@ -276,13 +269,7 @@ export async function liveBenchmarks(
     ];
     for (const { writers, feed: withFeed } of variants) {
       const running = withFeed
-        ? await startChangeFeed({
-            db,
-            publish: (changes) => app.publish(source, changes),
-            resync: () => app.resync(source),
-            retentionSeconds: live.changeRetentionSeconds,
-            log: (line) => logger.warn(line),
-          })
+        ? await app.startChangePath({ log: (line) => logger.warn(line) })
         : undefined;
       const writes = () =>
         measure(writers, context.durationMs, 300, async (i) => {

@@ -148,7 +148,7 @@ function builder(
     case 'read-uris':
       return (i) =>
         request('resources/read', {
-          uri: workload.uris[i % workload.uris.length] as string,
+          uri: workload.uris[i % workload.uris.length],
         });
   }
 }

@@ -28,9 +28,9 @@ import {
   seedLoaded,
   startEmbeddedPostgres,
 } from '../src/db/index.js';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/index.js';
 import { createLogger } from '../src/log.js';
-import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../src/server.js';
+import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../src/config/index.js';
 import { catalogBenchmarks } from './catalog.js';
 import { liveBenchmarks } from './live.js';
 import { readSummary, renderResults, writeBenchDocs } from './report.js';
@@ -174,7 +174,7 @@ async function benchDatabase(
     await admin.end();
     const url = new URL(base);
     url.pathname = `/${BENCH_DATABASE}`;
-    return { url: url.toString(), stop: async () => undefined };
+    return { url: url.toString(), stop: () => Promise.resolve() };
   }
   const embedded = await startEmbeddedPostgres({
     stateDirectory: path.join(PROJECT_ROOT, '.pgmcp', 'bench'),

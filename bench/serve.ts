@@ -5,7 +5,7 @@ import type { Dispatcher } from '../src/protocol/index.js';
 import {
   startHttpTransport,
   type HttpTransport,
-} from '../src/transport/http.js';
+} from '../src/transport/index.js';
 
 export function serveAs(
   dispatcher: Dispatcher,

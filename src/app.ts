@@ -1,19 +1,24 @@
-// Composition root: the only file that wires protocol, resources and db together.
+// Composition root: the only file that wires modules together. From the config and the open
+// databases it builds the sources, the dispatcher, authentication, the change feeds and the
+// transports; server.ts runs them in order, and the CLI asks it for the token settings.
 import {
   AuthenticationError,
   LOGIN_PRINCIPAL,
   createTokenVerifier,
+  jwtSecret,
+  protectedResourceMetadata,
+  tokenAudience,
   type Principal,
+  type SigningSecretSettings,
 } from './auth/index.js';
-import type { Config } from './config.js';
+import type { Config } from './config/index.js';
 import {
-  CHANGE_VISIBILITY,
   createLegacySessionStore,
-  runRequestQuery,
-  type ChangeRow,
+  createRoleChecker,
+  inspectCollection,
   type DatabaseHandle,
 } from './db/index.js';
-import { ProtocolError } from './errors.js';
+import { ConfigError, ProtocolError } from './errors.js';
 import type { Logger } from './log.js';
 import {
   createCursorCodec,
@@ -29,12 +34,17 @@ import {
 } from './protocol/index.js';
 import {
   createListenMethod,
-  Fanout,
   LegacySubscriptions,
+  startChangePath,
+  StreamRegistry,
+  type ChangeFeed,
+  type ChangePathOptions,
 } from './notifications/index.js';
 import {
+  catalogSource,
   deliveredChanges,
   type CatalogSource,
+  type CollectionConfig,
   createCompleteMethod,
   createListResourcesMethod,
   createListTemplatesMethod,
@@ -42,7 +52,16 @@ import {
   readableUris,
   TTL_MS,
 } from './resources/index.js';
-import { createLegacyHttp, type LegacyHttp } from './transport/index.js';
+import {
+  createLegacyHttp,
+  createLineChannel,
+  startHttpTransport,
+  startStdioTransport,
+  type HttpSecurity,
+  type HttpTransport,
+  type LegacyHttp,
+  type StdioTransport,
+} from './transport/index.js';
 import { SERVER_INFO } from './version.js';
 
 export interface AppOptions {
@@ -60,14 +79,16 @@ export interface AppOptions {
 export interface App {
   readonly dispatcher: Dispatcher;
   /** Open listen streams. */
-  readonly fanout: Fanout;
-  /** Deliver a batch from `source`'s change feed (server.ts wires one feed per database). */
-  publish(source: CatalogSource, changes: readonly ChangeRow[]): Promise<void>;
-  /** `source`'s history changed (restore, failover): forget cached facts, tell every stream. */
-  resync(source: CatalogSource): void;
-  /** The 2025-11-25 era over the same handlers and fan-out (issue 14). */
+  readonly fanout: StreamRegistry;
+  /** Start reading every source's change log into the streams (notifications/ startChangePath). */
+  startChangePath(
+    tuning?: Partial<
+      Pick<ChangePathOptions<CatalogSource>, 'pollIntervalMs' | 'log'>
+    >,
+  ): Promise<ChangeFeed>;
+  /** The 2025-11-25 era over the same handlers and streams (issue 14). */
   readonly legacy: LegacyAdapter;
-  /** Legacy sessions' channels (HTTP GET streams) as fan-out subscribers. */
+  /** Legacy sessions' channels (HTTP GET streams) as streams of the registry. */
   readonly legacySubscriptions: LegacySubscriptions;
   /** Legacy HTTP sessions, stored in the database (hand to the HTTP transport as `legacy`). */
   readonly legacyHttp: LegacyHttp;
@@ -94,6 +115,7 @@ const LEGACY_CAPABILITIES = {
 };
 
 /** Build the dispatcher with every method this server offers. */
+// eslint-disable-next-line max-lines-per-function -- one table of every method, read as a whole
 export function createApp(options: AppOptions): App {
   const cursors = createCursorCodec(options.cursorSecrets);
   const listDeps = {
@@ -102,24 +124,7 @@ export function createApp(options: AppOptions): App {
     cursors,
     pageSize: options.pageSize,
   };
-  // Delivery checks run with no client to cancel them.
-  const background = new AbortController().signal;
-  // Who may hear of which seqs of one database's change log, asked as the role in that database.
-  const authorizeIn =
-    (db: DatabaseHandle) =>
-    async (principal: Principal, seqs: readonly string[]) => {
-      const rows = await runRequestQuery(
-        db,
-        principal,
-        background,
-        CHANGE_VISIBILITY,
-        { seqs },
-      );
-      return new Map(
-        rows.map((row) => [row.seq, { before: row.before, after: row.after }]),
-      );
-    };
-  const fanout = new Fanout({
+  const fanout = new StreamRegistry({
     serverInfo: SERVER_INFO,
     maxStreams: options.live.maxStreams,
     maxStreamsPerRole: options.live.maxStreamsPerRole,
@@ -128,6 +133,7 @@ export function createApp(options: AppOptions): App {
     log: (line) => options.logger.warn(line),
   });
   // `any`: a heterogeneous map; createMethod checked each handler against its params schema.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- see above
   const methods = new Map<string, MethodHandler<any>>([
     [
       'server/discover',
@@ -169,13 +175,38 @@ export function createApp(options: AppOptions): App {
     methods,
     logError: (message, error) => options.logger.error(message, error),
   });
-  // Issue 14: the legacy era is an adapter over `dispatcher` and `fanout`, not a second server.
+  return {
+    dispatcher,
+    fanout,
+    ...legacyEra(options, dispatcher, fanout),
+    startChangePath: (tuning) =>
+      startChangePath({
+        sources: options.sources,
+        streams: fanout,
+        deliveredChanges,
+        forgetCatalog: (source) => source.lookahead.clear(),
+        retentionSeconds: options.live.changeRetentionSeconds,
+        log: tuning?.log ?? ((line) => options.logger.info(line)),
+        pollIntervalMs: tuning?.pollIntervalMs,
+      }),
+  };
+}
+
+/** Issue 14: the legacy era is an adapter over `dispatcher` and `streams`, not a second server. */
+function legacyEra(
+  options: AppOptions,
+  dispatcher: Dispatcher,
+  streams: StreamRegistry,
+): Pick<
+  App,
+  'legacy' | 'legacySubscriptions' | 'legacyHttp' | 'stdioDispatcher'
+> {
   const legacySessions = createLegacySessionStore(options.db, {
     idleSeconds: options.live.legacySessionIdleSeconds,
     maxPerRole: options.live.maxLegacySessionsPerRole,
   });
   const legacySubscriptions = new LegacySubscriptions(
-    fanout,
+    streams,
     (uris, principal, signal) =>
       readableUris(options.db, options.sources, uris, principal, signal),
     options.live.maxSubscriptionUris,
@@ -197,7 +228,6 @@ export function createApp(options: AppOptions): App {
     },
   });
   return {
-    dispatcher,
     legacy,
     legacySubscriptions,
     legacyHttp: createLegacyHttp({
@@ -213,21 +243,6 @@ export function createApp(options: AppOptions): App {
       const session = new LegacySession();
       session.channel = channel;
       return createEraDispatcher(dispatcher, legacy, session);
-    },
-    fanout,
-    publish: (source, changes) => {
-      // A schema change (DDL, GRANT, REVOKE) may change whose catalog has entries.
-      if (changes.some((change) => change.kind === 'schema'))
-        source.lookahead.clear();
-      return fanout.publish(
-        changes.flatMap((change) => deliveredChanges(source, change)),
-        authorizeIn(source.db),
-      );
-    },
-    resync: (source) => {
-      source.lookahead.clear();
-      // Streams are not told apart by database: any of them may watch `source`.
-      fanout.markAllStale();
     },
   };
 }
@@ -258,7 +273,7 @@ export function createAuthenticate(
       config.role === undefined
         ? LOGIN_PRINCIPAL
         : { role: config.role, claims: {} };
-    return async () => principal;
+    return () => Promise.resolve(principal);
   }
   const verifier = createTokenVerifier({
     secret: options.secret,
@@ -299,4 +314,217 @@ export function createAuthenticate(
     }
     return principal;
   };
+}
+
+/** Where the HS256 secret comes from, per config (the state folder only for the embedded default). */
+export function signingSecretSettings(config: Config): SigningSecretSettings {
+  return {
+    secret: config.auth.secret,
+    jwksUrl: config.auth.jwksUrl,
+    stateDirectory:
+      config.database.mode === 'embedded' ? config.stateDirectory : undefined,
+  };
+}
+
+/** The audience tokens must carry, for the server listening on `port` (default: the configured one). */
+export function serverAudience(config: Config, port = config.port): string {
+  return tokenAudience(
+    { audience: config.auth.audience, host: config.host },
+    port,
+  );
+}
+
+/** The databases a server serves: the main one (requests' login) and each --database. */
+export interface ServedDatabases {
+  readonly main: DatabaseHandle;
+  readonly more: readonly {
+    readonly name: string;
+    readonly db: DatabaseHandle;
+  }[];
+}
+
+/** One catalog source per database, with its collections from the config file, each checked. */
+export async function createSources(
+  config: Config,
+  databases: ServedDatabases,
+  logger: Logger,
+): Promise<CatalogSource[]> {
+  const collectionsIn = (name: string | undefined): CollectionConfig[] =>
+    config.collections.filter((collection) => collection.database === name);
+  const sources = [
+    await catalogSource(databases.main, {
+      scope: config.catalog,
+      collections: collectionsIn(undefined),
+    }),
+  ];
+  for (const { name, db } of databases.more)
+    sources.push(
+      await catalogSource(db, {
+        name,
+        scope: config.catalog,
+        collections: collectionsIn(name),
+      }),
+    );
+  const named = new Set<string>();
+  for (const source of sources) {
+    if (named.has(source.name))
+      throw new ConfigError(
+        `two databases are named ${source.name}: give --database another name (the main database is named after itself).`,
+      );
+    named.add(source.name);
+    for (const collection of source.collections)
+      await checkCollection(source, collection, logger);
+  }
+  return sources;
+}
+
+/** createApp's options for a server per config. */
+export function appOptions(
+  config: Config,
+  db: DatabaseHandle,
+  sources: readonly CatalogSource[],
+  cursorSecret: string,
+  logger: Logger,
+): AppOptions {
+  return {
+    db,
+    sources,
+    cursorSecrets: config.cursorSecrets ?? [cursorSecret],
+    pageSize: config.pageSize,
+    maxDirectoryEntries: config.maxDirectoryEntries,
+    live: config.live,
+    logger,
+  };
+}
+
+/** Start the change path (one feed per source), pushed onto `feeds` once started (the caller stops it). */
+export async function startChangeFeeds(
+  app: App,
+  sources: readonly CatalogSource[],
+  feeds: ChangeFeed[],
+  logger: Logger,
+): Promise<void> {
+  feeds.push(await app.startChangePath());
+  logger.info(
+    `live updates: listening for changes on pgmcp_changes${sources.length === 1 ? '' : ` in ${sources.length} databases`}`,
+  );
+}
+
+/** The transport serving: HTTP, or stdio (then `http` is undefined). */
+export interface Transports {
+  readonly http: HttpTransport | undefined;
+  readonly stdio: StdioTransport | undefined;
+}
+
+/** Serve `app` over stdio or HTTP per config; HTTP requests run as roles `requestDb`'s login may assume. */
+export async function startTransports(
+  config: Config,
+  app: App,
+  requestDb: DatabaseHandle,
+  feeds: readonly ChangeFeed[],
+  logger: Logger,
+): Promise<Transports> {
+  if (config.stdio) {
+    const stdio = startStdioTransport({
+      input: process.stdin,
+      output: process.stdout,
+      // Both eras on stdio (issue 14): the process is the legacy session.
+      dispatcher: app.stdioDispatcher(createLineChannel(process.stdout)),
+      principal:
+        config.role === undefined
+          ? LOGIN_PRINCIPAL
+          : { role: config.role, claims: {} },
+      maxMessageBytes: config.maxBodyBytes,
+    });
+    return { http: undefined, stdio };
+  }
+  const canAssume = createRoleChecker(requestDb, 10_000);
+  const http = await startHttpTransport({
+    host: config.host,
+    port: config.port,
+    path: '/mcp',
+    dispatcher: app.dispatcher,
+    maxBodyBytes: config.maxBodyBytes,
+    allowedHosts: config.allowedHosts,
+    allowedOrigins: config.allowedOrigins,
+    securityFor: (url) =>
+      httpSecurity(config, serverAudience(config, Number(new URL(url).port)), {
+        canAssume,
+        logger,
+      }),
+    keepAliveMs: config.live.keepAliveMs,
+    ready: () => readiness(feeds),
+    log: (line) => logger.warn(line),
+    // Issue 14: 2025-11-25 sessions on the same endpoint.
+    legacy: app.legacyHttp,
+  });
+  return { http, stdio: undefined };
+}
+
+/** Token checks and the protected-resource metadata for the server's own URL, `audience`. */
+function httpSecurity(
+  config: Config,
+  audience: string,
+  deps: { canAssume: ReturnType<typeof createRoleChecker>; logger: Logger },
+): HttpSecurity {
+  return {
+    authenticate: createAuthenticate({
+      config,
+      secret: jwtSecret(signingSecretSettings(config)),
+      audience,
+      canAssume: deps.canAssume,
+      logger: deps.logger,
+    }),
+    protectedResource:
+      config.auth.mode === 'jwt'
+        ? protectedResourceMetadata(audience, config.auth.issuer)
+        : undefined,
+  };
+}
+
+/** Ready when every database's feed is: the first that is not says why. */
+function readiness(
+  feeds: readonly ChangeFeed[],
+): ReturnType<ChangeFeed['readiness']> {
+  const states = feeds.map((feed) => feed.readiness());
+  return (
+    states.find((state) => !state.ok) ??
+    (states[0] as ReturnType<ChangeFeed['readiness']>)
+  );
+}
+
+/**
+ * A configured collection must name a table with a primary key (its rows are named by it); one
+ * without capture triggers is served, but its changes are not heard of, so say how to fix that.
+ */
+async function checkCollection(
+  source: CatalogSource,
+  collection: CollectionConfig,
+  logger: Logger,
+): Promise<void> {
+  const where = `collection ${collection.schema}.${collection.table} (database ${source.name})`;
+  const facts = await inspectCollection(
+    source.db,
+    collection.schema,
+    collection.table,
+  );
+  if (!facts.exists)
+    throw new ConfigError(
+      `${where}: no such table. Check "schema" and "table" in the config file (exact names, not quoted).`,
+    );
+  if (!facts.hasPrimaryKey)
+    throw new ConfigError(
+      `${where}: the table has no primary key, and rows are named by it. Add one, or remove the collection.`,
+    );
+  if (!facts.exposed)
+    logger.warn(
+      `${where}: changes are not captured, so subscribers will not hear of them; run pgmcp expose '${sqlName(collection.schema)}.${sqlName(collection.table)}'`,
+    );
+}
+
+/** An identifier as SQL writes it: bare when it may be, else double-quoted. */
+function sqlName(name: string): string {
+  return /^[a-z_][a-z0-9_$]*$/.test(name)
+    ? name
+    : `"${name.replace(/"/g, '""')}"`;
 }

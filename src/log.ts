@@ -24,12 +24,17 @@ export function createLogger(
           ? options.debug === true
             ? (error.stack ?? error.message)
             : describeError(error)
-          : error === undefined
-            ? ''
-            : String(error);
+          : describeValue(error);
       write('error', detail === '' ? message : `${message}: ${detail}`);
     },
   };
+}
+
+/** A thrown non-Error, as String() gives it: an object's fields are not spelled out (they may hold secrets). */
+function describeValue(value: unknown): string {
+  if (value === undefined) return '';
+  // eslint-disable-next-line @typescript-eslint/no-base-to-string -- "[object Object]" on purpose: see above
+  return String(value);
 }
 
 function describeError(error: Error): string {

@@ -1,167 +1,34 @@
-// Server lifecycle: open the database (embedded or configured), migrate, seed, serve, shut down.
-import path from 'node:path';
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createApp, createAuthenticate } from './app.js';
-import { createProgress } from './cli/progress.js';
+// Server lifecycle: open the databases (embedded or configured), migrate, seed, build the app
+// (app.ts wires it), start the transports, and stop everything in order.
 import {
-  redactConnectionString,
-  type CollectionConfig,
-  type Config,
-} from './config.js';
+  appOptions,
+  createApp,
+  createSources,
+  signingSecretSettings,
+  startChangeFeeds,
+  startTransports,
+  type App,
+  type Transports,
+} from './app.js';
+import { jwtSecret, stateSecret } from './auth/index.js';
+import { redactConnectionString, type Config } from './config/index.js';
 import { ConfigError } from './errors.js';
 import {
   AUTHENTICATOR_ROLE,
-  createDatabase,
-  createRoleChecker,
   enableAuthenticatorLogin,
-  inspectCollection,
-  inspectLogin,
-  loadSeed,
-  loadSharedSecret,
-  runMigrations,
-  seedLoaded,
-  startEmbeddedPostgres,
+  inspectRequestLogin,
+  withAdminClient,
   type DatabaseHandle,
-  type EmbeddedPostgres,
 } from './db/index.js';
-import { LOGIN_PRINCIPAL } from './auth/index.js';
 import type { Logger } from './log.js';
-import { startChangeFeed, type ChangeFeed } from './notifications/index.js';
-import { catalogSource, type CatalogSource } from './resources/index.js';
+import type { ChangeFeed } from './notifications/index.js';
 import {
-  createLineChannel,
-  startHttpTransport,
-  startStdioTransport,
-  type HttpSecurity,
-  type HttpTransport,
-  type StdioTransport,
-} from './transport/index.js';
-import { PROJECT_ROOT } from './version.js';
-
-export const MIGRATIONS_DIRECTORY = path.join(PROJECT_ROOT, 'migrations');
-export const SEEDS_DIRECTORY = path.join(PROJECT_ROOT, 'seeds');
-
-/** An open database: the configured one, or the embedded one this process started. */
-export interface OpenDatabase {
-  readonly db: DatabaseHandle;
-  readonly embedded: EmbeddedPostgres | undefined;
-  close(): Promise<void>;
-}
-
-/** Open the database named by config, starting the embedded PostgreSQL when none is configured. */
-export async function openDatabase(
-  config: Config,
-  logger: Logger,
-): Promise<OpenDatabase> {
-  let embedded: EmbeddedPostgres | undefined;
-  let connectionString: string | undefined;
-  if (config.database.mode === 'embedded') {
-    embedded = await startEmbeddedPostgres({
-      stateDirectory: config.stateDirectory,
-      log: (line) => logger.info(line),
-      port: config.database.port,
-    });
-    connectionString = embedded.connectionString;
-    logger.info(
-      `embedded PostgreSQL on 127.0.0.1:${embedded.port} (data in ${path.resolve(config.stateDirectory, 'data')})`,
-    );
-  } else {
-    connectionString = config.database.connectionString;
-    logger.info(
-      `database ${connectionString === undefined ? 'from PG* environment variables' : redactConnectionString(connectionString)}`,
-    );
-  }
-  const db = configuredDatabase(config, connectionString, logger);
-  return {
-    db,
-    embedded,
-    async close() {
-      await db
-        .close()
-        .catch((error: unknown) =>
-          logger.error('closing the pool failed', error),
-        );
-      if (embedded !== undefined) {
-        logger.info('stopping embedded PostgreSQL');
-        await embedded.stop();
-      }
-    },
-  };
-}
-
-/** A pool on `connectionString` (PG* variables when undefined) with the configured settings. */
-export function configuredDatabase(
-  config: Config,
-  connectionString: string | undefined,
-  logger: Logger,
-): DatabaseHandle {
-  return createDatabase({
-    connectionString,
-    poolSize: config.poolSize,
-    poolWaitMs: config.poolWaitMs,
-    statementTimeoutMs: config.statementTimeoutMs,
-    onError: (message, error) => logger.error(message, error),
-  });
-}
-
-type AdminClient = Awaited<ReturnType<DatabaseHandle['connectAdmin']>>;
-
-async function applyMigrations(
-  client: AdminClient,
-  logger: Logger,
-): Promise<void> {
-  const report = await runMigrations(client, MIGRATIONS_DIRECTORY, (line) =>
-    logger.info(line),
-  );
-  if (report.applied.length === 0)
-    logger.info(`migrations up to date (${report.alreadyApplied} applied)`);
-}
-
-/** Apply pending migrations through one admin connection (another database's, say). */
-async function migrateDatabase(
-  db: DatabaseHandle,
-  logger: Logger,
-): Promise<void> {
-  const client = await db.connectAdmin();
-  try {
-    await applyMigrations(client, logger);
-  } finally {
-    await client.end();
-  }
-}
-
-/** Apply migrations, then load `dataset` if given, through one admin connection. */
-export async function prepareDatabase(
-  db: DatabaseHandle,
-  logger: Logger,
-  options: {
-    migrate: boolean;
-    seed?: string | undefined;
-    seedUnlessLoaded?: string | undefined;
-  },
-): Promise<{ cursorSecret: string }> {
-  const client = await db.connectAdmin();
-  try {
-    if (options.migrate) await applyMigrations(client, logger);
-    const dataset = options.seed ?? options.seedUnlessLoaded;
-    if (
-      dataset !== undefined &&
-      (options.seed !== undefined || !(await seedLoaded(client, dataset)))
-    ) {
-      logger.info(`loading dataset ${dataset}`);
-      await loadSeed(
-        client,
-        SEEDS_DIRECTORY,
-        dataset,
-        createProgress(`seed ${dataset}`),
-      );
-    }
-    return { cursorSecret: await loadSharedSecret(client, 'cursor') };
-  } finally {
-    await client.end();
-  }
-}
+  configuredDatabase,
+  migrateDatabase,
+  openDatabase,
+  prepareDatabase,
+  type OpenDatabase,
+} from './open-database.js';
 
 export interface RunningServer {
   /** The HTTP endpoint, or undefined over stdio. */
@@ -171,42 +38,12 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-/** A secret kept in the state folder (.pgmcp/), created on first use, readable by root only. */
-export function stateSecret(config: Config, name: string): string {
-  const file = path.join(config.stateDirectory, name);
-  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
-  mkdirSync(config.stateDirectory, { recursive: true });
-  const value = randomBytes(32).toString('base64url');
-  writeFileSync(file, `${value}\n`, { mode: 0o600 });
-  return value;
-}
-
-/**
- * The audience tokens must carry: this server's resource URL (RFC 8707), on `port` (the port
- * bound, which differs from config.port when that is 0).
- */
-export function tokenAudience(config: Config, port = config.port): string {
-  return (
-    config.auth.audience ??
-    `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}/mcp`
-  );
-}
-
-/** The HS256 secret: configured, or (embedded default, no JWKS) generated once in .pgmcp/. */
-export function jwtSecret(
-  config: Config,
-  options: { create: boolean } = { create: true },
-): string | undefined {
-  if (config.auth.secret !== undefined || config.auth.jwksUrl !== undefined)
-    return config.auth.secret;
-  if (config.database.mode !== 'embedded') return undefined;
-  const file = path.join(config.stateDirectory, 'jwt-secret');
-  if (!options.create && !existsSync(file)) {
-    throw new ConfigError(
-      `no development signing secret at ${path.resolve(file)}: run pgmcp token in the folder where npm start runs (after starting it once), or set PGMCP_JWT_SECRET.`,
-    );
-  }
-  return stateSecret(config, 'jwt-secret');
+/** What a server has started so far, stopped in reverse order (stopServer, abandon). */
+interface Started {
+  readonly open: OpenDatabase;
+  requestDb: DatabaseHandle | undefined;
+  readonly moreDbs: DatabaseHandle[];
+  readonly feeds: ChangeFeed[];
 }
 
 /** Start serving per config. The caller owns signals and calls stop(). */
@@ -214,10 +51,105 @@ export async function startServer(
   config: Config,
   logger: Logger,
 ): Promise<RunningServer> {
+  refuseMissingAuthentication(config);
+  const started: Started = {
+    open: await openDatabase(config, logger),
+    requestDb: undefined,
+    moreDbs: [],
+    feeds: [],
+  };
+  try {
+    const { app, transports } = await serve(config, started, logger);
+    let stopping: Promise<void> | undefined;
+    return {
+      url: transports.http?.url,
+      done:
+        transports.stdio?.closed ??
+        new Promise<void>((resolve) =>
+          transports.http?.server.once('close', () => resolve()),
+        ),
+      stop() {
+        stopping ??= stopServer(app, transports, started);
+        return stopping;
+      },
+    };
+  } catch (error) {
+    await abandon(started);
+    throw error;
+  }
+}
+
+/** Prepare the databases, build the app, start its feeds and transports, in that order. */
+async function serve(
+  config: Config,
+  started: Started,
+  logger: Logger,
+): Promise<{ app: App; transports: Transports }> {
+  const { open } = started;
+  const { cursorSecret } = await prepareDatabase(open.db, logger, {
+    migrate: config.migrate,
+    seed: config.seed,
+    seedUnlessLoaded: open.embedded !== undefined ? 'demo' : undefined,
+  });
+  const requestDb =
+    open.embedded === undefined
+      ? open.db
+      : await authenticatorDatabase(config, open, logger);
+  started.requestDb = requestDb;
+  if (!config.stdio) await refuseUnsafeLogin(config, requestDb, logger);
+  const more = await openMoreDatabases(config, started.moreDbs, logger);
+  const sources = await createSources(
+    config,
+    { main: requestDb, more },
+    logger,
+  );
+  const app = createApp(
+    appOptions(config, requestDb, sources, cursorSecret, logger),
+  );
+  await startChangeFeeds(app, sources, started.feeds, logger);
+  const transports = await startTransports(
+    config,
+    app,
+    requestDb,
+    started.feeds,
+    logger,
+  );
+  return { app, transports };
+}
+
+/** Every listen stream gets its graceful result before the transports close; the pools close last. */
+async function stopServer(
+  app: App,
+  transports: Transports,
+  started: Started,
+): Promise<void> {
+  const { stdio, http } = transports;
+  app.fanout.closeAll();
+  await Promise.all(started.feeds.map((feed) => feed.stop()));
+  stdio?.close();
+  await stdio?.closed;
+  await http?.close();
+  if (started.requestDb !== undefined && started.requestDb !== started.open.db)
+    await started.requestDb.close().catch(() => undefined);
+  for (const db of started.moreDbs) await db.close().catch(() => undefined);
+  await started.open.close();
+}
+
+/** Start-up failed: stop whatever had started, quietly (the start-up error is what is reported). */
+async function abandon(started: Started): Promise<void> {
+  for (const feed of started.feeds) await feed.stop().catch(() => undefined);
+  for (const db of started.moreDbs) await db.close().catch(() => undefined);
+  if (started.requestDb !== undefined && started.requestDb !== started.open.db)
+    await started.requestDb.close().catch(() => undefined);
+  await started.open.close().catch(() => undefined);
+}
+
+/** HTTP needs a way to authenticate before anything starts (the embedded default makes a secret). */
+function refuseMissingAuthentication(config: Config): void {
   if (
     !config.stdio &&
     config.auth.mode === 'jwt' &&
-    jwtSecret(config) === undefined &&
+    jwtSecret(signingSecretSettings(config)) === undefined &&
     config.auth.jwksUrl === undefined
   ) {
     throw new ConfigError(
@@ -225,234 +157,29 @@ export async function startServer(
         'or PGMCP_AUTH=none to serve every caller as one role (PGMCP_ROLE). See README "Authorization".',
     );
   }
-  const open = await openDatabase(config, logger);
-  let requestDb: DatabaseHandle | undefined;
-  const feeds: ChangeFeed[] = [];
-  const extraDbs: DatabaseHandle[] = [];
-  try {
-    const { cursorSecret } = await prepareDatabase(open.db, logger, {
-      migrate: config.migrate,
-      seed: config.seed,
-      seedUnlessLoaded: open.embedded !== undefined ? 'demo' : undefined,
-    });
-    requestDb =
-      open.embedded === undefined
-        ? open.db
-        : await authenticatorDatabase(config, open, logger);
-    if (!config.stdio) await refuseUnsafeLogin(config, requestDb, logger);
-    const sources = [
-      await catalogSource(requestDb, {
-        scope: config.catalog,
-        collections: config.collections.filter(
-          (collection) => collection.database === undefined,
-        ),
-      }),
-    ];
-    for (const database of config.databases) {
-      const db = configuredDatabase(config, database.connectionString, logger);
-      extraDbs.push(db);
-      logger.info(
-        `database ${database.name}: ${redactConnectionString(database.connectionString)}`,
-      );
-      // Only migrations: cursors are signed with the main database's secret.
-      if (config.migrate) await migrateDatabase(db, logger);
-      if (!config.stdio) await refuseUnsafeLogin(config, db, logger);
-      sources.push(
-        await catalogSource(db, {
-          name: database.name,
-          scope: config.catalog,
-          collections: config.collections.filter(
-            (collection) => collection.database === database.name,
-          ),
-        }),
-      );
-    }
-    const named = new Set<string>();
-    for (const source of sources) {
-      if (named.has(source.name))
-        throw new ConfigError(
-          `two databases are named ${source.name}: give --database another name (the main database is named after itself).`,
-        );
-      named.add(source.name);
-      for (const collection of source.collections)
-        await checkCollection(source, collection, logger);
-    }
-    const app = createApp({
-      db: requestDb,
-      sources,
-      cursorSecrets: config.cursorSecrets ?? [cursorSecret],
-      pageSize: config.pageSize,
-      maxDirectoryEntries: config.maxDirectoryEntries,
-      live: config.live,
-      logger,
-    });
-    for (const source of sources) {
-      feeds.push(
-        await startChangeFeed({
-          db: source.db,
-          publish: (changes) => app.publish(source, changes),
-          resync: () => app.resync(source),
-          retentionSeconds: config.live.changeRetentionSeconds,
-          log: (line) =>
-            logger.info(
-              sources.length === 1 ? line : `${source.name}: ${line}`,
-            ),
-        }),
-      );
-    }
-    logger.info(
-      `live updates: listening for changes on pgmcp_changes${sources.length === 1 ? '' : ` in ${sources.length} databases`}`,
-    );
-    let http: HttpTransport | undefined;
-    let stdio: StdioTransport | undefined;
-    if (config.stdio) {
-      stdio = startStdioTransport({
-        input: process.stdin,
-        output: process.stdout,
-        // Both eras on stdio (issue 14): the process is the legacy session.
-        dispatcher: app.stdioDispatcher(createLineChannel(process.stdout)),
-        principal:
-          config.role === undefined
-            ? LOGIN_PRINCIPAL
-            : { role: config.role, claims: {} },
-        maxMessageBytes: config.maxBodyBytes,
-      });
-    } else {
-      const canAssume = createRoleChecker(requestDb, 10_000);
-      http = await startHttpTransport({
-        host: config.host,
-        port: config.port,
-        path: '/mcp',
-        dispatcher: app.dispatcher,
-        maxBodyBytes: config.maxBodyBytes,
-        allowedHosts: config.allowedHosts,
-        allowedOrigins: config.allowedOrigins,
-        securityFor: (url) =>
-          httpSecurity(
-            config,
-            tokenAudience(config, Number(new URL(url).port)),
-            {
-              canAssume,
-              logger,
-            },
-          ),
-        keepAliveMs: config.live.keepAliveMs,
-        ready: () => readiness(feeds),
-        log: (line) => logger.warn(line),
-        // Issue 14: 2025-11-25 sessions on the same endpoint.
-        legacy: app.legacyHttp,
-      });
-    }
-    let stopping: Promise<void> | undefined;
-    const requests = requestDb;
-    return {
-      url: http?.url,
-      done:
-        stdio?.closed ??
-        new Promise<void>((resolve) =>
-          http?.server.once('close', () => resolve()),
-        ),
-      stop() {
-        stopping ??= (async () => {
-          // Every listen stream gets its graceful result before the transports close.
-          app.fanout.closeAll();
-          await Promise.all(feeds.map((feed) => feed.stop()));
-          stdio?.close();
-          await stdio?.closed;
-          await http?.close();
-          if (requests !== open.db)
-            await requests.close().catch(() => undefined);
-          for (const db of extraDbs) await db.close().catch(() => undefined);
-          await open.close();
-        })();
-        return stopping;
-      },
-    };
-  } catch (error) {
-    for (const feed of feeds) await feed.stop().catch(() => undefined);
-    for (const db of extraDbs) await db.close().catch(() => undefined);
-    if (requestDb !== undefined && requestDb !== open.db)
-      await requestDb.close().catch(() => undefined);
-    await open.close().catch(() => undefined);
-    throw error;
-  }
-}
-
-/** Token checks and the protected-resource metadata for the server's own URL, `audience`. */
-function httpSecurity(
-  config: Config,
-  audience: string,
-  deps: { canAssume: ReturnType<typeof createRoleChecker>; logger: Logger },
-): HttpSecurity {
-  return {
-    authenticate: createAuthenticate({
-      config,
-      secret: jwtSecret(config),
-      audience,
-      canAssume: deps.canAssume,
-      logger: deps.logger,
-    }),
-    protectedResource:
-      config.auth.mode === 'jwt'
-        ? {
-            metadataUrl: `${new URL(audience).origin}/.well-known/oauth-protected-resource/mcp`,
-            document: {
-              resource: audience,
-              authorization_servers: [
-                config.auth.issuer ?? new URL(audience).origin,
-              ],
-              bearer_methods_supported: ['header'],
-            },
-          }
-        : undefined,
-  };
-}
-
-/** Ready when every database's feed is: the first that is not says why. */
-function readiness(
-  feeds: readonly ChangeFeed[],
-): ReturnType<ChangeFeed['readiness']> {
-  const states = feeds.map((feed) => feed.readiness());
-  return (
-    states.find((state) => !state.ok) ??
-    (states[0] as ReturnType<ChangeFeed['readiness']>)
-  );
 }
 
 /**
- * A configured collection must name a table with a primary key (its rows are named by it); one
- * without capture triggers is served, but its changes are not heard of, so say how to fix that.
+ * Each --database: a pool (pushed onto `opened` as it opens, for the caller to close), migrated
+ * and checked like the main one. Only migrations: cursors are signed with the main database's secret.
  */
-async function checkCollection(
-  source: CatalogSource,
-  collection: CollectionConfig,
+async function openMoreDatabases(
+  config: Config,
+  opened: DatabaseHandle[],
   logger: Logger,
-): Promise<void> {
-  const where = `collection ${collection.schema}.${collection.table} (database ${source.name})`;
-  const facts = await inspectCollection(
-    source.db,
-    collection.schema,
-    collection.table,
-  );
-  if (!facts.exists)
-    throw new ConfigError(
-      `${where}: no such table. Check "schema" and "table" in the config file (exact names, not quoted).`,
+): Promise<{ name: string; db: DatabaseHandle }[]> {
+  const more = [];
+  for (const database of config.databases) {
+    const db = configuredDatabase(config, database.connectionString, logger);
+    opened.push(db);
+    logger.info(
+      `database ${database.name}: ${redactConnectionString(database.connectionString)}`,
     );
-  if (!facts.hasPrimaryKey)
-    throw new ConfigError(
-      `${where}: the table has no primary key, and rows are named by it. Add one, or remove the collection.`,
-    );
-  if (!facts.exposed)
-    logger.warn(
-      `${where}: changes are not captured, so subscribers will not hear of them; run pgmcp expose '${sqlName(collection.schema)}.${sqlName(collection.table)}'`,
-    );
-}
-
-/** An identifier as SQL writes it: bare when it may be, else double-quoted. */
-function sqlName(name: string): string {
-  return /^[a-z_][a-z0-9_$]*$/.test(name)
-    ? name
-    : `"${name.replace(/"/g, '""')}"`;
+    if (config.migrate) await migrateDatabase(db, logger);
+    if (!config.stdio) await refuseUnsafeLogin(config, db, logger);
+    more.push({ name: database.name, db });
+  }
+  return more;
 }
 
 /**
@@ -464,13 +191,10 @@ async function authenticatorDatabase(
   open: OpenDatabase,
   logger: Logger,
 ): Promise<DatabaseHandle> {
-  const password = stateSecret(config, 'authenticator-password');
-  const client = await open.db.connectAdmin();
-  try {
-    await enableAuthenticatorLogin(client, password);
-  } finally {
-    await client.end();
-  }
+  const password = stateSecret(config.stateDirectory, 'authenticator-password');
+  await withAdminClient(open.db, (client) =>
+    enableAuthenticatorLogin(client, password),
+  );
   const url = new URL(open.embedded?.connectionString ?? '');
   url.username = AUTHENTICATOR_ROLE;
   url.password = password;
@@ -486,13 +210,7 @@ async function refuseUnsafeLogin(
   db: DatabaseHandle,
   logger: Logger,
 ): Promise<void> {
-  const client = await db.pool.connect();
-  let facts;
-  try {
-    facts = await inspectLogin(client);
-  } finally {
-    client.release();
-  }
+  const facts = await inspectRequestLogin(db);
   if (!facts.superuser && !facts.ownsResources) return;
   const why = facts.superuser ? 'a superuser' : 'the owner of pgmcp.resources';
   if (config.allowUnsafeLogin) {

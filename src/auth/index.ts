@@ -8,3 +8,16 @@ export {
   type TokenVerifier,
   type TokenVerifierOptions,
 } from './token.js';
+export {
+  developmentSecretFile,
+  jwtSecret,
+  stateSecret,
+  type SigningSecretSettings,
+} from './state-secret.js';
+export {
+  protectedResourceMetadata,
+  tokenAudience,
+  tokenIssuer,
+  type AudienceSettings,
+  type ProtectedResource,
+} from './resource-metadata.js';

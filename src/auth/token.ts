@@ -100,27 +100,14 @@ export function isAllowedRoleName(role: string): boolean {
 export function createTokenVerifier(
   options: TokenVerifierOptions,
 ): TokenVerifier {
-  if (options.secret === undefined && options.jwksUrl === undefined) {
-    throw new Error('token verification needs a secret or a JWKS URL');
-  }
-  if (options.secret !== undefined && Buffer.byteLength(options.secret) < 32) {
-    throw new Error('the JWT secret must be at least 32 bytes');
-  }
+  checkKeyOptions(options);
   const now = options.now ?? Date.now;
   const cache = createTokenCache({
     maxEntries: options.cacheMaxEntries ?? 1000,
     maxLifetimeMs: (options.cacheMaxLifetimeSeconds ?? 300) * 1000,
     now,
   });
-  const keySet =
-    options.jwksUrl === undefined
-      ? undefined
-      : createJwksKeySet({
-          url: options.jwksUrl,
-          cooldownMs: options.jwksCooldownMs ?? 30_000,
-          maxAgeMs: options.jwksMaxAgeMs ?? 600_000,
-          onChange: () => cache?.dropJwksEntries(),
-        });
+  const keySet = jwksKeySet(options, () => cache?.dropJwksEntries());
   const checkSignature = createSignatureCheck(options, keySet, now);
 
   // A cached principal is reused only while its JWKS generation is current; a stale set is
@@ -173,6 +160,31 @@ export function createTokenVerifier(
       return cache?.size ?? 0;
     },
   };
+}
+
+/** A verifier needs a key: a secret long enough for HS256, or a JWKS URL. */
+function checkKeyOptions(options: TokenVerifierOptions): void {
+  if (options.secret === undefined && options.jwksUrl === undefined) {
+    throw new Error('token verification needs a secret or a JWKS URL');
+  }
+  if (options.secret !== undefined && Buffer.byteLength(options.secret) < 32) {
+    throw new Error('the JWT secret must be at least 32 bytes');
+  }
+}
+
+/** The identity provider's key set, when a JWKS URL is given; `onChange` when its keys change. */
+function jwksKeySet(
+  options: TokenVerifierOptions,
+  onChange: () => void,
+): ReturnType<typeof createJwksKeySet> | undefined {
+  return options.jwksUrl === undefined
+    ? undefined
+    : createJwksKeySet({
+        url: options.jwksUrl,
+        cooldownMs: options.jwksCooldownMs ?? 30_000,
+        maxAgeMs: options.jwksMaxAgeMs ?? 600_000,
+        onChange,
+      });
 }
 
 /** The JWT of an `Authorization` header; undefined when there is none. */

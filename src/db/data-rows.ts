@@ -12,12 +12,14 @@ const DATA_ROW = 0x44; // 'D'
 const MAX_SHARED_ROW = 4096;
 
 interface PacketParser {
-  handlePacket(
+  // A function-typed property, not a method: it is taken off the prototype and called with `this`.
+  handlePacket: (
+    this: PacketParser,
     offset: number,
     code: number,
     length: number,
     bytes: Buffer,
-  ): unknown;
+  ) => unknown;
 }
 
 /** The DataRow message whose body (after code and length) starts at `offset`; `length` counts itself. */
@@ -46,11 +48,11 @@ export function parseDataRow(
       continue;
     }
     fields[index] = byteForByte
-      ? (row as string).slice(at - offset, at - offset + size)
+      ? row.slice(at - offset, at - offset + size)
       : bytes.toString('utf8', at, at + size);
     at += size;
   }
-  return new DataRowMessage(length, fields as string[]);
+  return new DataRowMessage(length, fields);
 }
 
 const prototype = Parser.prototype as unknown as PacketParser;

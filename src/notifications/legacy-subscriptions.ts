@@ -8,7 +8,8 @@ import {
   type LegacySession,
   type StreamSink,
 } from '../protocol/index.js';
-import { Subscriber, type Fanout } from './fanout.js';
+import { StreamQueue } from './stream-queue.js';
+import type { StreamRegistry } from './stream-registry.js';
 
 /** The readable subset of `uris`, normalized, in the caller's request transaction (resources/). */
 export type ReadableUris = (
@@ -19,14 +20,14 @@ export type ReadableUris = (
 
 const MESSAGES = new LegacyNotificationMessages();
 
-/** Which legacy sessions of this process are registered with the fan-out. */
+/** Which legacy sessions of this process are registered with the stream registry. */
 export class LegacySubscriptions {
-  readonly #registered = new Map<LegacySession, Subscriber>();
+  readonly #registered = new Map<LegacySession, StreamQueue>();
   /** Requested URI → normalized key, per session (unsubscribe names what subscribe named). */
   readonly #keys = new WeakMap<LegacySession, Map<string, string>>();
 
   constructor(
-    readonly fanout: Fanout,
+    readonly streams: StreamRegistry,
     readonly readable: ReadableUris,
     readonly maxUris: number,
   ) {}
@@ -67,13 +68,13 @@ export class LegacySubscriptions {
 
   /**
    * (Re)register `session` with its current URIs, as `principal`, if it has a channel; it always
-   * hears list_changed. Throws TOO_MANY_STREAMS when the fan-out's caps are reached.
+   * hears list_changed. Throws TOO_MANY_STREAMS when the registry's caps are reached.
    */
   attach(session: LegacySession, principal: Principal): void {
     this.detach(session);
     if (session.channel === undefined || session.closed) return;
-    const release = this.fanout.reserve(principal);
-    const subscriber = new Subscriber(
+    const release = this.streams.reserve(principal);
+    const subscriber = new StreamQueue(
       principal,
       MESSAGES,
       [...session.subscriptions],
@@ -81,7 +82,7 @@ export class LegacySubscriptions {
       this.#sinkOf(session),
     );
     this.#registered.set(session, subscriber);
-    this.fanout.add(subscriber, release);
+    this.streams.add(subscriber, release);
   }
 
   /** Stop delivering to `session` (its channel closed, or it ended). */
@@ -89,7 +90,7 @@ export class LegacySubscriptions {
     const subscriber = this.#registered.get(session);
     if (subscriber === undefined) return;
     this.#registered.delete(session);
-    this.fanout.remove(subscriber);
+    this.streams.remove(subscriber);
     subscriber.markGone();
   }
 
@@ -100,7 +101,7 @@ export class LegacySubscriptions {
     return keys;
   }
 
-  /** Writes to whatever channel the session has now; the fan-out ending it closes the channel. */
+  /** Writes to whatever channel the session has now; the registry ending it closes the channel. */
   #sinkOf(session: LegacySession): StreamSink {
     return {
       write: (message) => session.channel?.write(message) ?? true,

@@ -1,5 +1,5 @@
 // subscriptions/listen (spec §7): validate the filter, keep only what the caller may hear of,
-// acknowledge first, then hand the stream to the fan-out until either side ends it.
+// acknowledge first, then hand the stream to the registry until either side ends it.
 import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
 import {
@@ -11,10 +11,12 @@ import {
   type MethodHandler,
   type SubscriptionFilter,
 } from '../protocol/index.js';
-import { Subscriber, type Fanout } from './fanout.js';
+import { StreamQueue } from './stream-queue.js';
+import type { StreamRegistry } from './stream-registry.js';
 
 export interface ListenDependencies {
-  readonly fanout: Fanout;
+  /** The open streams, where this one is reserved and added. */
+  readonly fanout: StreamRegistry;
   /** Most URIs one stream may subscribe to. */
   readonly maxUris: number;
   /**
@@ -62,12 +64,12 @@ export function createListenMethod(
       if (requested.resourceSubscriptions !== undefined)
         honored.resourceSubscriptions = honoredUris;
       const messages = new SubscriptionMessages(ctx.id);
-      let subscriber: Subscriber | undefined;
+      let subscriber: StreamQueue | undefined;
       let cancelled = false;
       return new StreamingResult({
         attach(sink) {
           if (cancelled || subscriber !== undefined) return;
-          subscriber = new Subscriber(
+          subscriber = new StreamQueue(
             ctx.principal,
             messages,
             honoredUris,

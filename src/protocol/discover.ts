@@ -16,12 +16,13 @@ export function createDiscoverMethod(
     params: EmptyParamsSchema,
     // The same for every caller and the life of the process: the dispatcher serializes it once.
     constant: true,
-    handle: async () => ({
-      supportedVersions: [...SUPPORTED_VERSIONS],
-      capabilities: options.capabilities,
-      instructions: options.instructions,
-      ttlMs: options.ttlMs,
-      cacheScope: 'public',
-    }),
+    handle: () =>
+      Promise.resolve({
+        supportedVersions: [...SUPPORTED_VERSIONS],
+        capabilities: options.capabilities,
+        instructions: options.instructions,
+        ttlMs: options.ttlMs,
+        cacheScope: 'public',
+      }),
   });
 }

@@ -1,6 +1,6 @@
 // JSON-RPC framing and method dispatch for MCP 2026-07-28. Transports hand it parsed messages;
 // handlers are registered by app.ts, so this module never imports resources/.
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
 import {
@@ -81,8 +81,9 @@ export interface TransportContext {
 
 export interface DispatcherOptions {
   readonly serverInfo: Implementation;
-  // `any`: a heterogeneous map; each entry was type-checked against its own params schema.
-  readonly methods: ReadonlyMap<string, MethodHandler<any>>;
+  // A heterogeneous map: each entry was type-checked against its own params schema (createMethod),
+  // and the dispatcher hands each handler only what that schema parsed.
+  readonly methods: ReadonlyMap<string, MethodHandler<unknown>>;
   /** Logs internal errors with their cause; never sent to clients. */
   readonly logError: (message: string, error: unknown) => void;
 }
@@ -96,8 +97,8 @@ export function createMethod<TParams>(
 
 /** Build the dispatcher: the single place requests become results or wire errors. */
 export function createDispatcher(options: DispatcherOptions): Dispatcher {
-  // `any`: keyed by handler identity, whatever its params type.
-  const constantResults = new Map<MethodHandler<any>, RawJson>();
+  // Keyed by handler identity, whatever its params type.
+  const constantResults = new Map<MethodHandler<unknown>, RawJson>();
   // The same on every result: serialize it once.
   const serverMeta = new RawJson(
     JSON.stringify({ [META_SERVER_INFO]: options.serverInfo }),
@@ -112,99 +113,31 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     return { kind: 'response', response, httpStatus: wire.httpStatus };
   }
 
-  // Hand-written rather than zod: this runs on every message, and a plain check costs a fraction
-  // of a schema parse on the hot path. Params and results keep their zod schemas.
-  function parse(value: unknown): InboundMessage {
-    if (Array.isArray(value)) {
-      throw new ProtocolError(
-        'BATCH_NOT_SUPPORTED',
-        'JSON-RPC batches are not supported; send one message per request.',
-      );
-    }
-    const invalid = (problem: string): never => {
-      throw new ProtocolError(
-        'INVALID_REQUEST',
-        `Invalid JSON-RPC request: ${problem}.`,
-      );
-    };
-    if (typeof value !== 'object' || value === null)
-      return invalid('expected a JSON object');
-    const record = value as Record<string, unknown>;
-    const { id, method, params } = record;
-    if (record['jsonrpc'] !== '2.0') invalid('jsonrpc must be "2.0"');
-    if (id !== undefined && typeof id !== 'string' && !Number.isSafeInteger(id))
-      invalid('id must be a string or an integer');
-    if (typeof method !== 'string' || method === '')
-      return invalid('method must be a non-empty string');
-    if (
-      params !== undefined &&
-      (typeof params !== 'object' || params === null || Array.isArray(params))
-    ) {
-      invalid('params must be an object');
-    }
-    return {
-      jsonrpc: '2.0',
-      id: id as RequestId | undefined,
-      method,
-      params: params as Record<string, unknown> | undefined,
-    };
-  }
-
   async function dispatchRequest(
     message: InboundMessage,
     id: RequestId,
     transport: TransportContext,
   ): Promise<DispatchOutcome> {
-    // Order matters (spec §2.2, §14.2 and the conformance suite): unknown method, then `_meta`
-    // shape, then transport headers against the body, then protocol version, then params.
-    const method = options.methods.get(message.method);
-    if (method === undefined) {
-      throw new ProtocolError(
-        'METHOD_NOT_FOUND',
-        `Method not found: ${truncate(message.method)}.`,
-      );
-    }
-    const meta = validateMetaShape(message.params?.['_meta']);
-    transport.verifyRequest?.(message);
-    validateVersion(meta);
-    // `_meta` rides along: params schemas are zod objects, which drop keys they do not name.
-    const params = method.params.safeParse(message.params ?? {});
-    if (!params.success) {
-      throw new ProtocolError(
-        'INVALID_PARAMS',
-        `Invalid params: ${describeIssues(params.error)}.`,
-      );
-    }
+    const { method, meta, params } = checkRequest(
+      options.methods,
+      message,
+      transport,
+    );
     const cached = constantResults.get(method);
-    if (cached !== undefined)
-      return {
-        kind: 'response',
-        response: { jsonrpc: '2.0', id, result: cached },
-        httpStatus: 200,
-      };
+    if (cached !== undefined) return respond(id, cached);
     const payload = await method.handle(
-      params.data,
+      params,
       new HandlerContext(id, meta, transport),
     );
     if (payload instanceof StreamingResult)
       return { kind: 'stream', id, stream: payload.stream };
     const result = { resultType: 'complete', ...payload, _meta: serverMeta };
-    if (method.constant === true) {
-      const serialized = new RawJson(
-        serializeMessage({ result }).slice('{"result":'.length, -1),
-      );
-      constantResults.set(method, serialized);
-      return {
-        kind: 'response',
-        response: { jsonrpc: '2.0', id, result: serialized },
-        httpStatus: 200,
-      };
-    }
-    return {
-      kind: 'response',
-      response: { jsonrpc: '2.0', id, result },
-      httpStatus: 200,
-    };
+    if (method.constant !== true) return respond(id, result);
+    const serialized = new RawJson(
+      serializeMessage({ result }).slice('{"result":'.length, -1),
+    );
+    constantResults.set(method, serialized);
+    return respond(id, serialized);
   }
 
   async function dispatch(
@@ -222,7 +155,91 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     }
   }
 
-  return { parse, dispatch, fail };
+  return { parse: parseMessage, dispatch, fail };
+}
+
+/**
+ * Validate one parsed JSON value as a JSON-RPC message. Hand-written rather than zod: this runs on
+ * every message, and a plain check costs a fraction of a schema parse on the hot path. Params and
+ * results keep their zod schemas.
+ */
+function parseMessage(value: unknown): InboundMessage {
+  if (Array.isArray(value)) {
+    throw new ProtocolError(
+      'BATCH_NOT_SUPPORTED',
+      'JSON-RPC batches are not supported; send one message per request.',
+    );
+  }
+  const invalid = (problem: string): never => {
+    throw new ProtocolError(
+      'INVALID_REQUEST',
+      `Invalid JSON-RPC request: ${problem}.`,
+    );
+  };
+  if (typeof value !== 'object' || value === null)
+    return invalid('expected a JSON object');
+  const record = value as Record<string, unknown>;
+  const { id, method, params } = record;
+  if (record['jsonrpc'] !== '2.0') invalid('jsonrpc must be "2.0"');
+  if (id !== undefined && typeof id !== 'string' && !Number.isSafeInteger(id))
+    invalid('id must be a string or an integer');
+  if (typeof method !== 'string' || method === '')
+    return invalid('method must be a non-empty string');
+  if (
+    params !== undefined &&
+    (typeof params !== 'object' || params === null || Array.isArray(params))
+  ) {
+    invalid('params must be an object');
+  }
+  return {
+    jsonrpc: '2.0',
+    id: id as RequestId | undefined,
+    method,
+    params: params as Record<string, unknown> | undefined,
+  };
+}
+
+/**
+ * A request's handler, `_meta` and validated params, or the ProtocolError that refuses it. Order
+ * matters (spec §2.2, §14.2 and the conformance suite): unknown method, then `_meta` shape, then
+ * transport headers against the body, then protocol version, then params.
+ */
+function checkRequest(
+  methods: DispatcherOptions['methods'],
+  message: InboundMessage,
+  transport: TransportContext,
+): { method: MethodHandler<unknown>; meta: RequestMeta; params: unknown } {
+  const method = methods.get(message.method);
+  if (method === undefined) {
+    throw new ProtocolError(
+      'METHOD_NOT_FOUND',
+      `Method not found: ${truncate(message.method)}.`,
+    );
+  }
+  const meta = validateMetaShape(message.params?.['_meta']);
+  transport.verifyRequest?.(message);
+  validateVersion(meta);
+  // `_meta` rides along: params schemas are zod objects, which drop keys they do not name.
+  const params = method.params.safeParse(message.params ?? {});
+  if (!params.success) {
+    throw new ProtocolError(
+      'INVALID_PARAMS',
+      `Invalid params: ${describeIssues(params.error)}.`,
+    );
+  }
+  return { method, meta, params: params.data };
+}
+
+/** A successful response. */
+function respond(
+  id: RequestId,
+  result: Record<string, unknown> | RawJson,
+): DispatchOutcome {
+  return {
+    kind: 'response',
+    response: { jsonrpc: '2.0', id, result },
+    httpStatus: 200,
+  };
 }
 
 /**

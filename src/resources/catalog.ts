@@ -9,10 +9,14 @@ import {
   DESCRIBE_SCHEMA,
   runRequestQuery,
 } from '../db/index.js';
+import {
+  catalogUri,
+  parseCatalogUri,
+  type CatalogAddress,
+} from './catalog-uri.js';
 import { inScope, readRow, type CatalogSource } from './rows.js';
-import { decodeUriComponent } from './uri.js';
 
-/** The facts DESCRIBE_RELATION returns (db/catalog.ts). */
+/** The facts DESCRIBE_RELATION returns (db/catalog-statements.ts). */
 interface RelationFacts {
   database: string;
   schema: string;
@@ -36,101 +40,24 @@ interface RelationFacts {
   indexes: string[];
 }
 
-/**
- * A catalog URI, split: pg://{database}/{schema} (a schema) or pg://{database}/{schema}/{relation},
- * identifiers percent-decoded.
- */
-export interface CatalogAddress {
-  readonly database: string;
-  readonly schema: string;
-  readonly relation: string | undefined;
-  /** pg://{database}/{schema}/{table}/rows/{key}: the key's values (docs/databases.md "Row collections"). */
-  readonly rowKey: string[] | undefined;
-  readonly format: 'markdown' | 'json';
-}
-
-export function isCatalogUri(uri: string): boolean {
-  return uri.startsWith('pg://');
-}
-
-/**
- * Parse a pg:// URI (already through validateResourceUri). Identifiers are percent-encoded as
- * encodeURIComponent does, so "/", "%", spaces and non-ASCII survive; undefined when the URI does
- * not name a schema or relation.
- */
-export function parseCatalogUri(uri: string): CatalogAddress | undefined {
-  const match =
-    /^pg:\/\/([^/?#]+)\/([^/?#]+)(?:\/([^/?#]+)(?:\/rows\/([^/?#]*))?)?(\?format=json)?$/.exec(
-      uri,
-    );
-  if (match === null) return undefined;
-  const [, database, schema, relation, key, json] = match;
-  const names = [database, schema, relation].map((part) =>
-    part === undefined ? undefined : decodeUriComponent(part),
-  );
-  const rowKey = key === undefined ? undefined : decodeRowKey(key);
-  // A malformed escape (or a NUL) names nothing.
-  if (
-    names[0] === undefined ||
-    names[1] === undefined ||
-    (relation !== undefined && names[2] === undefined) ||
-    rowKey === null
-  )
-    return undefined;
-  return {
-    database: names[0],
-    schema: names[1],
-    relation: names[2],
-    rowKey,
-    format: json === undefined ? 'markdown' : 'json',
-  };
-}
-
-/**
- * A row key in a URI: each primary-key column's value in its PostgreSQL text form, percent-encoded
- * as encodeURIComponent does (which encodes ","), joined with ",", in key order. So "7" is
- * id 7, and "1042,3" is (order_id 1042, line_no 3); a "," inside a value is "%2C".
- */
-export function encodeRowKey(key: readonly string[]): string {
-  return key.map((value) => encodeURIComponent(value)).join(',');
-}
-
-/** The inverse of encodeRowKey; null when a value is malformed or holds a NUL (names no row). */
-export function decodeRowKey(segment: string): string[] | null {
-  const values = segment.split(',').map(decodeUriComponent);
-  return values.every((value) => value !== undefined)
-    ? (values as string[])
-    : null;
-}
-
-/** pg://{database}/{schema}/{table}/rows/{key}. */
-export function rowUri(
-  database: string,
-  schema: string,
-  table: string,
-  key: readonly string[],
-): string {
-  return `${catalogUri(database, schema, table)}/rows/${encodeRowKey(key)}`;
-}
-
-/** The canonical URI of a schema (relation undefined) or relation, optionally its JSON form. */
-export function catalogUri(
-  database: string,
-  schema: string,
-  relation?: string,
-  format: 'markdown' | 'json' = 'markdown',
-): string {
-  let uri = `pg://${encodeURIComponent(database)}/${encodeURIComponent(schema)}`;
-  if (relation !== undefined) uri += `/${encodeURIComponent(relation)}`;
-  return format === 'json' ? `${uri}?format=json` : uri;
-}
-
 /** The source a pg:// URI's authority names, if any is configured under that name. */
 export function sourceOf(
   sources: readonly CatalogSource[],
   database: string,
 ): CatalogSource | undefined {
   return sources.find((source) => source.name === database);
+}
+
+/** The caller of a read: its role and whether it was cancelled. */
+interface CatalogRequest {
+  readonly principal: Principal;
+  readonly cancellation: { readonly aborted: boolean };
+}
+
+/** A relation as DESCRIBE_RELATION returned it, and its facts under the configured name. */
+interface DescribedRelation {
+  readonly json: string;
+  readonly facts: RelationFacts;
 }
 
 /**
@@ -147,8 +74,8 @@ export async function readCatalog(
 ): Promise<string[]> {
   const address = parseCatalogUri(uri);
   if (address === undefined) return [];
-  const { database, schema, relation, format } = address;
-  const source = sourceOf(sources, database);
+  const { schema, relation } = address;
+  const source = sourceOf(sources, address.database);
   if (source === undefined) return [];
   if (relation !== undefined && address.rowKey !== undefined)
     return readRow(
@@ -161,60 +88,134 @@ export async function readCatalog(
       cancellation,
     );
   if (!inScope(source.scope, schema)) return [];
-  const db = source.db;
-  let summary: string | undefined;
-  if (relation === undefined) {
-    const [found] = await runRequestQuery(
-      db,
-      principal,
-      cancellation,
-      DESCRIBE_SCHEMA,
-      { database: source.databaseName, schema },
-    );
-    if (found === undefined) return [];
-    summary = found.comment ?? '';
-  }
-  const rows =
-    relation === undefined
-      ? await runRequestQuery(
-          db,
-          principal,
-          cancellation,
-          DESCRIBE_SCHEMA_RELATIONS,
-          { database: source.databaseName, schema, limit: maxEntries + 1 },
-        )
-      : await runRequestQuery(db, principal, cancellation, DESCRIBE_RELATION, {
-          database: source.databaseName,
-          schema,
-          relation,
-        });
-  const relations = rows
-    .slice(0, relation === undefined ? maxEntries : 1)
-    .map((row) => ({
-      json: row.description,
-      // URIs carry the configured name, which may differ from the database's own.
-      facts: {
-        ...(JSON.parse(row.description) as RelationFacts),
-        database: source.name,
-      },
-    }));
-  const contents = relations.map(({ json, facts }) =>
-    format === 'json'
-      ? JSON.stringify({
-          uri: catalogUri(facts.database, facts.schema, facts.name, 'json'),
-          mimeType: 'application/json',
-          text:
-            source.name === source.databaseName ? json : JSON.stringify(facts),
-        })
-      : JSON.stringify({
-          uri: catalogUri(facts.database, facts.schema, facts.name),
-          mimeType: 'text/markdown',
-          text: renderMarkdown(facts),
-        }),
+  const request = { principal, cancellation };
+  return relation === undefined
+    ? readSchema(source, uri, address, request, maxEntries)
+    : readRelation(source, address, relation, request);
+}
+
+/** One relation's description; none when the role cannot see it. */
+async function readRelation(
+  source: CatalogSource,
+  address: CatalogAddress,
+  relation: string,
+  request: CatalogRequest,
+): Promise<string[]> {
+  const rows = await runRequestQuery(
+    source.db,
+    request.principal,
+    request.cancellation,
+    DESCRIBE_RELATION,
+    { database: source.databaseName, schema: address.schema, relation },
   );
-  if (summary === undefined) return contents;
-  const truncated = rows.length > maxEntries;
-  const listing = [
+  return described(source, rows.slice(0, 1)).map((entry) =>
+    relationContent(source, entry, address.format),
+  );
+}
+
+/**
+ * A schema as a directory: its summary, then up to `maxEntries` of the relations the role can
+ * see in it; none when the role cannot see the schema.
+ */
+async function readSchema(
+  source: CatalogSource,
+  uri: string,
+  address: CatalogAddress,
+  request: CatalogRequest,
+  maxEntries: number,
+): Promise<string[]> {
+  const { principal, cancellation } = request;
+  const { schema } = address;
+  const [found] = await runRequestQuery(
+    source.db,
+    principal,
+    cancellation,
+    DESCRIBE_SCHEMA,
+    { database: source.databaseName, schema },
+  );
+  if (found === undefined) return [];
+  const rows = await runRequestQuery(
+    source.db,
+    principal,
+    cancellation,
+    DESCRIBE_SCHEMA_RELATIONS,
+    { database: source.databaseName, schema, limit: maxEntries + 1 },
+  );
+  const relations = described(source, rows.slice(0, maxEntries));
+  const entry = schemaEntry(uri, address, {
+    summary: found.comment ?? '',
+    relations,
+    truncated: rows.length > maxEntries,
+  });
+  return [
+    entry,
+    ...relations.map((relation) =>
+      relationContent(source, relation, address.format),
+    ),
+  ];
+}
+
+/** Descriptions with their facts; URIs carry the configured name, which may differ from the database's own. */
+function described(
+  source: CatalogSource,
+  rows: readonly { readonly description: string }[],
+): DescribedRelation[] {
+  return rows.map((row) => ({
+    json: row.description,
+    facts: {
+      ...(JSON.parse(row.description) as RelationFacts),
+      database: source.name,
+    },
+  }));
+}
+
+/** One relation's content: its JSON facts, or its Markdown description. */
+function relationContent(
+  source: CatalogSource,
+  { json, facts }: DescribedRelation,
+  format: 'markdown' | 'json',
+): string {
+  return format === 'json'
+    ? JSON.stringify({
+        uri: catalogUri(facts.database, facts.schema, facts.name, 'json'),
+        mimeType: 'application/json',
+        text:
+          source.name === source.databaseName ? json : JSON.stringify(facts),
+      })
+    : JSON.stringify({
+        uri: catalogUri(facts.database, facts.schema, facts.name),
+        mimeType: 'text/markdown',
+        text: renderMarkdown(facts),
+      });
+}
+
+/** A schema's own content: a directory listing in Markdown, or its JSON summary. */
+function schemaEntry(
+  uri: string,
+  { database, schema, format }: CatalogAddress,
+  listing: {
+    readonly summary: string;
+    readonly relations: readonly DescribedRelation[];
+    readonly truncated: boolean;
+  },
+): string {
+  const { summary, relations, truncated } = listing;
+  if (format === 'json')
+    return JSON.stringify({
+      uri,
+      mimeType: 'application/json',
+      text: JSON.stringify({
+        database,
+        schema,
+        comment: summary === '' ? null : summary,
+        relations: relations.map(({ facts }) => ({
+          name: facts.name,
+          kind: facts.kind,
+        })),
+        truncated,
+      }),
+    });
+  const lines = [
     `# Schema ${schema}`,
     '',
     ...(summary === '' ? [] : [summary, '']),
@@ -226,29 +227,12 @@ export async function readCatalog(
       ({ facts }) =>
         `- ${facts.name} (${facts.kind})${facts.comment === null ? '' : `: ${facts.comment}`} — ${catalogUri(facts.database, facts.schema, facts.name)}`,
     ),
-  ].join('\n');
-  const entry =
-    format === 'json'
-      ? JSON.stringify({
-          uri,
-          mimeType: 'application/json',
-          text: JSON.stringify({
-            database,
-            schema,
-            comment: summary === '' ? null : summary,
-            relations: relations.map(({ facts }) => ({
-              name: facts.name,
-              kind: facts.kind,
-            })),
-            truncated,
-          }),
-        })
-      : JSON.stringify({
-          uri,
-          mimeType: 'inode/directory',
-          text: `${listing}\n`,
-        });
-  return [entry, ...contents];
+  ];
+  return JSON.stringify({
+    uri,
+    mimeType: 'inode/directory',
+    text: `${lines.join('\n')}\n`,
+  });
 }
 
 /** An LLM-friendly description: what the relation holds, its columns, keys and indexes. */

@@ -19,7 +19,7 @@ import {
 import { parseUriTemplate, type UriTemplate } from './uri-template.js';
 import { prefixUpperBound } from './uri.js';
 import { findCollection, inScope, type CatalogSource } from './rows.js';
-import { encodeRowKey } from './catalog.js';
+import { encodeRowKey } from './catalog-uri.js';
 
 /** At most this many values in one answer (the spec's cap). */
 const MAX_VALUES = 100;
@@ -37,6 +37,13 @@ export interface CompletionDependencies {
   readonly sources: readonly CatalogSource[];
 }
 
+type Argument = { readonly name: string; readonly value: string };
+type Chosen = Readonly<Record<string, string>>;
+type CompletionRequest = {
+  readonly principal: Principal;
+  readonly aborted: boolean;
+};
+
 export function createCompleteMethod(
   deps: CompletionDependencies,
 ): MethodHandler<CompleteParams> {
@@ -49,59 +56,83 @@ export function createCompleteMethod(
           'INVALID_PARAMS',
           'Invalid params: unknown prompt (this server has no prompts).',
         );
-      let template: UriTemplate;
-      try {
-        template = parseUriTemplate(ref.uri);
-      } catch {
-        throw invalidTemplate();
-      }
-      if (!template.variables.includes(argument.name))
-        throw new ProtocolError(
-          'INVALID_PARAMS',
-          `Invalid params: the template has no variable ${JSON.stringify(argument.name.slice(0, 100))}.`,
-        );
+      const template = templateOf(ref.uri, argument.name);
       const chosen = params.context?.arguments ?? {};
       if (CATALOG_TEMPLATES.has(ref.uri))
         return completeCatalog(deps, ref.uri, argument, chosen, ctx);
-      const from = literalPrefix(template, argument, chosen);
-      const [row] = await runRequestQuery(
-        deps.db,
-        ctx.principal,
-        ctx,
-        TEMPLATE_COMPLETION_CANDIDATES,
-        {
-          template: ref.uri,
-          from,
-          to: from === '' ? AFTER_EVERY_URI : prefixUpperBound(from),
-          limit: MAX_CANDIDATES,
-        },
-      );
-      // A template the role cannot see is answered exactly like one that does not exist.
-      if (row === undefined || !row.template_visible) throw invalidTemplate();
-      const found: string[] = [];
-      for (const uri of row.uris) {
-        const values = template.match(uri);
-        if (values === undefined) continue;
-        const value = values[argument.name];
-        if (value === undefined) continue;
-        if (
-          Object.entries(chosen).some(
-            ([name, wanted]) =>
-              name !== argument.name &&
-              values[name] !== undefined &&
-              values[name] !== wanted,
-          )
-        )
-          continue;
-        found.push(value);
-      }
-      return completionOf(
-        found,
-        argument.value,
-        row.uris.length === MAX_CANDIDATES,
-      );
+      return completeStored(deps, ref.uri, template, argument, chosen, ctx);
     },
   });
+}
+
+/** The parsed template, which must have the variable being completed; else invalid params. */
+function templateOf(uri: string, variable: string): UriTemplate {
+  let template: UriTemplate;
+  try {
+    template = parseUriTemplate(uri);
+  } catch {
+    throw invalidTemplate();
+  }
+  if (!template.variables.includes(variable))
+    throw new ProtocolError(
+      'INVALID_PARAMS',
+      `Invalid params: the template has no variable ${JSON.stringify(variable.slice(0, 100))}.`,
+    );
+  return template;
+}
+
+/** Values of the argument in the stored URIs the role can read, agreeing with the arguments chosen. */
+async function completeStored(
+  deps: CompletionDependencies,
+  uri: string,
+  template: UriTemplate,
+  argument: Argument,
+  chosen: Chosen,
+  ctx: CompletionRequest,
+): Promise<Record<string, unknown>> {
+  const from = literalPrefix(template, argument, chosen);
+  const [row] = await runRequestQuery(
+    deps.db,
+    ctx.principal,
+    ctx,
+    TEMPLATE_COMPLETION_CANDIDATES,
+    {
+      template: uri,
+      from,
+      to: from === '' ? AFTER_EVERY_URI : prefixUpperBound(from),
+      limit: MAX_CANDIDATES,
+    },
+  );
+  // A template the role cannot see is answered exactly like one that does not exist.
+  if (row === undefined || !row.template_visible) throw invalidTemplate();
+  return completionOf(
+    matchingValues(row.uris, template, argument.name, chosen),
+    argument.value,
+    row.uris.length === MAX_CANDIDATES,
+  );
+}
+
+/** The `variable` value of each URI the template matches whose other values agree with `chosen`. */
+function matchingValues(
+  uris: readonly string[],
+  template: UriTemplate,
+  variable: string,
+  chosen: Chosen,
+): string[] {
+  const found: string[] = [];
+  for (const uri of uris) {
+    const values = template.match(uri);
+    const value = values?.[variable];
+    if (values === undefined || value === undefined) continue;
+    const disagrees = Object.entries(chosen).some(
+      ([name, wanted]) =>
+        name !== variable &&
+        values[name] !== undefined &&
+        values[name] !== wanted,
+    );
+    if (!disagrees) found.push(value);
+  }
+  return found;
 }
 
 /** The catalog's templates (migrations/0005, 0006): completed from pg_catalog and the config. */
@@ -135,6 +166,11 @@ function completionOf(
   };
 }
 
+/** No values (a fresh object each time: the answer is the caller's). */
+function none(): Record<string, unknown> {
+  return { completion: { values: [], total: 0, hasMore: false } };
+}
+
 /**
  * Schema and relation names the role can see (and the database's name), in the role's own
  * transaction; `table` needs the `schema` chosen in context.arguments.
@@ -142,9 +178,9 @@ function completionOf(
 async function completeCatalog(
   deps: CompletionDependencies,
   template: string,
-  argument: { name: string; value: string },
-  chosen: Readonly<Record<string, string>>,
-  ctx: { principal: Principal; aborted: boolean },
+  argument: Argument,
+  chosen: Chosen,
+  ctx: CompletionRequest,
 ): Promise<Record<string, unknown>> {
   // The template itself must be visible to the role, as for any other.
   const [row] = await runRequestQuery(
@@ -155,7 +191,6 @@ async function completeCatalog(
     { template, from: 'pg://', to: 'pg://', limit: 0 },
   );
   if (row === undefined || !row.template_visible) throw invalidTemplate();
-  const none = { completion: { values: [], total: 0, hasMore: false } };
   const rows = template === ROW_TEMPLATE;
   const sources = rows
     ? deps.sources.filter((source) => source.collections.length > 0)
@@ -170,55 +205,74 @@ async function completeCatalog(
     chosen['database'] === undefined
       ? sources[0]
       : sources.find((entry) => entry.name === chosen['database']);
-  if (source === undefined) return none;
+  if (source === undefined) return none();
+  return rows
+    ? completeRowAddress(source, argument, chosen, ctx)
+    : completeCatalogName(source, argument, chosen['schema'], ctx);
+}
+
+/** A row template's schema and table (the configured collections) or key (the first rows, by key). */
+async function completeRowAddress(
+  source: CatalogSource,
+  argument: Argument,
+  chosen: Chosen,
+  ctx: CompletionRequest,
+): Promise<Record<string, unknown>> {
+  const { collections } = source;
   const schema = chosen['schema'];
-  if (rows) {
-    const { collections } = source;
-    if (argument.name === 'schema')
-      return completionOf(
-        collections.map((collection) => collection.schema),
-        argument.value,
-      );
-    if (schema === undefined) return none;
-    if (argument.name === 'table')
-      return completionOf(
-        collections
-          .filter((collection) => collection.schema === schema)
-          .map((collection) => collection.table),
-        argument.value,
-      );
-    const table = chosen['table'];
-    if (
-      table === undefined ||
-      findCollection(source, schema, table) === undefined
-    )
-      return none;
-    // The first rows the role can see, by key: enough to pick from on a small table.
-    const keys = await runRequestQuery(
-      source.db,
-      ctx.principal,
-      ctx,
-      LIST_COLLECTION_ROWS,
-      {
-        schema,
-        table,
-        after: null,
-        titleColumn: null,
-        limit: MAX_ROW_CANDIDATES,
-      },
-    );
+  if (argument.name === 'schema')
     return completionOf(
-      keys.map((key) => encodeRowKey(key.key)),
+      collections.map((collection) => collection.schema),
       argument.value,
-      keys.length === MAX_ROW_CANDIDATES,
     );
-  }
+  if (schema === undefined) return none();
+  if (argument.name === 'table')
+    return completionOf(
+      collections
+        .filter((collection) => collection.schema === schema)
+        .map((collection) => collection.table),
+      argument.value,
+    );
+  const table = chosen['table'];
+  if (
+    table === undefined ||
+    findCollection(source, schema, table) === undefined
+  )
+    return none();
+  // The first rows the role can see, by key: enough to pick from on a small table.
+  const keys = await runRequestQuery(
+    source.db,
+    ctx.principal,
+    ctx,
+    LIST_COLLECTION_ROWS,
+    {
+      schema,
+      table,
+      after: null,
+      titleColumn: null,
+      limit: MAX_ROW_CANDIDATES,
+    },
+  );
+  return completionOf(
+    keys.map((key) => encodeRowKey(key.key)),
+    argument.value,
+    keys.length === MAX_ROW_CANDIDATES,
+  );
+}
+
+/** Schema names, or table and view names in the chosen schema, that the role can see (pg_catalog). */
+async function completeCatalogName(
+  source: CatalogSource,
+  argument: Argument,
+  schema: string | undefined,
+  ctx: CompletionRequest,
+): Promise<Record<string, unknown>> {
   const kind = argument.name as 'schema' | 'table';
   if (
     kind === 'table' &&
     (schema === undefined || !inScope(source.scope, schema))
   )
-    return none;
+    return none();
   const names = await runRequestQuery(
     source.db,
     ctx.principal,
@@ -257,8 +311,8 @@ function invalidTemplate(): ProtocolError {
  */
 function literalPrefix(
   template: UriTemplate,
-  argument: { name: string; value: string },
-  chosen: Readonly<Record<string, string>>,
+  argument: Argument,
+  chosen: Chosen,
 ): string {
   const values: Record<string, string | undefined> = {};
   for (const name of template.variables) {

@@ -14,3 +14,7 @@ export {
   type CatalogSource,
   type DeliveredChange,
 } from './rows.js';
+export {
+  type CatalogScope,
+  type CollectionConfig,
+} from './collection-settings.js';

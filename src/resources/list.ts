@@ -1,6 +1,7 @@
 // resources/list: stored resources in primary-key order, then each database's catalog (schemas,
 // then their tables and views) in name order, then the rows of listed collections in key order;
 // one keyset page per call under one cursor design.
+import type { Principal } from '../auth/index.js';
 import { LIST_CATALOG_PAGE, LIST_RESOURCES_PAGE } from '../db/index.js';
 import { ProtocolError } from '../errors.js';
 import {
@@ -12,7 +13,7 @@ import {
   type PaginatedParams,
 } from '../protocol/index.js';
 import { cacheHints } from './cache-hints.js';
-import { catalogUri } from './catalog.js';
+import { catalogUri } from './catalog-uri.js';
 import { decodeAfterId, keysetPage, type ListDependencies } from './keyset.js';
 import {
   listRows,
@@ -70,7 +71,7 @@ function decodePosition(
             rows: {
               schema,
               table: relation,
-              after: key.length === 0 ? null : (key as string[]),
+              after: key.length === 0 ? null : key,
             },
           };
     }
@@ -116,13 +117,133 @@ function renderCatalogEntry(database: string, row: CatalogRow): string {
   return JSON.stringify(entry);
 }
 
+type ListRequest = {
+  readonly principal: Principal;
+  readonly aborted: boolean;
+};
+type ListSources = ListDependencies & {
+  readonly sources: readonly CatalogSource[];
+};
+
+/**
+ * What a phase did with the room it was given: the next page's cursor keys (the page is full, or
+ * looked one row ahead and found more), or where listing goes on (undefined: nothing is left).
+ */
+type Step =
+  | { readonly next: (string | number)[] }
+  | { readonly position: Position | undefined };
+
+/** Stored resources after `position.afterId`; entries come rendered (db/queries.ts) and pass on as they are. */
+async function storedPhase(
+  deps: ListSources,
+  ctx: ListRequest,
+  position: Position & { phase: 'stored' },
+  room: number,
+  items: string[],
+): Promise<Step> {
+  const { page, more } = await keysetPage(
+    deps.db,
+    ctx,
+    LIST_RESOURCES_PAGE,
+    { afterId: position.afterId },
+    room,
+  );
+  for (const row of page) items.push(row[1]);
+  const last = page.at(-1);
+  if (more && last !== undefined) return { next: [last[0]] };
+  return { position: catalogStart(deps.sources, 0) };
+}
+
+/** One database's catalog entries after `position`; then its rows. */
+async function catalogPhase(
+  deps: ListSources,
+  ctx: ListRequest,
+  position: Position & { phase: 'catalog' },
+  room: number,
+  items: string[],
+): Promise<Step> {
+  const source = deps.sources[position.source] as CatalogSource;
+  const rowsStart: Step = {
+    position: { phase: 'rows', source: position.source, rows: undefined },
+  };
+  // No room left happens only at the catalog's start: all it asks is whether the role sees any
+  // entry, which is remembered (rows.ts).
+  const role = ctx.principal.role ?? '';
+  const known = room === 0 ? source.lookahead.get(role) : undefined;
+  if (known !== undefined && known.until > Date.now())
+    return known.any ? { next: [CATALOG, source.name, '', ''] } : rowsStart;
+  const { page, more } = await keysetPage(
+    source.db,
+    ctx,
+    LIST_CATALOG_PAGE,
+    {
+      afterSchema: position.schema,
+      afterRelation: position.relation,
+      include: source.scope.include,
+      exclude: source.scope.exclude,
+    },
+    room,
+  );
+  for (const row of page) items.push(renderCatalogEntry(source.name, row));
+  if (room === 0)
+    source.lookahead.set(role, {
+      any: more,
+      until: Date.now() + LOOKAHEAD_TTL_MS,
+    });
+  if (!more) return rowsStart;
+  const last = page.at(-1) ?? position;
+  return { next: [CATALOG, source.name, last.schema, last.relation] };
+}
+
+/** One database's listed collection rows after `position`; then the next database's catalog. */
+async function rowsPhase(
+  deps: ListSources,
+  ctx: ListRequest,
+  position: Position & { phase: 'rows' },
+  room: number,
+  items: string[],
+): Promise<Step> {
+  const source = deps.sources[position.source] as CatalogSource;
+  const listed = await listRows(source, ctx, position.rows, room);
+  items.push(...listed.items);
+  if (listed.next === undefined)
+    return { position: catalogStart(deps.sources, position.source + 1) };
+  return {
+    next: [
+      ROWS,
+      source.name,
+      listed.next.schema,
+      listed.next.table,
+      ...(listed.next.after ?? []),
+    ],
+  };
+}
+
+/** Runs the phase `position` is in. */
+function runPhase(
+  deps: ListSources,
+  ctx: ListRequest,
+  position: Position,
+  room: number,
+  items: string[],
+): Promise<Step> {
+  switch (position.phase) {
+    case 'stored':
+      return storedPhase(deps, ctx, position, room, items);
+    case 'catalog':
+      return catalogPhase(deps, ctx, position, room, items);
+    case 'rows':
+      return rowsPhase(deps, ctx, position, room, items);
+  }
+}
+
 /**
  * Every stored resource (keyset on pgmcp.resources.id), then every catalog entry the role can
  * see (keyset on schema and relation name). A page that ends the stored resources is filled from
  * the catalog; the cursor says which phase and where.
  */
 export function createListResourcesMethod(
-  deps: ListDependencies & { readonly sources: readonly CatalogSource[] },
+  deps: ListSources,
 ): MethodHandler<PaginatedParams> {
   return createMethod({
     params: PaginatedParamsSchema,
@@ -138,77 +259,9 @@ export function createListResourcesMethod(
       // no room left, a phase still looks one row ahead, so the last page has no cursor.
       while (position !== undefined && next === undefined) {
         const room = deps.pageSize - items.length;
-        if (position.phase === 'stored') {
-          // Entries come rendered (db/queries.ts): a page passes them on as they are.
-          const { page, more } = await keysetPage(
-            deps.db,
-            ctx,
-            LIST_RESOURCES_PAGE,
-            { afterId: position.afterId },
-            room,
-          );
-          for (const row of page) items.push(row[1]);
-          const last = page.at(-1);
-          if (more && last !== undefined) next = [last[0]];
-          else position = catalogStart(deps.sources, 0);
-        } else if (position.phase === 'catalog') {
-          const source = deps.sources[position.source] as CatalogSource;
-          // No room left happens only at the catalog's start: all it asks is whether the role
-          // sees any entry, which is remembered (rows.ts).
-          const role = ctx.principal.role ?? '';
-          const known = room === 0 ? source.lookahead.get(role) : undefined;
-          if (known !== undefined && known.until > Date.now()) {
-            if (known.any) next = [CATALOG, source.name, '', ''];
-            else
-              position = {
-                phase: 'rows',
-                source: position.source,
-                rows: undefined,
-              };
-            continue;
-          }
-          const { page, more } = await keysetPage(
-            source.db,
-            ctx,
-            LIST_CATALOG_PAGE,
-            {
-              afterSchema: position.schema,
-              afterRelation: position.relation,
-              include: source.scope.include,
-              exclude: source.scope.exclude,
-            },
-            room,
-          );
-          for (const row of page)
-            items.push(renderCatalogEntry(source.name, row));
-          if (room === 0)
-            source.lookahead.set(role, {
-              any: more,
-              until: Date.now() + LOOKAHEAD_TTL_MS,
-            });
-          const last = page.at(-1) ?? position;
-          const relation = 'relation' in last ? last.relation : '';
-          if (more) next = [CATALOG, source.name, last.schema, relation];
-          else
-            position = {
-              phase: 'rows',
-              source: position.source,
-              rows: undefined,
-            };
-        } else {
-          const source = deps.sources[position.source] as CatalogSource;
-          const listed = await listRows(source, ctx, position.rows, room);
-          items.push(...listed.items);
-          if (listed.next !== undefined)
-            next = [
-              ROWS,
-              source.name,
-              listed.next.schema,
-              listed.next.table,
-              ...(listed.next.after ?? []),
-            ];
-          else position = catalogStart(deps.sources, position.source + 1);
-        }
+        const step = await runPhase(deps, ctx, position, room, items);
+        if ('next' in step) next = step.next;
+        else position = step.position;
       }
       return {
         resources: new RawJson(`[${items.join(',')}]`),

@@ -17,7 +17,8 @@ import {
   type ReadResourceParams,
 } from '../protocol/index.js';
 import { cacheHints } from './cache-hints.js';
-import { isCatalogUri, readCatalog } from './catalog.js';
+import { isCatalogUri } from './catalog-uri.js';
+import { readCatalog } from './catalog.js';
 import type { CatalogSource } from './rows.js';
 import { renderContents } from './render.js';
 import {

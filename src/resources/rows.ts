@@ -2,7 +2,7 @@
 // (JSON; bytea as base64), read in the caller's request transaction so the table's own GRANTs and
 // row-level security decide; optionally listed after the catalog, keyset on the primary key.
 import type { Principal } from '../auth/index.js';
-import type { CatalogScope, CollectionConfig } from '../config.js';
+import type { CatalogScope, CollectionConfig } from './collection-settings.js';
 import {
   currentDatabaseName,
   LIST_COLLECTION_ROWS,
@@ -11,7 +11,7 @@ import {
   type DatabaseHandle,
 } from '../db/index.js';
 import { ProtocolError } from '../errors.js';
-import { catalogUri, encodeRowKey, rowUri } from './catalog.js';
+import { catalogUri, encodeRowKey, rowUri } from './catalog-uri.js';
 import { keysetPage } from './keyset.js';
 
 /** One database's catalog and collections, under the URI authority it is configured with. */

@@ -7,7 +7,8 @@ import {
   runRequestQuery,
   type DatabaseHandle,
 } from '../db/index.js';
-import { isCatalogUri, readCatalog } from './catalog.js';
+import { isCatalogUri } from './catalog-uri.js';
+import { readCatalog } from './catalog.js';
 import type { CatalogSource } from './rows.js';
 import {
   isDirectoryUri,

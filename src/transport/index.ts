@@ -1,15 +1,15 @@
 // Public surface of transport/: Streamable HTTP and stdio. They frame bytes and know no methods.
-export {
-  startHttpTransport,
-  type HttpSecurity,
-  type HttpTransport,
-  type HttpTransportOptions,
-} from './http.js';
+export type {
+  HttpSecurity,
+  HttpTransport,
+  HttpTransportOptions,
+} from './http-options.js';
+export { startHttpTransport } from './http-transport.js';
 export {
   startStdioTransport,
   type StdioTransport,
   type StdioTransportOptions,
-} from './stdio.js';
+} from './stdio-transport.js';
 export { createLineChannel } from './line-channel.js';
 export {
   createLegacyHttp,

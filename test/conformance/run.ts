@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/index.js';
 import { createLogger } from '../../src/log.js';
 import { startServer } from '../../src/server.js';
 import { PROJECT_ROOT } from '../../src/version.js';

@@ -5,19 +5,19 @@ import { describe, expect, it } from 'vitest';
 import { Parser } from 'pg-protocol/dist/parser.js';
 import '../../src/db/data-rows.js';
 
-type ParserModule = typeof import('pg-protocol/dist/parser.js');
+type ParserType = typeof Parser;
 
 /**
  * A second instance of pg-protocol's parser module, loaded after the patch: its Parser class is
  * the one pg-protocol ships, untouched. (Its own cache entry is put back, so pg keeps the patched one.)
  */
-function loadUnpatchedParser(): ParserModule['Parser'] {
+function loadUnpatchedParser(): ParserType {
   const require = createRequire(import.meta.url);
   const file = require.resolve('pg-protocol/dist/parser.js');
   const patched = require.cache[file];
   delete require.cache[file];
   try {
-    return (require(file) as ParserModule).Parser;
+    return (require(file) as { Parser: ParserType }).Parser;
   } finally {
     if (patched !== undefined) require.cache[file] = patched;
   }
@@ -26,7 +26,7 @@ function loadUnpatchedParser(): ParserModule['Parser'] {
 const UnpatchedParser = loadUnpatchedParser();
 
 /** The (private) per-message method the patch replaces. */
-function packetHandler(ParserClass: ParserModule['Parser']): unknown {
+function packetHandler(ParserClass: ParserType): unknown {
   return (ParserClass.prototype as unknown as { handlePacket: unknown })
     .handlePacket;
 }
@@ -53,7 +53,7 @@ function dataRow(fields: readonly (string | null)[]): Buffer {
 
 /** The messages a parser of `ParserClass` emits for `chunks`, fed one after another. */
 function parse(
-  ParserClass: ParserModule['Parser'],
+  ParserClass: ParserType,
   ...chunks: Buffer[]
 ): Record<string, unknown>[] {
   const parser = new ParserClass();
@@ -61,7 +61,7 @@ function parse(
   // A copy of each chunk: the parser may reuse a chunk's memory for the bytes it carries over.
   for (const chunk of chunks)
     parser.parse(Buffer.from(chunk), (message) =>
-      messages.push({ ...message } as Record<string, unknown>),
+      messages.push({ ...message }),
     );
   return messages;
 }

@@ -9,9 +9,9 @@ import {
   runRequestQuery,
   type PreparedQuery,
 } from '../../src/db/index.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/index.js';
 import { ConfigError, ProtocolError } from '../../src/errors.js';
-import { startStdioTransport } from '../../src/transport/stdio.js';
+import { startStdioTransport } from '../../src/transport/index.js';
 import {
   META,
   call,
@@ -68,7 +68,7 @@ describe('database failures', () => {
     // A second server built the same way, its pool pointed at a closed port.
     const { createApp } = await import('../../src/app.js');
     const { createLogger } = await import('../../src/log.js');
-    const { startHttpTransport } = await import('../../src/transport/http.js');
+    const { startHttpTransport } = await import('../../src/transport/index.js');
     const db = createDatabase({
       connectionString: unreachable.toString(),
       poolSize: 1,

@@ -5,7 +5,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MigrationChangedError, runMigrations } from '../../src/db/index.js';
-import { MIGRATIONS_DIRECTORY } from '../../src/server.js';
+import { MIGRATIONS_DIRECTORY } from '../../src/config/index.js';
 import { testDatabaseUrl } from '../setup/harness.js';
 
 const SCRATCH = 'pgmcp_migrate_test';
@@ -39,7 +39,7 @@ afterAll(async () => {
 
 describe('migrations', () => {
   it('two processes migrating at once serialize on the advisory lock: each migration runs once', async () => {
-    const clients = [
+    const clients: [pg.Client, pg.Client] = [
       new pg.Client({ connectionString: scratchUrl }),
       new pg.Client({ connectionString: scratchUrl }),
     ];
@@ -51,13 +51,13 @@ describe('migrations', () => {
         ),
       );
       const applied = reports.flatMap((report) => report.applied);
-      const { rows } = await clients[0]!.query<{ name: string }>(
+      const { rows } = await clients[0].query<{ name: string }>(
         'select name from pgmcp.migrations order by name',
       );
       expect(applied.sort()).toEqual(rows.map((row) => row.name));
       expect(reports.some((report) => report.applied.length === 0)).toBe(true);
       const again = await runMigrations(
-        clients[1]!,
+        clients[1],
         MIGRATIONS_DIRECTORY,
         () => undefined,
       );
@@ -236,7 +236,7 @@ describe('pgmcp.resources constraints', () => {
       const { rows } = await sql.query<{ updated_at: Date }>(
         `update pgmcp.resources set text = 'b' where uri = 'notes:///contract/touch' returning updated_at`,
       );
-      expect(rows[0]!.updated_at.getUTCFullYear()).toBeGreaterThan(2000);
+      expect(rows[0]?.updated_at.getUTCFullYear()).toBeGreaterThan(2000);
     } finally {
       await sql.query('rollback');
     }

@@ -212,7 +212,7 @@ describe('runRequestQuery', () => {
 
   it('bounds the index scans of generic plans: completion and a description read only their own rows', async () => {
     // Generic plans cannot drop "$3 is null or …" for a given $3: completion scanned the URI
-    // index to its end, and a description scanned every relation (db/completion.ts, db/catalog.ts).
+    // index to its end, and a description scanned every relation (db/completion-statements.ts, db/catalog-statements.ts).
     const anyone = { role: null, claims: {} };
     const completion = {
       template: 'notes:///{tag}/{slug}',

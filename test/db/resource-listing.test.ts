@@ -39,7 +39,7 @@ const MISMATCHES = `
     select resource_id, entry from pgmcp.resource_entries except select id, entry from rendered) x`;
 
 async function mismatches(): Promise<unknown[]> {
-  return (await sql.query(MISMATCHES)).rows;
+  return (await sql.query<Record<string, unknown>>(MISMATCHES)).rows;
 }
 
 async function insert(
@@ -263,7 +263,8 @@ describe('pgmcp.resource_listing and pgmcp.resource_entries triggers', () => {
     );
     expect(rows).toHaveLength(1);
     expect(rows[0]?.listed).toBeNull();
-    expect(JSON.parse(rows[0]?.entry ?? '').description).toBe('d'.repeat(5000));
+    const entry = JSON.parse(rows[0]?.entry ?? '') as { description: string };
+    expect(entry.description).toBe('d'.repeat(5000));
     expect(await mismatches()).toEqual([]);
   });
 
@@ -483,7 +484,7 @@ describe('resources/list as a request role', () => {
       expected.rows.map((row) => row.uri),
     );
     expect(uris).toContain(`${PREFIX}large-admin`);
-  });
+  }, 120_000); // thousands of small pages: more than the default 30 s on a loaded host
 
   it('returns every row, readers or not, to a role that RLS does not apply to', async () => {
     await insert('no-readers', []);

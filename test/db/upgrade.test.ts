@@ -6,9 +6,12 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CollectionConfig } from '../../src/config.js';
+import type { CollectionConfig } from '../../src/resources/index.js';
 import { loadSeed, runMigrations } from '../../src/db/index.js';
-import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../../src/server.js';
+import {
+  MIGRATIONS_DIRECTORY,
+  SEEDS_DIRECTORY,
+} from '../../src/config/index.js';
 import {
   call,
   listenFresh,
@@ -105,7 +108,7 @@ beforeAll(async () => {
     });
 }, 120_000);
 
-afterAll(async () => {
+afterAll(() => {
   rmSync(folder, { recursive: true, force: true });
 });
 

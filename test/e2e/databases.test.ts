@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/index.js';
 import { ConfigError } from '../../src/errors.js';
 import { createLogger } from '../../src/log.js';
 import { startServer, type RunningServer } from '../../src/server.js';

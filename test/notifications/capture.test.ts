@@ -3,6 +3,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { testDatabaseUrl } from '../setup/harness.js';
+import { match } from '../setup/matchers.js';
 
 let sql: pg.Client;
 let listener: pg.Client;
@@ -137,8 +138,8 @@ describe('capture triggers on pgmcp.resources', () => {
       interval: 10,
     });
     expect(ours()).toEqual([
-      { seq: expect.any(Number), rows: 500 },
-      { seq: expect.any(Number), uri: `${p}single` },
+      { seq: match.any(Number), rows: 500 },
+      { seq: match.any(Number), uri: `${p}single` },
     ]);
     expect(Math.max(...payloads.map((payload) => payload.length))).toBeLessThan(
       8000,

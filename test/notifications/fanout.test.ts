@@ -6,16 +6,19 @@ import type { Principal } from '../../src/auth/index.js';
 import { ProtocolError } from '../../src/errors.js';
 import type { PublishedChange } from '../../src/notifications/index.js';
 import {
-  Fanout,
+  deliverChanges,
+  StreamRegistry,
   subscriptionKeys,
+  type Authorize,
   type Visibility,
 } from '../../src/notifications/index.js';
-import { Subscriber } from '../../src/notifications/fanout.js';
+import { StreamQueue } from '../../src/notifications/stream-queue.js';
 import {
   SubscriptionMessages,
   type StreamSink,
 } from '../../src/protocol/index.js';
 import { SERVER_INFO } from '../../src/version.js';
+import { match } from '../setup/matchers.js';
 
 class MemorySink implements StreamSink {
   readonly written: string[] = [];
@@ -73,7 +76,7 @@ async function untilEnded(sink: MemorySink): Promise<void> {
   }
 }
 
-const fanouts: Fanout[] = [];
+const fanouts: StreamRegistry[] = [];
 afterEach(() => {
   for (const fanout of fanouts.splice(0)) fanout.closeAll();
 });
@@ -87,14 +90,14 @@ function setup(
 ) {
   const checks: string[] = [];
   // Everyone may hear of everything; the count of checks is what these tests watch.
-  const authorize = async (principal: Principal, seqs: readonly string[]) => {
+  const authorize: Authorize = (principal, seqs) => {
     checks.push(principal.role ?? 'login');
     const visibility: Visibility = new Map(
       seqs.map((seq) => [seq, { before: true, after: true }]),
     );
-    return visibility;
+    return Promise.resolve(visibility);
   };
-  const fanout = new Fanout({
+  const fanout = new StreamRegistry({
     serverInfo: SERVER_INFO,
     maxStreams: 100_000,
     maxStreamsPerRole: 100_000,
@@ -114,7 +117,7 @@ function setup(
     const principal: Principal = { role, claims: {} };
     const release = fanout.reserve(principal);
     fanout.add(
-      new Subscriber(
+      new StreamQueue(
         principal,
         new SubscriptionMessages(nextId++),
         uris,
@@ -126,7 +129,7 @@ function setup(
     return sink;
   };
   const publish = (changes: readonly PublishedChange[]) =>
-    fanout.publish(changes, authorize);
+    deliverChanges(fanout, changes, authorize);
   return { fanout, checks, open, publish };
 }
 
@@ -139,9 +142,9 @@ function change(
   return { seq: String(seq), uri, kind };
 }
 
-describe('Fanout', () => {
+describe('the fan-out', () => {
   it('checks access once per distinct role per batch, however many streams', async () => {
-    const { fanout, checks, open, publish } = setup();
+    const { checks, open, publish } = setup();
     const sinks = [];
     for (let i = 0; i < 300; i += 1)
       sinks.push(
@@ -162,7 +165,7 @@ describe('Fanout', () => {
   });
 
   it('asks nothing and writes nothing when no stream cares', async () => {
-    const { fanout, checks, open, publish } = setup();
+    const { checks, open, publish } = setup();
     const sink = open('support', ['notes:///a/1']);
     await publish([change('notes:///b/1')]);
     expect(checks).toEqual([]);
@@ -170,7 +173,7 @@ describe('Fanout', () => {
   });
 
   it('coalesces repeated updates of one URI while the client is not reading', async () => {
-    const { fanout, open, publish } = setup();
+    const { open, publish } = setup();
     const sink = open('support', ['notes:///a/1', 'notes:///a/2']);
     sink.blocked = true;
     await publish([change('notes:///a/1')]); // written; the sink pushes back
@@ -193,7 +196,7 @@ describe('Fanout', () => {
         new ProtocolError('POOL_EXHAUSTED', 'The server is busy.'),
       );
     await expect(
-      fanout.publish([change('notes:///a/1')], busy),
+      deliverChanges(fanout, [change('notes:///a/1')], busy),
     ).rejects.toMatchObject({ key: 'POOL_EXHAUSTED' });
     expect(sink.ended).toBeNull();
     expect(sink.written).toEqual([]);
@@ -225,14 +228,18 @@ describe('Fanout', () => {
     expect(fanout.size).toBe(1);
     await untilEnded(sink);
     expect(fanout.size).toBe(0);
-    expect(JSON.parse(sink.ended as string)).toMatchObject({
+    const ended = JSON.parse(sink.ended as string) as {
+      error: { message: string };
+    };
+    expect(ended).toMatchObject({
       id: 1,
       error: {
         code: -32603,
-        message: expect.stringMatching(/did not read its notifications/),
+        message: match.stringMatching(/did not read its notifications/),
         data: { code: 'STREAM_STALLED' },
       },
     });
+    expect(ended.error.message).toMatch(/did not read its notifications/);
   });
 
   it('ends a blocked stream at once when its unread bytes pass the limit', async () => {
@@ -265,7 +272,7 @@ describe('Fanout', () => {
 
   it('yields to the event loop between slices of a large broadcast', async () => {
     // Slices are by time (2 ms by default); with no time allowed, every 16 streams yield.
-    const { fanout, open, publish } = setup({ sliceMs: 0 });
+    const { open, publish } = setup({ sliceMs: 0 });
     for (let i = 0; i < 2000; i += 1) open('support', [], true);
     let ranDuring = false;
     const publishing = publish([change('notes:///a/1', 'created')]);
@@ -290,19 +297,23 @@ describe('Fanout', () => {
       claims: { exp: Date.now() / 1000 + 0.2 },
     };
     fanout.add(
-      new Subscriber(principal, new SubscriptionMessages('t'), [], true, sink),
+      new StreamQueue(principal, new SubscriptionMessages('t'), [], true, sink),
       fanout.reserve(principal),
     );
     expect(fanout.size).toBe(1);
     await untilEnded(sink);
     expect(fanout.size).toBe(0);
-    expect(JSON.parse(sink.ended as string)).toMatchObject({
+    const ended = JSON.parse(sink.ended as string) as {
+      error: { message: string };
+    };
+    expect(ended).toMatchObject({
       id: 't',
       error: {
-        message: expect.stringMatching(/token expired/),
+        message: match.stringMatching(/token expired/),
         data: { code: 'AUTHENTICATION_REQUIRED' },
       },
     });
+    expect(ended.error.message).toMatch(/token expired/);
   });
 
   it('gives every open stream its graceful result on closeAll', () => {

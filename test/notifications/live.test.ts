@@ -20,6 +20,7 @@ import {
 import { migrateDatabase } from '../setup/migrate-database.js';
 import { recreateDatabase } from '../setup/recreate-database.js';
 import { startStdioChild } from '../setup/stdio-child.js';
+import { match } from '../setup/matchers.js';
 
 const ROLE_A = 'pgmcp_live_a';
 const ROLE_B = 'pgmcp_live_b';
@@ -127,7 +128,7 @@ describe('subscriptions/listen', () => {
       method: 'notifications/subscriptions/acknowledged',
       params: {
         _meta: {
-          'io.modelcontextprotocol/subscriptionId': expect.any(String),
+          'io.modelcontextprotocol/subscriptionId': match.any(String),
         },
         notifications: {
           resourcesListChanged: true,
@@ -332,7 +333,7 @@ describe('subscriptions/listen', () => {
         resultType: 'complete',
         _meta: {
           'io.modelcontextprotocol/subscriptionId': 'bye',
-          'io.modelcontextprotocol/serverInfo': expect.objectContaining({
+          'io.modelcontextprotocol/serverInfo': match.objectContaining({
             name: 'pgmcp',
           }),
         },
@@ -357,7 +358,7 @@ describe('subscriptions/listen', () => {
       expect(refused.status).toBe(429);
       expect(refused.messages[0]?.error).toMatchObject({
         code: -32603,
-        message: expect.stringMatching(
+        message: match.stringMatching(
           /too many open subscriptions for this role/i,
         ),
         data: { code: 'TOO_MANY_STREAMS' },
@@ -385,7 +386,7 @@ describe('subscriptions/listen', () => {
     const { error } = await call(serverA.url, 'subscriptions/listen', params);
     expect(error).toMatchObject({
       code: -32602,
-      message: expect.stringMatching(message),
+      message: match.stringMatching(message),
     });
   });
 

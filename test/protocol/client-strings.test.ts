@@ -5,7 +5,7 @@ import { createHmac } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAuthenticate } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/index.js';
 import { createRoleChecker } from '../../src/db/index.js';
 import { createLogger } from '../../src/log.js';
 import {
@@ -315,13 +315,12 @@ describe('hostile role claims over HTTP', () => {
         DATABASE_URL: 'postgres://unused@127.0.0.1/unused',
       },
     );
-    let checker: ((role: string) => Promise<boolean>) | undefined;
+    // The role checker needs the server's own pool: declared below, called only per request.
     const authenticate = createAuthenticate({
       config,
       secret: SECRET,
       audience: AUDIENCE,
-      canAssume: (role) =>
-        (checker as (role: string) => Promise<boolean>)(role),
+      canAssume: (role) => checker(role),
       logger: createLogger({
         stream: { write: () => true } as unknown as NodeJS.WritableStream,
       }),
@@ -329,7 +328,7 @@ describe('hostile role claims over HTTP', () => {
     authServer = await startTestServer({
       authenticate: (request) => authenticate(request),
     });
-    checker = createRoleChecker(authServer.db, 1000);
+    const checker = createRoleChecker(authServer.db, 1000);
   });
 
   afterAll(async () => {

@@ -12,7 +12,7 @@ import {
 import {
   startHttpTransport,
   type HttpTransport,
-} from '../../src/transport/http.js';
+} from '../../src/transport/index.js';
 import { META, mcpHeaders } from '../setup/harness.js';
 
 let transport: HttpTransport;
@@ -30,10 +30,10 @@ beforeAll(async () => {
         'test/context',
         createMethod({
           params: EmptyParamsSchema,
-          handle: async (_params, ctx) => {
+          handle: (_params, ctx) => {
             seen.handler = ctx;
             seen.aborted = ctx.aborted;
-            return {};
+            return Promise.resolve({});
           },
         }),
       ],

@@ -2,7 +2,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCursorCodec } from '../../src/protocol/index.js';
-import { catalogUri } from '../../src/resources/catalog.js';
+import { catalogUri } from '../../src/resources/catalog-uri.js';
 import {
   TEST_CURSOR_SECRET,
   call,
@@ -10,6 +10,7 @@ import {
   testDatabaseUrl,
   type TestServer,
 } from '../setup/harness.js';
+import { match } from '../setup/matchers.js';
 
 const ISO_UTC = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/;
 
@@ -196,7 +197,7 @@ describe('catalog resources', () => {
       name: 'orders',
       kind: 'table',
       approximateRows: 500,
-      columns: expect.arrayContaining([
+      columns: match.arrayContaining([
         expect.objectContaining({
           name: 'status',
           enumValues: ['pending', 'paid', 'shipped', 'delivered', 'cancelled'],
@@ -268,7 +269,7 @@ describe('catalog resources', () => {
       mimeType: 'inode/directory',
       description: 'Online shop: customers, catalogue and orders.',
       // The seed's DDL ran after the migrations, so pgmcp saw it happen.
-      annotations: { lastModified: expect.stringMatching(ISO_UTC) },
+      annotations: { lastModified: match.stringMatching(ISO_UTC) },
     });
     expect(resources).toContainEqual({
       uri: `pg://${database}/shop/orders`,
@@ -276,7 +277,7 @@ describe('catalog resources', () => {
       title: 'shop.orders (table)',
       mimeType: 'text/markdown',
       description: 'One row per checkout.',
-      annotations: { lastModified: expect.stringMatching(ISO_UTC) },
+      annotations: { lastModified: match.stringMatching(ISO_UTC) },
     });
     expect(
       resources.some((resource) => resource.uri.includes('/finance')),
@@ -412,7 +413,7 @@ describe('catalog resources', () => {
       const { error } = await read('engineering', uri);
       expect(error?.code, uri).toBe(-32602);
     }
-    const { rows } = await sql.query(
+    const { rows } = await sql.query<{ n: number }>(
       'select count(*)::int as n from shop.orders',
     );
     expect(rows[0]?.n).toBe(500);

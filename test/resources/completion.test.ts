@@ -8,6 +8,7 @@ import {
   testDatabaseUrl,
   type TestServer,
 } from '../setup/harness.js';
+import { match } from '../setup/matchers.js';
 
 let support: TestServer;
 let engineering: TestServer;
@@ -229,7 +230,7 @@ describe('completion/complete', () => {
     });
     expect(error).toMatchObject({
       code: -32602,
-      message: expect.stringMatching(message),
+      message: match.stringMatching(message),
     });
   });
 

@@ -10,6 +10,7 @@ import {
   walkList,
   type TestServer,
 } from '../setup/harness.js';
+import { match } from '../setup/matchers.js';
 
 let server: TestServer;
 let sql: pg.Client;
@@ -132,7 +133,7 @@ describe('resources/list', () => {
     } finally {
       // Put the deleted notes back by re-running the idempotent demo seed step for notes.
       const { loadSeed } = await import('../../src/db/index.js');
-      const { SEEDS_DIRECTORY } = await import('../../src/server.js');
+      const { SEEDS_DIRECTORY } = await import('../../src/config/index.js');
       const admin = new pg.Client({ connectionString: testDatabaseUrl() });
       await admin.connect();
       await loadSeed(admin, SEEDS_DIRECTORY, 'demo', () => undefined);
@@ -162,7 +163,7 @@ describe('resources/list', () => {
     expect(result).toMatchObject({
       resultType: 'complete',
       cacheScope: 'public',
-      ttlMs: expect.any(Number),
+      ttlMs: match.any(Number),
     });
   });
 });

@@ -9,6 +9,7 @@ import {
   testDatabaseUrl,
   type TestServer,
 } from '../setup/harness.js';
+import { match } from '../setup/matchers.js';
 
 let server: TestServer;
 let sql: pg.Client;
@@ -55,7 +56,7 @@ describe('resources/read', () => {
           },
         },
       ],
-      ttlMs: expect.any(Number),
+      ttlMs: match.any(Number),
       cacheScope: 'public',
     });
     expect((result?.['contents'] as unknown[]).length).toBe(1);

@@ -4,8 +4,8 @@
 // Own database: this file runs DDL and writes that other files must not see.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CollectionConfig } from '../../src/config.js';
-import { rowUri } from '../../src/resources/catalog.js';
+import type { CollectionConfig } from '../../src/resources/index.js';
+import { rowUri } from '../../src/resources/catalog-uri.js';
 import {
   call,
   listenFresh,
@@ -214,8 +214,10 @@ describe('row resources', () => {
       expect(error?.code, uri).toBe(-32602);
       expect(error?.message ?? '', uri).not.toMatch(/select|drop|inv\.docs/i);
     }
-    const { rows } = await sql.query('select count(*)::int as n from inv.docs');
-    expect(rows[0].n).toBe(10);
+    const { rows } = await sql.query<{ n: number }>(
+      'select count(*)::int as n from inv.docs',
+    );
+    expect(rows[0]?.n).toBe(10);
   });
 
   it('are listed after the catalog, each once, in key order, as the role may see them', async () => {
@@ -330,8 +332,10 @@ describe('row resources', () => {
           });
         }
       }
-    const { rows } = await sql.query('select count(*)::int as n from inv.docs');
-    expect(rows[0].n).toBeGreaterThanOrEqual(10);
+    const { rows } = await sql.query<{ n: number }>(
+      'select count(*)::int as n from inv.docs',
+    );
+    expect(rows[0]?.n).toBeGreaterThanOrEqual(10);
   });
 });
 
@@ -427,10 +431,11 @@ describe('live rows and schema', () => {
 
   it('unexpose stops capture; expose refuses a table without a primary key', async () => {
     await sql.query(`select pgmcp.unexpose_table('inv.quiet')`);
-    const before = await sql.query('select max(seq) as seq from pgmcp.changes');
+    const lastSeq = 'select max(seq) as seq from pgmcp.changes';
+    const before = await sql.query<{ seq: string | null }>(lastSeq);
     await sql.query(`update inv.quiet set v = 'one again' where id = 1`);
-    const after = await sql.query('select max(seq) as seq from pgmcp.changes');
-    expect(after.rows[0].seq).toBe(before.rows[0].seq);
+    const after = await sql.query<{ seq: string | null }>(lastSeq);
+    expect(after.rows[0]?.seq).toBe(before.rows[0]?.seq);
     await sql.query('create table inv.keyless (v text)');
     await expect(
       sql.query(`select pgmcp.expose_table('inv.keyless')`),

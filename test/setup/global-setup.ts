@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { loadSeed, startEmbeddedPostgres } from '../../src/db/index.js';
-import { SEEDS_DIRECTORY } from '../../src/server.js';
+import { SEEDS_DIRECTORY } from '../../src/config/index.js';
 import { migrateDatabase } from './migrate-database.js';
 import { recreateDatabase } from './recreate-database.js';
 import { SPEC_AVAILABLE, SPEC_SKIP_REASON } from './spec-schema.js';

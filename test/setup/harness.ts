@@ -6,15 +6,14 @@ import { inject } from 'vitest';
 import { createApp } from '../../src/app.js';
 import { LOGIN_PRINCIPAL, type Principal } from '../../src/auth/index.js';
 import { createDatabase, type DatabaseHandle } from '../../src/db/index.js';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/config/index.js';
 import { createLogger } from '../../src/log.js';
-import {
-  startChangeFeed,
-  type ChangeFeed,
-  type Fanout,
+import type {
+  ChangeFeed,
+  StreamRegistry,
 } from '../../src/notifications/index.js';
 import type { Dispatcher } from '../../src/protocol/index.js';
-import { startHttpTransport } from '../../src/transport/http.js';
+import { startHttpTransport } from '../../src/transport/index.js';
 import { assertValidNotification, assertValidResponse } from './spec-schema.js';
 
 export const PROTOCOL_VERSION = '2026-07-28';
@@ -30,7 +29,7 @@ export interface TestServer {
   readonly url: string;
   readonly db: DatabaseHandle;
   readonly dispatcher: Dispatcher;
-  readonly fanout: Fanout;
+  readonly fanout: StreamRegistry;
   /** The change feed, when started with `live`. */
   readonly feed: ChangeFeed | undefined;
   close(): Promise<void>;
@@ -123,14 +122,7 @@ export async function startTestServer(
   const feed =
     options.live === undefined
       ? undefined
-      : await startChangeFeed({
-          db,
-          publish: (changes) => app.publish(source, changes),
-          resync: () => app.resync(source),
-          retentionSeconds: TEST_LIVE.changeRetentionSeconds,
-          log: (line) => logger.info(line),
-          pollIntervalMs: 500,
-        });
+      : await app.startChangePath({ pollIntervalMs: 500 });
   const http = await startHttpTransport({
     host: '127.0.0.1',
     port: 0,

@@ -1,6 +1,6 @@
 // Apply migrations/ to a test database through pgmcp's own migrator (the same path as production).
 import { createDatabase, runMigrations } from '../../src/db/index.js';
-import { MIGRATIONS_DIRECTORY } from '../../src/server.js';
+import { MIGRATIONS_DIRECTORY } from '../../src/config/index.js';
 import type pg from 'pg';
 
 /** Migrate the database at `url`, then run `more` (seeds, roles) on the same admin connection. */

@@ -4,7 +4,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAuthenticate } from '../../src/app.js';
 import { mintToken } from '../../src/auth/index.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/index.js';
 import { createRoleChecker } from '../../src/db/index.js';
 import { createLogger } from '../../src/log.js';
 import {
@@ -49,12 +49,11 @@ beforeAll(async () => {
     } as unknown as NodeJS.WritableStream,
   });
   // The role checker needs the server's own pool: build the server, then its authenticator.
-  let checker: ((role: string) => Promise<boolean>) | undefined;
   const authenticate = createAuthenticate({
     config,
     secret: SECRET,
     audience: AUDIENCE,
-    canAssume: (role) => (checker as (role: string) => Promise<boolean>)(role),
+    canAssume: (role) => checker(role),
     logger,
   });
   server = await startTestServer({
@@ -68,7 +67,7 @@ beforeAll(async () => {
       },
     },
   });
-  checker = createRoleChecker(server.db, 1000);
+  const checker = createRoleChecker(server.db, 1000);
 });
 
 afterAll(async () => {

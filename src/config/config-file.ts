@@ -1,0 +1,141 @@
+// The optional JSON config file (docs/databases.md "The config file"): catalog scope and row
+// collections, validated with zod; every problem names the file and the field.
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { ConfigError } from '../errors.js';
+import type { DatabaseConfig } from './databases.js';
+
+const identifier = z
+  .string()
+  .min(1, 'names must not be empty')
+  .max(63, 'PostgreSQL names are at most 63 bytes');
+
+/** The config file's shape (docs/databases.md "The config file"); unknown keys are mistakes, not ignored. */
+const ConfigFileSchema = z
+  .object({
+    $schema: z.string().optional(),
+    catalog: z
+      .object({
+        includeSchemas: z.array(identifier).optional(),
+        excludeSchemas: z.array(identifier).optional(),
+      })
+      .strict()
+      .optional(),
+    collections: z
+      .array(
+        z
+          .object({
+            database: z.string().min(1).optional(),
+            schema: identifier,
+            table: identifier,
+            list: z.boolean().optional(),
+            titleColumn: identifier.optional(),
+          })
+          .strict(),
+      )
+      .optional(),
+  })
+  .strict();
+
+type ConfigFile = z.infer<typeof ConfigFileSchema>;
+
+/**
+ * A table whose rows are resources pg://{database}/{schema}/{table}/rows/{key}: the shape of
+ * resources/' CollectionConfig, which config/ may not import (the root passes one for the other).
+ */
+export interface FileCollection {
+  /** The database's name (its URI authority); undefined: the main database. */
+  readonly database: string | undefined;
+  readonly schema: string;
+  readonly table: string;
+  /** Whether resources/list lists its rows (after the catalog). */
+  readonly list: boolean;
+  /** A column whose text becomes each listed row's title. */
+  readonly titleColumn: string | undefined;
+}
+
+/** Which schemas the catalog shows: `include` (all when null) minus `exclude` (resources/' CatalogScope). */
+export interface FileCatalogScope {
+  readonly include: readonly string[] | null;
+  readonly exclude: readonly string[];
+}
+
+/** What the config file says, checked against the databases given: defaults when there is none. */
+export function loadConfigFile(
+  configFile: string | undefined,
+  databases: readonly DatabaseConfig[],
+): { catalog: FileCatalogScope; collections: FileCollection[] } {
+  const file = configFile === undefined ? {} : readConfigFile(configFile);
+  return {
+    catalog: {
+      include: file.catalog?.includeSchemas ?? null,
+      exclude: file.catalog?.excludeSchemas ?? [],
+    },
+    collections: fileCollections(file, configFile, databases),
+  };
+}
+
+/** The file's collections with defaults; each listed once, in a database that is given. */
+function fileCollections(
+  file: ConfigFile,
+  configFile: string | undefined,
+  databases: readonly DatabaseConfig[],
+): FileCollection[] {
+  const collections = (file.collections ?? []).map((collection) => ({
+    database: collection.database,
+    schema: collection.schema,
+    table: collection.table,
+    list: collection.list ?? false,
+    titleColumn: collection.titleColumn,
+  }));
+  const seen = new Set<string>();
+  for (const { database, schema, table } of collections) {
+    const key = JSON.stringify([database, schema, table]);
+    if (seen.has(key))
+      throw new ConfigError(
+        `${configFile}: collection ${schema}.${table} is listed twice.`,
+      );
+    seen.add(key);
+    if (
+      database !== undefined &&
+      !databases.some((entry) => entry.name === database)
+    )
+      throw new ConfigError(
+        `${configFile}: collection ${schema}.${table} names database "${database}", which is not given with --database ${database}=… (or PGMCP_DATABASES).`,
+      );
+  }
+  return collections;
+}
+
+/** Read and validate the JSON config file; every problem says which file and which field. */
+function readConfigFile(file: string): ConfigFile {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ConfigError(
+      `cannot read the config file ${file} (PGMCP_CONFIG / --config): ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
+    );
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(
+      `the config file ${file} is not valid JSON: ${(error as Error).message}`,
+    );
+  }
+  const parsed = ConfigFileSchema.safeParse(json);
+  if (!parsed.success) {
+    const problems = parsed.error.issues
+      .map(
+        (issue) =>
+          `  - ${issue.path.length === 0 ? '(top level)' : issue.path.join('.')}: ${issue.message}`,
+      )
+      .join('\n');
+    throw new ConfigError(
+      `invalid config file ${file}:\n${problems}\nSee docs/databases.md "The config file".`,
+    );
+  }
+  return parsed.data;
+}

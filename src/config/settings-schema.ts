@@ -1,0 +1,118 @@
+// The settings read from flags and the environment, as one zod schema: every value checked at
+// start-up, each message naming the variable (or flag) and its bounds.
+import { z } from 'zod';
+
+const integer = (name: string, min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, `${name} must be a whole number`)
+    .transform(Number)
+    .pipe(
+      z
+        .number()
+        .int()
+        .min(min, `${name} must be at least ${min}`)
+        .max(max, `${name} must be at most ${max}`),
+    );
+
+export const SettingsSchema = z.object({
+  database: z.discriminatedUnion('mode', [
+    z.object({
+      mode: z.literal('embedded'),
+      port: integer('PGMCP_EMBEDDED_PORT', 1, 65535).optional(),
+    }),
+    z.object({
+      mode: z.literal('external'),
+      connectionString: z.string().optional(),
+    }),
+  ]),
+  port: integer('PORT (--port)', 0, 65535),
+  host: z.string().min(1, 'HOST (--host) must not be empty'),
+  stdio: z.boolean(),
+  migrate: z.boolean(),
+  seed: z
+    .string()
+    .regex(
+      /^[a-z0-9_-]+$/,
+      'the --seed dataset name may use a-z, 0-9, "_" and "-"',
+    )
+    .optional(),
+  stateDirectory: z.string().min(1),
+  pageSize: integer('PGMCP_PAGE_SIZE', 1, 1000),
+  poolSize: integer('PGMCP_POOL_SIZE', 1, 1000),
+  poolWaitMs: integer('PGMCP_POOL_WAIT_MS', 1, 600_000),
+  statementTimeoutMs: integer('PGMCP_STATEMENT_TIMEOUT_MS', 1, 3_600_000),
+  maxBodyBytes: integer('PGMCP_MAX_BODY_BYTES', 1024, 64 * 1024 * 1024),
+  maxDirectoryEntries: integer('PGMCP_MAX_DIRECTORY_ENTRIES', 1, 10_000),
+  cursorSecrets: z
+    .array(
+      z
+        .string()
+        .min(
+          16,
+          'each PGMCP_CURSOR_SECRETS entry must be at least 16 characters',
+        ),
+    )
+    .optional(),
+  allowedHosts: z.array(z.string()),
+  allowedOrigins: z.array(
+    z
+      .string()
+      .regex(
+        /^(\*|https?:\/\/[^/\s]+)$/,
+        'PGMCP_ALLOWED_ORIGINS entries look like https://app.example.com',
+      ),
+  ),
+  auth: z.object({
+    /** jwt: every HTTP request needs a bearer token; none: every caller runs as `role` (or the login). */
+    mode: z.enum(['jwt', 'none'], {
+      message: 'PGMCP_AUTH must be "jwt" or "none"',
+    }),
+    secret: z
+      .string()
+      .min(32, 'PGMCP_JWT_SECRET must be at least 32 characters')
+      .optional(),
+    jwksUrl: z.url({ message: 'PGMCP_JWKS_URL must be a URL' }).optional(),
+    issuer: z.string().min(1).optional(),
+    audience: z.string().min(1).optional(),
+    roleClaim: z.string().min(1),
+    anonymousRole: z.string().min(1).optional(),
+    /** Verified tokens kept, so a token's signature is checked once, not per request; 0: off. */
+    cacheMaxEntries: integer('PGMCP_JWT_CACHE_MAX_ENTRIES', 0, 1_000_000),
+    cacheMaxLifetimeSeconds: integer(
+      'PGMCP_JWT_CACHE_MAX_LIFETIME_SECONDS',
+      0,
+      86_400,
+    ),
+  }),
+  live: z.object({
+    maxStreams: integer('PGMCP_MAX_STREAMS', 0, 1_000_000),
+    maxStreamsPerRole: integer('PGMCP_MAX_STREAMS_PER_ROLE', 0, 1_000_000),
+    maxSubscriptionUris: integer('PGMCP_MAX_SUBSCRIPTION_URIS', 1, 100_000),
+    keepAliveMs: integer('PGMCP_KEEPALIVE_MS', 1000, 3_600_000),
+    maxPendingBytes: integer('PGMCP_MAX_PENDING_BYTES', 4096, 1024 ** 3),
+    stallTimeoutMs: integer('PGMCP_STALL_TIMEOUT_MS', 100, 3_600_000),
+    changeRetentionSeconds: integer(
+      'PGMCP_CHANGE_RETENTION_SECONDS',
+      60,
+      365 * 86_400,
+    ),
+    // Legacy (2025-11-25) HTTP sessions (issue 14): idle expiry and caps.
+    legacySessionIdleSeconds: integer(
+      'PGMCP_LEGACY_SESSION_IDLE_SECONDS',
+      1,
+      7 * 86_400,
+    ),
+    maxLegacySessions: integer('PGMCP_MAX_LEGACY_SESSIONS', 0, 1_000_000),
+    maxLegacySessionsPerRole: integer(
+      'PGMCP_MAX_LEGACY_SESSIONS_PER_ROLE',
+      0,
+      1_000_000,
+    ),
+  }),
+  /** The role stdio requests (and PGMCP_AUTH=none HTTP requests) run as; undefined = the login role. */
+  role: z.string().min(1).optional(),
+  allowUnsafeLogin: z.boolean(),
+});
+
+export type Settings = z.infer<typeof SettingsSchema>;

@@ -1,0 +1,157 @@
+// One listen stream's queue: what it is waiting to be told (repeats coalesce), written until the
+// client pushes back, and the backpressure limits that end a client which stopped reading.
+import type { Principal } from '../auth/index.js';
+import { JSONRPC } from '../errors.js';
+import type { FanoutMessages, StreamSink } from '../protocol/index.js';
+
+/** When a stream whose client is not reading is ended as stalled. */
+export interface QueueLimits {
+  /** A stream whose client has not taken this many bytes is ended as stalled. */
+  readonly maxPendingBytes: number;
+  /** A stream that stays blocked (not draining) this long is ended as stalled. */
+  readonly stallTimeoutMs: number;
+  readonly log: (line: string) => void;
+}
+
+/**
+ * Most distinct URIs one blocked stream may have waiting. Repeats of a URI coalesce, so only a
+ * directory subscription with very many changing resources under it can reach this; the stream
+ * is then ended as stalled rather than growing without bound.
+ */
+const MAX_PENDING_URIS = 10_000;
+
+/** The key streams are grouped by for authorization: one per role (and one for the login). */
+export function roleKey(principal: Principal): string {
+  // The login (no role) cannot collide with a role name: those never contain a NUL.
+  return principal.role ?? '\u0000login';
+}
+
+/** One open subscriptions/listen stream: who it is for, what it watches, what it has pending. */
+export class StreamQueue {
+  readonly roleKey: string;
+  /** URIs queued for notifications/resources/updated; a Set, so repeats coalesce while pending. */
+  readonly #pendingUris = new Set<string>();
+  #pendingList = false;
+  #blockedSince: number | undefined;
+  #ended = false;
+  readonly #onEnd: (() => void)[] = [];
+
+  constructor(
+    readonly principal: Principal,
+    // Listen streams and legacy sessions (issue 14) differ only in these messages.
+    readonly messages: FanoutMessages,
+    readonly uris: readonly string[],
+    readonly listChanged: boolean,
+    readonly sink: StreamSink,
+  ) {
+    this.roleKey = roleKey(principal);
+  }
+
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  enqueue(uriJson: string | undefined, list: boolean): void {
+    if (this.#ended) return;
+    if (uriJson !== undefined) this.#pendingUris.add(uriJson);
+    if (list) this.#pendingList = true;
+  }
+
+  /** Write what is pending; a client that leaves too much unread is ended as stalled at once. */
+  deliver(limits: QueueLimits): void {
+    this.flush();
+    if (
+      this.#blockedSince !== undefined &&
+      (this.sink.pendingBytes > limits.maxPendingBytes ||
+        this.#pendingUris.size > MAX_PENDING_URIS)
+    )
+      this.#endStalled(Date.now(), limits);
+  }
+
+  /** Write what is pending until the sink pushes back; the rest waits (and coalesces) for drain. */
+  flush(): void {
+    if (this.#ended || this.#blockedSince !== undefined) return;
+    let open = true;
+    if (this.#pendingList) {
+      this.#pendingList = false;
+      open = this.sink.write(this.messages.listChanged());
+    }
+    for (const uriJson of this.#pendingUris) {
+      if (!open) break;
+      this.#pendingUris.delete(uriJson);
+      open = this.sink.write(this.messages.updated(uriJson));
+    }
+    if (!open) {
+      this.#blockedSince = Date.now();
+      this.sink.onDrain(() => {
+        this.#blockedSince = undefined;
+        this.flush();
+      });
+    }
+  }
+
+  /** The stall timer's check: end the stream if its client has been blocked too long or too much. */
+  endIfStalled(now: number, limits: QueueLimits): void {
+    const since = this.#blockedSince;
+    if (since === undefined) return;
+    if (
+      now - since >= limits.stallTimeoutMs ||
+      this.sink.pendingBytes > limits.maxPendingBytes
+    )
+      this.#endStalled(now, limits);
+  }
+
+  #endStalled(now: number, limits: QueueLimits): void {
+    limits.log(
+      `ending a listen stream whose client stopped reading (${this.sink.pendingBytes} bytes unread for ${now - (this.#blockedSince ?? now)} ms)`,
+    );
+    this.endWithError(
+      'Subscription ended: the client did not read its notifications in time.',
+      'STREAM_STALLED',
+    );
+  }
+
+  /** End with a JSON-RPC error naming `code` (an error key) as the final message. */
+  endWithError(message: string, code: string): void {
+    this.end(this.messages.error(JSONRPC.INTERNAL_ERROR, message, { code }));
+  }
+
+  /** End with a final message; no more writes after this. */
+  end(finalMessage: string | undefined): void {
+    if (this.#ended) return;
+    this.markGone();
+    this.sink.end(finalMessage);
+  }
+
+  /** The client went away: forget it without writing. */
+  markGone(): void {
+    this.#ended = true;
+    this.#pendingUris.clear();
+    for (const listener of this.#onEnd.splice(0)) listener();
+  }
+
+  /** Run `listener` once when the stream ends, either way. */
+  onEnd(listener: () => void): void {
+    if (this.#ended) listener();
+    else this.#onEnd.push(listener);
+  }
+}
+
+/**
+ * Check `streams` for stalled clients about every second (or every stallTimeoutMs when shorter),
+ * ending each one whose client has been blocked past the limits. Returns the function that stops it.
+ */
+export function startStallTimer(
+  streams: Iterable<StreamQueue>,
+  limits: QueueLimits,
+): () => void {
+  const timer = setInterval(
+    () => {
+      const now = Date.now();
+      for (const stream of streams) stream.endIfStalled(now, limits);
+    },
+    Math.min(1000, limits.stallTimeoutMs),
+  );
+  timer.unref();
+  return () => clearInterval(timer);
+}

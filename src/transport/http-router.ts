@@ -1,0 +1,187 @@
+// One HTTP request through the transport's stages, in order: the documents beside the endpoint,
+// the path, the guards, authentication, the body, then dispatch and its answer (JSON or SSE).
+import type http from 'node:http';
+import type { Principal } from '../auth/index.js';
+import { ProtocolError } from '../errors.js';
+import { readableId, type InboundMessage } from '../protocol/index.js';
+import { readBody } from './http-body.js';
+import {
+  checkHostAndOrigin,
+  declaresTooLarge,
+  firstRefusal,
+} from './http-guards.js';
+import type { ServingOptions } from './http-options.js';
+import type { LegacyHttp } from './legacy-http.js';
+import { HttpRequestContext } from './http-request-context.js';
+import {
+  errorBody,
+  refuse,
+  refuseTooLarge,
+  send,
+  sendFailure,
+} from './http-responses.js';
+import { openSseStream, type SseStreams } from './sse-stream.js';
+import { serveWellKnown } from './well-known.js';
+
+/** Serve one request; a handler failure is logged and answered 500 (or the socket cut). */
+export function routeHttpRequest(
+  options: ServingOptions,
+  request: http.IncomingMessage,
+  response: http.ServerResponse,
+  streams: SseStreams,
+): void {
+  handle(options, request, response, streams).catch((error: unknown) => {
+    options.log(
+      `http handler failed: ${error instanceof Error ? error.message : String(error)}`,
+    );
+    if (!response.headersSent)
+      send(response, 500, errorBody(options.dispatcher.fail(error)));
+    else response.destroy();
+  });
+}
+
+async function handle(
+  options: ServingOptions,
+  request: http.IncomingMessage,
+  response: http.ServerResponse,
+  streams: SseStreams,
+): Promise<void> {
+  const path = (request.url ?? '/').split('?', 1)[0] ?? '/';
+  if (serveWellKnown(options, path, response)) return;
+  if (path !== options.path) {
+    send(response, 404, { error: 'not found', endpoint: options.path });
+    return;
+  }
+  // Issue 14: GET and DELETE belong to legacy sessions (the modern era answers 405 to both).
+  if (
+    options.legacy !== undefined &&
+    (request.method === 'GET' || request.method === 'DELETE')
+  ) {
+    await serveLegacyStream(options, options.legacy, request, response);
+    return;
+  }
+  const refusal = firstRefusal(request, options);
+  if (refusal !== undefined) {
+    for (const [name, value] of Object.entries(refusal.headers ?? {}))
+      response.setHeader(name, value);
+    refuse(options.dispatcher, response, refusal);
+    return;
+  }
+  if (declaresTooLarge(request, options.maxBodyBytes)) {
+    refuseTooLarge(options, request, response);
+    return;
+  }
+  // Authenticate before reading the body: an unauthenticated client costs no parsing.
+  const principal = await authenticate(options, request, response);
+  if (principal === undefined) return;
+  const message = await readMessage(options, request, response);
+  if (message === undefined) return;
+  // Issue 14: a POST without the 2026-07-28 claim that initializes or names a session is legacy.
+  if (options.legacy?.claims(message, request) === true) {
+    await options.legacy.post(message, principal, request, response);
+    return;
+  }
+  const context = new HttpRequestContext(principal, request);
+  await dispatchAndAnswer(options, context, message, response, streams);
+}
+
+/** A legacy session's GET (its notification stream) or DELETE (its end): Host/Origin, then auth. */
+async function serveLegacyStream(
+  options: ServingOptions,
+  legacy: LegacyHttp,
+  request: http.IncomingMessage,
+  response: http.ServerResponse,
+): Promise<void> {
+  const refusal = checkHostAndOrigin(request, options);
+  if (refusal !== undefined) {
+    refuse(options.dispatcher, response, refusal);
+    return;
+  }
+  const principal = await authenticate(options, request, response);
+  if (principal !== undefined) await legacy.other(principal, request, response);
+}
+
+/** The request's principal, or undefined once a 401/403 (with its challenge) has been sent. */
+async function authenticate(
+  options: ServingOptions,
+  request: http.IncomingMessage,
+  response: http.ServerResponse,
+): Promise<Principal | undefined> {
+  try {
+    return await options.authenticate(request);
+  } catch (error) {
+    if (
+      error instanceof ProtocolError &&
+      error.key === 'AUTHENTICATION_REQUIRED' &&
+      options.protectedResource !== undefined
+    ) {
+      const invalid =
+        request.headers.authorization === undefined
+          ? ''
+          : 'error="invalid_token", ';
+      response.setHeader(
+        'WWW-Authenticate',
+        `Bearer ${invalid}resource_metadata="${options.protectedResource.metadataUrl}"`,
+      );
+    }
+    request.resume();
+    sendFailure(options.dispatcher, response, error, 401);
+    return undefined;
+  }
+}
+
+/** The body parsed as one JSON-RPC message, or undefined once the refusal has been sent. */
+async function readMessage(
+  options: ServingOptions,
+  request: http.IncomingMessage,
+  response: http.ServerResponse,
+): Promise<InboundMessage | undefined> {
+  const body = await readBody(request, options.maxBodyBytes);
+  if (body === 'too-large') {
+    refuseTooLarge(options, request, response);
+    return undefined;
+  }
+  if (body === 'aborted') return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString('utf8'));
+  } catch {
+    refuse(options.dispatcher, response, {
+      key: 'PARSE_ERROR',
+      message: 'Parse error: the body is not valid JSON.',
+    });
+    return undefined;
+  }
+  try {
+    return options.dispatcher.parse(value);
+  } catch (error) {
+    sendFailure(options.dispatcher, response, error, 400, readableId(value));
+    return undefined;
+  }
+}
+
+/** Dispatch, then answer: a JSON response, 202 for a notification, or an SSE stream. */
+async function dispatchAndAnswer(
+  options: ServingOptions,
+  context: HttpRequestContext,
+  message: InboundMessage,
+  response: http.ServerResponse,
+  streams: SseStreams,
+): Promise<void> {
+  // The client closing the connection before the answer is the cancel (spec §13).
+  response.on('close', () => {
+    if (!response.writableFinished) context.cancel();
+  });
+  const outcome = await options.dispatcher.dispatch(message, context);
+  if (outcome.kind === 'stream') {
+    if (context.aborted) outcome.stream.cancel();
+    else openSseStream(response, outcome.stream, streams);
+    return;
+  }
+  if (context.aborted) return; // send nothing more for a cancelled request
+  if (outcome.kind === 'accepted') {
+    response.writeHead(202).end();
+    return;
+  }
+  send(response, outcome.httpStatus, outcome.response);
+}

@@ -1,0 +1,97 @@
+// Streamable HTTP (MCP 2026-07-28 §14.2): one POST endpoint, JSON responses. Listens, resolves
+// security once bound, and closes; each request goes through http-router.ts. Knows no MCP methods.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type {
+  HttpTransport,
+  HttpTransportOptions,
+  ServingOptions,
+} from './http-options.js';
+import { routeHttpRequest } from './http-router.js';
+import { startKeepAlive, type SseStreams } from './sse-stream.js';
+
+/** Listen and serve until closed. Resolves once the port is bound. */
+export async function startHttpTransport(
+  options: HttpTransportOptions,
+): Promise<HttpTransport> {
+  const streams: SseStreams = new Set();
+  const server = http.createServer();
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  server.requestTimeout = 120_000;
+  server.on('clientError', (_error, socket) => {
+    if (socket.writable)
+      socket.end(
+        'HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n',
+      );
+    else socket.destroy();
+  });
+  const serving = await listen(server, options);
+  // Attached in the same turn as the listen callback, before the event loop accepts a connection.
+  server.on('request', (request, response) =>
+    routeHttpRequest(serving, request, response, streams),
+  );
+  const keepAlive = startKeepAlive(streams, options.keepAliveMs ?? 15_000);
+  server.once('close', () => {
+    clearInterval(keepAlive);
+    options.legacy?.close();
+  });
+  return {
+    url: endpointUrl(server, options.path),
+    server,
+    close: () => close(server),
+  };
+}
+
+/** Bind, then resolve the security (it may name the bound URL) before any request is accepted. */
+function listen(
+  server: http.Server,
+  options: HttpTransportOptions,
+): Promise<ServingOptions> {
+  return new Promise<ServingOptions>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      try {
+        resolve(
+          'securityFor' in options
+            ? {
+                ...options,
+                ...options.securityFor(endpointUrl(server, options.path)),
+              }
+            : options,
+        );
+      } catch (error) {
+        // A configuration error: the caller reports it, as if thrown before listening.
+        server.close();
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- passed on as thrown
+        reject(error);
+      }
+    });
+  });
+}
+
+/**
+ * Stop listening. Requests in flight get a moment to finish; then whatever is left (a keep-alive
+ * socket that went idle after the first sweep, a client that never closed its side) is cut.
+ */
+function close(server: http.Server): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+    const sweep = setInterval(() => server.closeIdleConnections(), 100);
+    const cut = setTimeout(() => server.closeAllConnections(), 2000);
+    server.once('close', () => {
+      clearInterval(sweep);
+      clearTimeout(cut);
+    });
+  });
+}
+
+/** http://host:port/path of a listening server: the port it bound, not the one asked for. */
+function endpointUrl(server: http.Server, path: string): string {
+  const address = server.address() as AddressInfo;
+  const host =
+    address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `http://${host}:${address.port}${path}`;
+}
