@@ -13,6 +13,7 @@ import {
 } from './auth/index.js';
 import type { Config } from './config/index.js';
 import {
+  createLegacySessionStore,
   createRoleChecker,
   inspectCollection,
   type DatabaseHandle,
@@ -24,11 +25,17 @@ import {
   createCursorCodec,
   createDiscoverMethod,
   createDispatcher,
+  createEraDispatcher,
+  createLegacyAdapter,
+  LegacySession,
   type Dispatcher,
+  type LegacyAdapter,
   type MethodHandler,
+  type StreamSink,
 } from './protocol/index.js';
 import {
   createListenMethod,
+  LegacySubscriptions,
   startChangePath,
   StreamRegistry,
   type ChangeFeed,
@@ -47,10 +54,13 @@ import {
   TTL_MS,
 } from './resources/index.js';
 import {
+  createLegacyHttp,
+  createLineChannel,
   startHttpTransport,
   startStdioTransport,
   type HttpSecurity,
   type HttpTransport,
+  type LegacyHttp,
   type StdioTransport,
 } from './transport/index.js';
 import { SERVER_INFO } from './version.js';
@@ -82,6 +92,14 @@ export interface App {
       Pick<ChangePathOptions<CatalogSource>, 'pollIntervalMs' | 'log'>
     >,
   ): Promise<ChangeFeed>;
+  /** The 2025-11-25 era over the same handlers and streams (issue 14). */
+  readonly legacy: LegacyAdapter;
+  /** Legacy sessions' channels (HTTP GET streams) as streams of the registry. */
+  readonly legacySubscriptions: LegacySubscriptions;
+  /** Legacy HTTP sessions, stored in the database (hand to the HTTP transport as `legacy`). */
+  readonly legacyHttp: LegacyHttp;
+  /** stdio serves both eras; the process is the legacy session, `channel` its notifications. */
+  stdioDispatcher(channel: StreamSink): Dispatcher;
 }
 
 const INSTRUCTIONS =
@@ -94,6 +112,13 @@ const INSTRUCTIONS =
   'completion/complete suggests their variables from the resources you can read. ' +
   'subscriptions/listen delivers notifications/resources/updated for subscribed URIs (a file:///…/ ' +
   'directory covers what is under it) and notifications/resources/list_changed as changes commit.';
+
+/** What a 2025-11-25 session is offered (legacy digest §3.4): no `extensions`, plus logging. */
+const LEGACY_CAPABILITIES = {
+  resources: { subscribe: true, listChanged: true },
+  completions: {},
+  logging: {},
+};
 
 /** Build the dispatcher with every method this server offers. */
 // eslint-disable-next-line max-lines-per-function -- one table of every method, read as a whole
@@ -159,6 +184,7 @@ export function createApp(options: AppOptions): App {
   return {
     dispatcher,
     fanout,
+    ...legacyEra(options, dispatcher, fanout),
     startChangePath: (tuning) =>
       startChangePath({
         sources: options.sources,
@@ -182,6 +208,61 @@ function forgetCatalog(
 ): void {
   source.lookahead.clear();
   roleDecisions?.clear();
+}
+
+/** Issue 14: the legacy era is an adapter over `dispatcher` and `streams`, not a second server. */
+function legacyEra(
+  options: AppOptions,
+  dispatcher: Dispatcher,
+  streams: StreamRegistry,
+): Pick<
+  App,
+  'legacy' | 'legacySubscriptions' | 'legacyHttp' | 'stdioDispatcher'
+> {
+  const legacySessions = createLegacySessionStore(options.db, {
+    idleSeconds: options.live.legacySessionIdleSeconds,
+    maxPerRole: options.live.maxLegacySessionsPerRole,
+  });
+  const legacySubscriptions = new LegacySubscriptions(
+    streams,
+    (uris, principal, signal) =>
+      readableUris(options.db, options.sources, uris, principal, signal),
+    options.live.maxSubscriptionUris,
+  );
+  const legacy = createLegacyAdapter({
+    dispatcher,
+    serverInfo: SERVER_INFO,
+    capabilities: LEGACY_CAPABILITIES,
+    instructions: INSTRUCTIONS,
+    subscribe: (session, uri, principal, signal) =>
+      legacySubscriptions.subscribe(session, uri, principal, signal),
+    unsubscribe: (session, uri) =>
+      legacySubscriptions.unsubscribe(session, uri),
+    attach: (session, principal) =>
+      legacySubscriptions.attach(session, principal),
+    persist: async (session, principal) => {
+      if (session.id !== undefined && session.logLevel !== undefined)
+        await legacySessions.setLevel(session.id, principal, session.logLevel);
+    },
+  });
+  return {
+    legacy,
+    legacySubscriptions,
+    legacyHttp: createLegacyHttp({
+      adapter: legacy,
+      records: legacySessions,
+      subscriptions: legacySubscriptions,
+      maxSessions: options.live.maxLegacySessions,
+      idleMs: options.live.legacySessionIdleSeconds * 1000,
+      keepAliveMs: options.live.keepAliveMs,
+      log: (line) => options.logger.warn(line),
+    }),
+    stdioDispatcher: (channel) => {
+      const session = new LegacySession();
+      session.channel = channel;
+      return createEraDispatcher(dispatcher, legacy, session);
+    },
+  };
 }
 
 export interface AuthenticateOptions {
@@ -378,7 +459,8 @@ export async function startTransports(
     const stdio = startStdioTransport({
       input: process.stdin,
       output: process.stdout,
-      dispatcher: app.dispatcher,
+      // Both eras on stdio (issue 14): the process is the legacy session.
+      dispatcher: app.stdioDispatcher(createLineChannel(process.stdout)),
       principal:
         config.role === undefined
           ? LOGIN_PRINCIPAL
@@ -403,6 +485,8 @@ export async function startTransports(
     keepAliveMs: config.live.keepAliveMs,
     ready: () => readiness(feeds),
     log: (line) => logger.warn(line),
+    // Issue 14: 2025-11-25 sessions on the same endpoint.
+    legacy: app.legacyHttp,
   });
   return { http, stdio: undefined };
 }

@@ -11,6 +11,8 @@ export const JSONRPC = {
   HEADER_MISMATCH: -32020,
   MISSING_CLIENT_CAPABILITY: -32021,
   UNSUPPORTED_PROTOCOL_VERSION: -32022,
+  /** 2025-11-25 only (legacy digest §6.5): resource not found, sent to legacy sessions. */
+  LEGACY_RESOURCE_NOT_FOUND: -32002,
 } as const;
 
 interface ErrorKeySpec {
@@ -52,6 +54,16 @@ export const ERROR_KEYS = {
   UNAVAILABLE: { code: JSONRPC.INTERNAL_ERROR, httpStatus: 503 },
   POOL_EXHAUSTED: { code: JSONRPC.INTERNAL_ERROR, httpStatus: 503 },
   TOO_MANY_STREAMS: { code: JSONRPC.INTERNAL_ERROR, httpStatus: 429 },
+  // Legacy (2025-11-25) sessions, legacy digest §5.6–§5.8 and §3.6.
+  SESSION_REQUIRED: { code: JSONRPC.INVALID_REQUEST, httpStatus: 400 },
+  SESSION_NOT_FOUND: { code: JSONRPC.INVALID_REQUEST, httpStatus: 404 },
+  SESSION_STREAM_OPEN: { code: JSONRPC.INVALID_REQUEST, httpStatus: 409 },
+  ALREADY_INITIALIZED: { code: JSONRPC.INVALID_REQUEST, httpStatus: 400 },
+  UNSUPPORTED_LEGACY_VERSION: {
+    code: JSONRPC.INVALID_REQUEST,
+    httpStatus: 400,
+  },
+  TOO_MANY_SESSIONS: { code: JSONRPC.INTERNAL_ERROR, httpStatus: 429 },
   INTERNAL: { code: JSONRPC.INTERNAL_ERROR, httpStatus: 500 },
 } as const satisfies Record<string, ErrorKeySpec>;
 

@@ -104,6 +104,18 @@ export const SettingsSchema = z.object({
       60,
       365 * 86_400,
     ),
+    // Legacy (2025-11-25) HTTP sessions (issue 14): idle expiry and caps.
+    legacySessionIdleSeconds: integer(
+      'PGMCP_LEGACY_SESSION_IDLE_SECONDS',
+      1,
+      7 * 86_400,
+    ),
+    maxLegacySessions: integer('PGMCP_MAX_LEGACY_SESSIONS', 0, 1_000_000),
+    maxLegacySessionsPerRole: integer(
+      'PGMCP_MAX_LEGACY_SESSIONS_PER_ROLE',
+      0,
+      1_000_000,
+    ),
   }),
   /** The role stdio requests (and PGMCP_AUTH=none HTTP requests) run as; undefined = the login role. */
   role: z.string().min(1).optional(),

@@ -82,3 +82,8 @@ export {
   READ_COLLECTION_ROW,
   setExposed,
 } from './row-statements.js';
+export {
+  createLegacySessionStore,
+  type LegacySessionRow,
+  type LegacySessionStore,
+} from './legacy-sessions.js';

@@ -2,7 +2,7 @@
 // client pushes back, and the backpressure limits that end a client which stopped reading.
 import type { Principal } from '../auth/index.js';
 import { JSONRPC } from '../errors.js';
-import type { StreamSink, SubscriptionMessages } from '../protocol/index.js';
+import type { FanoutMessages, StreamSink } from '../protocol/index.js';
 
 /** When a stream whose client is not reading is ended as stalled. */
 export interface QueueLimits {
@@ -38,7 +38,8 @@ export class StreamQueue {
 
   constructor(
     readonly principal: Principal,
-    readonly messages: SubscriptionMessages,
+    // Listen streams and legacy sessions (issue 14) differ only in these messages.
+    readonly messages: FanoutMessages,
     readonly uris: readonly string[],
     readonly listChanged: boolean,
     readonly sink: StreamSink,

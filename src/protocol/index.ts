@@ -41,7 +41,23 @@ export {
   type ResourceTemplate,
 } from './wire.js';
 export {
+  createLegacyAdapter,
+  hasModernClaim,
+  isModernVersion,
+  type LegacyAdapter,
+  type LegacyAdapterOptions,
+} from './legacy-era.js';
+export {
+  LEGACY_VERSIONS,
+  LegacyNotificationMessages,
+  LegacySession,
+  type LegacyHandshake,
+  type LogLevel,
+} from './legacy-state.js';
+export { createEraDispatcher } from './era-dispatcher.js';
+export {
   ListenParamsSchema,
+  type FanoutMessages,
   META_SUBSCRIPTION_ID,
   StreamingResult,
   SubscriptionFilterSchema,

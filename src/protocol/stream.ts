@@ -51,8 +51,23 @@ export const ListenParamsSchema = z.object({
 });
 export type ListenParams = z.infer<typeof ListenParamsSchema>;
 
+/**
+ * The messages the fan-out writes to one subscriber: a listen stream's (SubscriptionMessages) or a
+ * legacy session's (LegacyNotificationMessages, which has no final message to send).
+ */
+export interface FanoutMessages {
+  updated(uriJson: string): string;
+  listChanged(): string;
+  result(serverInfo: Implementation): string | undefined;
+  error(
+    code: number,
+    message: string,
+    data: Record<string, unknown>,
+  ): string | undefined;
+}
+
 /** Pre-serialized messages of one subscription: its id is spliced in verbatim (string or number). */
-export class SubscriptionMessages {
+export class SubscriptionMessages implements FanoutMessages {
   readonly #meta: string;
   readonly #id: RequestId;
   readonly #idJson: string;

@@ -12,6 +12,8 @@ export interface GuardRefusal extends Refusal {
 export interface GuardOptions {
   readonly allowedHosts: readonly string[];
   readonly allowedOrigins: readonly string[];
+  /** Issue 14: set when 2025-11-25 sessions are served (GET and DELETE are theirs, routed first). */
+  readonly legacy?: object | undefined;
 }
 
 type Guard = (
@@ -62,13 +64,15 @@ export const checkHostAndOrigin: Guard = (request, options) =>
         message: 'Forbidden: Host or Origin not allowed.',
       };
 
-export const checkMethod: Guard = (request) =>
+export const checkMethod: Guard = (request, options) =>
   request.method === 'POST'
     ? undefined
     : {
         key: 'HTTP_METHOD_NOT_ALLOWED',
         message: 'Method not allowed: the MCP endpoint accepts POST only.',
-        headers: { Allow: 'POST' },
+        headers: {
+          Allow: options.legacy === undefined ? 'POST' : 'GET, POST, DELETE',
+        },
       };
 
 export const checkContentType: Guard = (request) =>

@@ -2,6 +2,7 @@
 import type http from 'node:http';
 import type { Principal } from '../auth/index.js';
 import type { Dispatcher } from '../protocol/index.js';
+import type { LegacyHttp } from './legacy-http.js';
 
 interface HttpTransportBase {
   readonly host: string;
@@ -23,6 +24,8 @@ interface HttpTransportBase {
   /** How often an open SSE stream gets a keep-alive comment. */
   readonly keepAliveMs?: number;
   readonly log: (line: string) => void;
+  /** Issue 14: 2025-11-25 sessions beside 2026-07-28 on the same endpoint (legacy-http.ts). */
+  readonly legacy?: LegacyHttp;
 }
 
 /** How requests are authenticated, and the metadata a 401 points at. */

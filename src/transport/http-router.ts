@@ -5,8 +5,13 @@ import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
 import { readableId, type InboundMessage } from '../protocol/index.js';
 import { readBody } from './http-body.js';
-import { declaresTooLarge, firstRefusal } from './http-guards.js';
+import {
+  checkHostAndOrigin,
+  declaresTooLarge,
+  firstRefusal,
+} from './http-guards.js';
 import type { ServingOptions } from './http-options.js';
+import type { LegacyHttp } from './legacy-http.js';
 import { HttpRequestContext } from './http-request-context.js';
 import {
   errorBody,
@@ -47,6 +52,14 @@ async function handle(
     send(response, 404, { error: 'not found', endpoint: options.path });
     return;
   }
+  // Issue 14: GET and DELETE belong to legacy sessions (the modern era answers 405 to both).
+  if (
+    options.legacy !== undefined &&
+    (request.method === 'GET' || request.method === 'DELETE')
+  ) {
+    await serveLegacyStream(options, options.legacy, request, response);
+    return;
+  }
   const refusal = firstRefusal(request, options);
   if (refusal !== undefined) {
     for (const [name, value] of Object.entries(refusal.headers ?? {}))
@@ -63,8 +76,29 @@ async function handle(
   if (principal === undefined) return;
   const message = await readMessage(options, request, response);
   if (message === undefined) return;
+  // Issue 14: a POST without the 2026-07-28 claim that initializes or names a session is legacy.
+  if (options.legacy?.claims(message, request) === true) {
+    await options.legacy.post(message, principal, request, response);
+    return;
+  }
   const context = new HttpRequestContext(principal, request);
   await dispatchAndAnswer(options, context, message, response, streams);
+}
+
+/** A legacy session's GET (its notification stream) or DELETE (its end): Host/Origin, then auth. */
+async function serveLegacyStream(
+  options: ServingOptions,
+  legacy: LegacyHttp,
+  request: http.IncomingMessage,
+  response: http.ServerResponse,
+): Promise<void> {
+  const refusal = checkHostAndOrigin(request, options);
+  if (refusal !== undefined) {
+    refuse(options.dispatcher, response, refusal);
+    return;
+  }
+  const principal = await authenticate(options, request, response);
+  if (principal !== undefined) await legacy.other(principal, request, response);
 }
 
 /** The request's principal, or undefined once a 401/403 (with its challenge) has been sent. */

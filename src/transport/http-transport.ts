@@ -32,7 +32,10 @@ export async function startHttpTransport(
     routeHttpRequest(serving, request, response, streams),
   );
   const keepAlive = startKeepAlive(streams, options.keepAliveMs ?? 15_000);
-  server.once('close', () => clearInterval(keepAlive));
+  server.once('close', () => {
+    clearInterval(keepAlive);
+    options.legacy?.close();
+  });
   return {
     url: endpointUrl(server, options.path),
     server,

@@ -10,3 +10,11 @@ export {
   type StdioTransport,
   type StdioTransportOptions,
 } from './stdio-transport.js';
+export { createLineChannel } from './line-channel.js';
+export {
+  createLegacyHttp,
+  type LegacyHttp,
+  type LegacyHttpOptions,
+  type LegacySessionRecord,
+  type LegacySessionRecords,
+} from './legacy-http.js';

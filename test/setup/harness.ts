@@ -44,6 +44,9 @@ export const TEST_LIVE: Config['live'] = {
   maxPendingBytes: 1024 * 1024,
   stallTimeoutMs: 30_000,
   changeRetentionSeconds: 86_400,
+  legacySessionIdleSeconds: 1800,
+  maxLegacySessions: 100,
+  maxLegacySessionsPerRole: 50,
 };
 
 export interface TestServerOptions {
@@ -137,6 +140,7 @@ export async function startTestServer(
     protectedResource: options.protectedResource,
     ready: feed === undefined ? undefined : () => feed.readiness(),
     log: (line) => logger.warn(line),
+    legacy: app.legacyHttp,
   });
   return {
     url: http.url,

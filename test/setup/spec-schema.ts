@@ -5,6 +5,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as official from '@modelcontextprotocol/core';
+// The v1 SDK speaks 2025-11-25: its zod schemas are the legacy era's (issue 14).
+import * as legacySdk from '@modelcontextprotocol/sdk/types.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import type { ValidateFunction } from 'ajv';
@@ -18,6 +20,16 @@ export const SPEC_SCHEMA_PATH = path.resolve(
   'spec',
   'schema-2026-07-28.json',
 );
+/** The 2025-11-25 JSON schema, for legacy traffic (issue 14). */
+export const LEGACY_SPEC_SCHEMA_PATH = path.resolve(
+  SPEC_SCHEMA_PATH,
+  '..',
+  'schema-2025-11-25.json',
+);
+
+/** Which era's schemas a message is checked against. */
+export type Era = 'modern' | 'legacy';
+
 /** Whether the JSON schema (the second check) is present; the SDK's schemas always are. */
 export const SPEC_AVAILABLE = existsSync(SPEC_SCHEMA_PATH);
 export const SPEC_SKIP_REASON = `official JSON schema not found at ${SPEC_SCHEMA_PATH} (shared/spec/ sits beside the checkout in CI); responses are checked against @modelcontextprotocol/core's schemas only`;
@@ -73,6 +85,121 @@ export const NOTIFICATION_SCHEMAS: Record<
   },
 };
 
+/** 2025-11-25 result schemas (v1 SDK and the JSON schema's $defs) of each method served to legacy. */
+const LEGACY_RESULT_SCHEMAS: Record<string, { sdk: z.ZodType; def: string }> = {
+  initialize: {
+    sdk: legacySdk.InitializeResultSchema,
+    def: 'InitializeResult',
+  },
+  ping: {
+    sdk: legacySdk.EmptyResultSchema,
+    def: 'EmptyResult',
+  },
+  'resources/list': {
+    sdk: legacySdk.ListResourcesResultSchema,
+    def: 'ListResourcesResult',
+  },
+  'resources/templates/list': {
+    sdk: legacySdk.ListResourceTemplatesResultSchema,
+    def: 'ListResourceTemplatesResult',
+  },
+  'resources/read': {
+    sdk: legacySdk.ReadResourceResultSchema,
+    def: 'ReadResourceResult',
+  },
+  'completion/complete': {
+    sdk: legacySdk.CompleteResultSchema,
+    def: 'CompleteResult',
+  },
+  'resources/subscribe': {
+    sdk: legacySdk.EmptyResultSchema,
+    def: 'EmptyResult',
+  },
+  'resources/unsubscribe': {
+    sdk: legacySdk.EmptyResultSchema,
+    def: 'EmptyResult',
+  },
+  'logging/setLevel': {
+    sdk: legacySdk.EmptyResultSchema,
+    def: 'EmptyResult',
+  },
+};
+
+const LEGACY_NOTIFICATION_SCHEMAS: Record<
+  string,
+  { sdk: z.ZodType; def: string }
+> = {
+  'notifications/resources/updated': {
+    sdk: legacySdk.ResourceUpdatedNotificationSchema,
+    def: 'ResourceUpdatedNotification',
+  },
+  'notifications/resources/list_changed': {
+    sdk: legacySdk.ResourceListChangedNotificationSchema,
+    def: 'ResourceListChangedNotification',
+  },
+  'notifications/message': {
+    sdk: legacySdk.LoggingMessageNotificationSchema,
+    def: 'LoggingMessageNotification',
+  },
+  'notifications/progress': {
+    sdk: legacySdk.ProgressNotificationSchema,
+    def: 'ProgressNotification',
+  },
+};
+
+/** 2026-07-28 names that must never reach a legacy client, anywhere in a message. */
+const MODERN_ONLY =
+  /"(resultType|ttlMs|cacheScope|io\.modelcontextprotocol\/[A-Za-z]+)"\s*:/;
+const MODERN_ONLY_CODES = new Set([-32020, -32021, -32022]);
+
+function assertNothingModern(message: unknown): void {
+  const json = JSON.stringify(message);
+  const found = MODERN_ONLY.exec(json);
+  if (found !== null)
+    throw new Error(
+      `a legacy message carries the 2026-07-28 field ${found[1]}: ${json.slice(0, 500)}`,
+    );
+  const code = (message as { error?: { code?: number } }).error?.code;
+  if (code !== undefined && MODERN_ONLY_CODES.has(code))
+    throw new Error(
+      `a legacy message carries the 2026-07-28 error code ${code}`,
+    );
+}
+
+/** Assert a message sent to a 2025-11-25 client validates against that era's schemas. */
+function assertValidLegacy(
+  kind: 'response' | 'notification',
+  method: string | undefined,
+  message: unknown,
+): void {
+  assertNothingModern(message);
+  const body = message as { error?: unknown; result?: unknown };
+  if (kind === 'notification') {
+    const schemas =
+      method === undefined ? undefined : LEGACY_NOTIFICATION_SCHEMAS[method];
+    if (schemas === undefined)
+      throw new Error(
+        `unexpected legacy notification: ${JSON.stringify(message)}`,
+      );
+    check(schemas.sdk, message, `${method} legacy notification`);
+    validateJson(['JSONRPCNotification', schemas.def], message, 'legacy');
+    return;
+  }
+  if (body.error !== undefined) {
+    validateJson(['JSONRPCErrorResponse'], message, 'legacy');
+    return;
+  }
+  const schemas =
+    method === undefined ? undefined : LEGACY_RESULT_SCHEMAS[method];
+  if (schemas === undefined)
+    throw new Error(
+      `a legacy result for ${method ?? 'an unnamed method'}, which has no 2025-11-25 result schema here`,
+    );
+  check(schemas.sdk, body.result, `${method} legacy result`);
+  validateJson(['JSONRPCResultResponse'], message, 'legacy');
+  validateJson([schemas.def], body.result, 'legacy');
+}
+
 function check(schema: z.ZodType, value: unknown, what: string): void {
   const parsed = schema.safeParse(value);
   if (!parsed.success)
@@ -85,8 +212,19 @@ function check(schema: z.ZodType, value: unknown, what: string): void {
  * Assert that a notification the server sent is valid per the official schemas and is one the
  * server may send; throws otherwise.
  */
-export function assertValidNotification(message: unknown): void {
+export function assertValidNotification(
+  message: unknown,
+  era: Era = 'modern',
+): void {
   const method = (message as { method?: unknown }).method;
+  if (era === 'legacy') {
+    assertValidLegacy(
+      'notification',
+      typeof method === 'string' ? method : undefined,
+      message,
+    );
+    return;
+  }
   const schemas =
     typeof method === 'string' ? NOTIFICATION_SCHEMAS[method] : undefined;
   if (schemas === undefined)
@@ -113,7 +251,12 @@ const ERROR_DEFS: Record<number, string> = {
 export function assertValidResponse(
   method: string | undefined,
   message: unknown,
+  era: Era = 'modern',
 ): void {
+  if (era === 'legacy') {
+    assertValidLegacy('response', method, message);
+    return;
+  }
   const body = message as { error?: { code?: number }; result?: unknown };
   const defs = ['JSONRPCResponse'];
   if (body.error !== undefined) {
@@ -134,9 +277,13 @@ export function assertValidResponse(
   if (SPEC_AVAILABLE) validateJson(defs, message);
 }
 
-function validateJson(defs: string[], message: unknown): void {
+function validateJson(
+  defs: string[],
+  message: unknown,
+  era: Era = 'modern',
+): void {
   for (const def of defs) {
-    const validate = compiled(def);
+    const validate = compiled(def, era);
     if (!validate(message)) {
       throw new Error(
         `message does not match schema ${def}: ${JSON.stringify(validate.errors?.slice(0, 5))}\n${JSON.stringify(message).slice(0, 500)}`,
@@ -146,25 +293,29 @@ function validateJson(defs: string[], message: unknown): void {
 }
 
 const compiledDefs = new Map<string, ValidateFunction>();
-let ajv: Ajv2020 | undefined;
+const ajvs = new Map<Era, Ajv2020>();
 
-function compiled(def: string): ValidateFunction {
+function compiled(def: string, era: Era): ValidateFunction {
+  let ajv = ajvs.get(era);
   if (ajv === undefined) {
-    const schema = JSON.parse(readFileSync(SPEC_SCHEMA_PATH, 'utf8')) as Record<
-      string,
-      unknown
-    >;
+    const schema = JSON.parse(
+      readFileSync(
+        era === 'legacy' ? LEGACY_SPEC_SCHEMA_PATH : SPEC_SCHEMA_PATH,
+        'utf8',
+      ),
+    ) as Record<string, unknown>;
     ajv = new Ajv2020({ strict: false, allErrors: true });
+    ajvs.set(era, ajv);
     // ajv-formats is CommonJS; under ESM its function may arrive wrapped in `default`.
     const addFormats = ((addFormatsModule as unknown as { default?: unknown })
       .default ?? addFormatsModule) as (instance: Ajv2020) => void;
     addFormats(ajv);
     ajv.addSchema(schema, 'mcp');
   }
-  let validate = compiledDefs.get(def);
+  let validate = compiledDefs.get(`${era}:${def}`);
   if (validate === undefined) {
     validate = ajv.compile({ $ref: `mcp#/$defs/${def}` });
-    compiledDefs.set(def, validate);
+    compiledDefs.set(`${era}:${def}`, validate);
   }
   return validate;
 }

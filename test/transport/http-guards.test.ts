@@ -73,6 +73,15 @@ describe('http guards', () => {
     expect(keys[1]?.headers).toEqual({ Allow: 'POST' });
   });
 
+  it('name GET and DELETE in Allow when legacy sessions are served (they are routed before the guards)', () => {
+    const refusal = firstRefusal(request('PUT', good), {
+      ...options,
+      legacy: {},
+    });
+    expect(refusal?.key).toBe('HTTP_METHOD_NOT_ALLOWED');
+    expect(refusal?.headers).toEqual({ Allow: 'GET, POST, DELETE' });
+  });
+
   it('refuse a declared body over the limit, and let an undeclared one through to the reader', () => {
     expect(
       declaresTooLarge(request('POST', { 'content-length': '11' }), 10),

@@ -84,11 +84,16 @@ async function within<T>(ms: number, promise: Promise<T>): Promise<T> {
 }
 
 describe('HTTP endpoint', () => {
-  it('answers GET and DELETE with 405 and Allow: POST', async () => {
-    for (const method of ['GET', 'DELETE', 'PUT']) {
+  it('answers PUT with 405; GET and DELETE without a session with 400 (legacy sessions own them)', async () => {
+    const put = await fetch(server.url, { method: 'PUT' });
+    expect(put.status).toBe(405);
+    expect(put.headers.get('allow')).toBe('GET, POST, DELETE');
+    for (const method of ['GET', 'DELETE']) {
       const response = await fetch(server.url, { method });
-      expect(response.status, method).toBe(405);
-      expect(response.headers.get('allow')).toBe('POST');
+      expect(response.status, method).toBe(400);
+      expect(await response.json(), method).toMatchObject({
+        error: { code: -32600, data: { code: 'SESSION_REQUIRED' } },
+      });
     }
   });
 

@@ -1,0 +1,179 @@
+// Legacy (2025-11-25) HTTP sessions in pgmcp.legacy_sessions (migrations/0012), written by the
+// server's login through SECURITY DEFINER functions, so every replica on the database shares them.
+import { createHash } from 'node:crypto';
+import type { Principal } from '../auth/index.js';
+import type { DatabaseHandle } from './pool.js';
+import { toDatabaseError } from './sqlstate.js';
+
+/** What a session row holds besides its keys (both are SHA-256 digests, never the id itself). */
+export interface LegacySessionRow {
+  readonly protocolVersion: string;
+  readonly clientInfo: unknown;
+  readonly clientCapabilities: unknown;
+  readonly logLevel: string | null;
+}
+
+export interface LegacySessionKeys {
+  readonly idHash: Buffer;
+  readonly principalHash: Buffer;
+}
+
+/** Run one statement in its own read-write transaction (the pool's sessions default to read-only). */
+async function write<TRow>(
+  db: DatabaseHandle,
+  text: string,
+  values: unknown[],
+): Promise<TRow[]> {
+  let client;
+  try {
+    client = await db.pool.connect();
+  } catch (error) {
+    throw toDatabaseError(error);
+  }
+  let broken: Error | undefined;
+  try {
+    await client.query('begin read write');
+    const { rows } = await client.query<TRow & object>(text, values);
+    await client.query('commit');
+    return rows;
+  } catch (error) {
+    await client.query('rollback').catch((rollbackError: unknown) => {
+      broken = rollbackError as Error;
+    });
+    throw toDatabaseError(error);
+  } finally {
+    client.release(broken);
+  }
+}
+
+/** Store a new session; false when `role` already holds `maxPerRole` live sessions. */
+export async function openLegacySession(
+  db: DatabaseHandle,
+  keys: LegacySessionKeys,
+  session: LegacySessionRow & {
+    readonly role: string | null;
+    readonly idleSeconds: number;
+    readonly maxPerRole: number;
+  },
+): Promise<boolean> {
+  const rows = await write<{ opened: boolean }>(
+    db,
+    'select pgmcp.open_legacy_session($1, $2, $3, $4, $5, $6, $7, $8) as opened',
+    [
+      keys.idHash,
+      keys.principalHash,
+      session.role,
+      session.protocolVersion,
+      JSON.stringify(session.clientInfo),
+      JSON.stringify(session.clientCapabilities),
+      session.idleSeconds,
+      session.maxPerRole,
+    ],
+  );
+  return rows[0]?.opened === true;
+}
+
+/** The live session of these keys, its idle expiry renewed; undefined when unknown or expired. */
+export async function touchLegacySession(
+  db: DatabaseHandle,
+  keys: LegacySessionKeys,
+  idleSeconds: number,
+): Promise<LegacySessionRow | undefined> {
+  const rows = await write<{
+    protocol_version: string;
+    client_info: unknown;
+    client_capabilities: unknown;
+    log_level: string | null;
+  }>(db, 'select * from pgmcp.touch_legacy_session($1, $2, $3)', [
+    keys.idHash,
+    keys.principalHash,
+    idleSeconds,
+  ]);
+  const row = rows[0];
+  return row === undefined
+    ? undefined
+    : {
+        protocolVersion: row.protocol_version,
+        clientInfo: row.client_info,
+        clientCapabilities: row.client_capabilities,
+        logLevel: row.log_level,
+      };
+}
+
+export async function setLegacySessionLevel(
+  db: DatabaseHandle,
+  keys: LegacySessionKeys,
+  level: string,
+): Promise<void> {
+  await write(db, 'select pgmcp.set_legacy_session_level($1, $2, $3)', [
+    keys.idHash,
+    keys.principalHash,
+    level,
+  ]);
+}
+
+/** End a session; false when it was unknown, expired or another principal's. */
+export async function closeLegacySession(
+  db: DatabaseHandle,
+  keys: LegacySessionKeys,
+): Promise<boolean> {
+  const rows = await write<{ closed: boolean }>(
+    db,
+    'select pgmcp.close_legacy_session($1, $2) as closed',
+    [keys.idHash, keys.principalHash],
+  );
+  return rows[0]?.closed === true;
+}
+
+/** Sessions by their client-held id, bound to a principal; what the HTTP transport is given. */
+export interface LegacySessionStore {
+  /** False when the principal's role already holds its cap of live sessions. */
+  open(
+    id: string,
+    principal: Principal,
+    session: Omit<LegacySessionRow, 'logLevel'>,
+  ): Promise<boolean>;
+  touch(
+    id: string,
+    principal: Principal,
+  ): Promise<LegacySessionRow | undefined>;
+  setLevel(id: string, principal: Principal, level: string): Promise<void>;
+  close(id: string, principal: Principal): Promise<boolean>;
+}
+
+/**
+ * Keys are digests: the id's SHA-256 (a leaked table names no usable session) and the SHA-256 of
+ * the role with the token's issuer and subject (a fresh token of the same caller keeps the session).
+ */
+export function createLegacySessionStore(
+  db: DatabaseHandle,
+  limits: { readonly idleSeconds: number; readonly maxPerRole: number },
+): LegacySessionStore {
+  const keys = (id: string, principal: Principal): LegacySessionKeys => ({
+    idHash: createHash('sha256').update(id).digest(),
+    principalHash: createHash('sha256')
+      .update(
+        JSON.stringify([
+          principal.role,
+          principal.claims['iss'] ?? null,
+          principal.claims['sub'] ?? null,
+        ]),
+      )
+      .digest(),
+  });
+  return {
+    open: (id, principal, session) =>
+      openLegacySession(db, keys(id, principal), {
+        ...session,
+        logLevel: null,
+        role: principal.role,
+        idleSeconds: limits.idleSeconds,
+        maxPerRole: limits.maxPerRole,
+      }),
+    touch: (id, principal) =>
+      touchLegacySession(db, keys(id, principal), limits.idleSeconds),
+    setLevel: (id, principal, level) =>
+      setLegacySessionLevel(db, keys(id, principal), level),
+    close: (id, principal) => closeLegacySession(db, keys(id, principal)),
+  };
+}

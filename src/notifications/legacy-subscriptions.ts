@@ -1,0 +1,124 @@
+// Legacy resources/subscribe (legacy digest §6.6–§6.8): each 2025-11-25 session with a channel is
+// one subscriber of the same fan-out as listen streams, so it hears of exactly the changes its role
+// may read, from the same change log, in the 2025-11-25 form.
+import type { Principal } from '../auth/index.js';
+import { ProtocolError } from '../errors.js';
+import {
+  LegacyNotificationMessages,
+  type LegacySession,
+  type StreamSink,
+} from '../protocol/index.js';
+import { StreamQueue } from './stream-queue.js';
+import type { StreamRegistry } from './stream-registry.js';
+
+/** The readable subset of `uris`, normalized, in the caller's request transaction (resources/). */
+export type ReadableUris = (
+  uris: readonly string[],
+  principal: Principal,
+  signal: AbortSignal,
+) => Promise<string[]>;
+
+const MESSAGES = new LegacyNotificationMessages();
+
+/** Which legacy sessions of this process are registered with the stream registry. */
+export class LegacySubscriptions {
+  readonly #registered = new Map<LegacySession, StreamQueue>();
+  /** Requested URI → normalized key, per session (unsubscribe names what subscribe named). */
+  readonly #keys = new WeakMap<LegacySession, Map<string, string>>();
+
+  constructor(
+    readonly streams: StreamRegistry,
+    readonly readable: ReadableUris,
+    readonly maxUris: number,
+  ) {}
+
+  /** A URI the role cannot read, or that does not exist, is RESOURCE_NOT_FOUND (-32002 to legacy). */
+  async subscribe(
+    session: LegacySession,
+    uri: string,
+    principal: Principal,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const [key] = await this.readable([uri], principal, signal);
+    if (key === undefined)
+      throw new ProtocolError('RESOURCE_NOT_FOUND', 'Resource not found.', {
+        data: { uri },
+      });
+    const keys = this.#keysOf(session);
+    if (!keys.has(uri) && keys.size >= this.maxUris)
+      throw new ProtocolError(
+        'INVALID_PARAMS',
+        `Invalid params: a session may subscribe to at most ${this.maxUris} URIs.`,
+      );
+    keys.set(uri, key);
+    session.subscriptions.add(key);
+    if (session.ready) this.attach(session, principal);
+  }
+
+  /** Harmless for a URI not subscribed. */
+  unsubscribe(session: LegacySession, uri: string): void {
+    const keys = this.#keysOf(session);
+    const key = keys.get(uri);
+    if (key === undefined) return;
+    keys.delete(uri);
+    if (![...keys.values()].includes(key)) session.subscriptions.delete(key);
+    const subscriber = this.#registered.get(session);
+    if (subscriber !== undefined) this.attach(session, subscriber.principal);
+  }
+
+  /**
+   * (Re)register `session` with its current URIs, as `principal`, if it has a channel; it always
+   * hears list_changed. Throws TOO_MANY_STREAMS when the registry's caps are reached.
+   */
+  attach(session: LegacySession, principal: Principal): void {
+    this.detach(session);
+    if (session.channel === undefined || session.closed) return;
+    const release = this.streams.reserve(principal);
+    const subscriber = new StreamQueue(
+      principal,
+      MESSAGES,
+      [...session.subscriptions],
+      true,
+      this.#sinkOf(session),
+    );
+    this.#registered.set(session, subscriber);
+    this.streams.add(subscriber, release);
+  }
+
+  /** Stop delivering to `session` (its channel closed, or it ended). */
+  detach(session: LegacySession): void {
+    const subscriber = this.#registered.get(session);
+    if (subscriber === undefined) return;
+    this.#registered.delete(session);
+    this.streams.remove(subscriber);
+    subscriber.markGone();
+  }
+
+  #keysOf(session: LegacySession): Map<string, string> {
+    let keys = this.#keys.get(session);
+    if (keys === undefined)
+      this.#keys.set(session, (keys = new Map<string, string>()));
+    return keys;
+  }
+
+  /** Writes to whatever channel the session has now; the registry ending it closes the channel. */
+  #sinkOf(session: LegacySession): StreamSink {
+    return {
+      write: (message) => session.channel?.write(message) ?? true,
+      get pendingBytes() {
+        return session.channel?.pendingBytes ?? 0;
+      },
+      onDrain: (listener) => {
+        if (session.channel === undefined) listener();
+        else session.channel.onDrain(listener);
+      },
+      end: () => {
+        // Stalled, token expired, role gone or shutdown: the client reconnects its GET stream.
+        this.#registered.delete(session);
+        const channel = session.channel;
+        session.channel = undefined;
+        channel?.end();
+      },
+    };
+  }
+}

@@ -1,0 +1,333 @@
+// The 2025-11-25 era as an adapter at the protocol edge (legacy digest §10, §11): initialize,
+// ping, subscribe and setLevel here; every other method goes to the same modern dispatcher and
+// handlers, and the answer is reshaped to the 2025-11-25 wire (no resultType, ttlMs, cacheScope).
+import type { Principal } from '../auth/index.js';
+import { JSONRPC, ProtocolError } from '../errors.js';
+import type {
+  DispatchOutcome,
+  Dispatcher,
+  JsonRpcResponse,
+  TransportContext,
+} from './dispatch.js';
+import { RawJson } from './raw-json.js';
+import {
+  LEGACY_VERSIONS,
+  LOG_LEVELS,
+  type LegacyHandshake,
+  type LegacySession,
+  type LogLevel,
+} from './legacy-state.js';
+import {
+  META_CLIENT_CAPABILITIES,
+  META_PROTOCOL_VERSION,
+  PROTOCOL_VERSION,
+  SUPPORTED_VERSIONS,
+  type Implementation,
+  type InboundMessage,
+} from './wire.js';
+
+/** Methods a legacy session reaches through the shared modern handlers. */
+const SHARED_METHODS = new Set([
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+  'completion/complete',
+]);
+/** Result fields 2025-11-25 does not have (legacy digest §6.4). */
+const MODERN_ONLY_FIELDS = ['resultType', 'ttlMs', 'cacheScope', '_meta'];
+
+/** What the composition root supplies: subscriptions live with the fan-out, not here. */
+export interface LegacyAdapterOptions {
+  /** The modern dispatcher whose handlers legacy requests share. */
+  readonly dispatcher: Dispatcher;
+  readonly serverInfo: Implementation;
+  readonly capabilities: Record<string, unknown>;
+  readonly instructions: string;
+  /** Check `uri` is readable by `principal` (else RESOURCE_NOT_FOUND) and start delivering it. */
+  readonly subscribe: (
+    session: LegacySession,
+    uri: string,
+    principal: Principal,
+    signal: AbortSignal,
+  ) => Promise<void>;
+  readonly unsubscribe: (session: LegacySession, uri: string) => void;
+  /** The session can now hear list_changed (initialized with a channel). */
+  readonly attach: (session: LegacySession, principal: Principal) => void;
+  /** The session's handshake changed (log level): persist it where sessions are stored. */
+  readonly persist?: (
+    session: LegacySession,
+    principal: Principal,
+  ) => Promise<void>;
+}
+
+export interface LegacyAdapter {
+  /** Serve one legacy message of `session`. Never throws. */
+  handle(
+    message: InboundMessage,
+    session: LegacySession,
+    transport: TransportContext,
+  ): Promise<DispatchOutcome>;
+  /** An error outcome in legacy form (codes and HTTP status). */
+  fail(error: unknown, id?: InboundMessage['id']): DispatchOutcome;
+}
+
+/** Whether a message carries the 2026-07-28 envelope claim (legacy digest §10: the discriminator). */
+export function hasModernClaim(message: InboundMessage): boolean {
+  const meta = message.params?.['_meta'];
+  return (
+    typeof meta === 'object' &&
+    meta !== null &&
+    META_PROTOCOL_VERSION in (meta as Record<string, unknown>)
+  );
+}
+
+/** A version string that belongs to the modern era (sent in a header without the claim). */
+export function isModernVersion(version: string): boolean {
+  return SUPPORTED_VERSIONS.includes(version) || version >= PROTOCOL_VERSION;
+}
+
+export function createLegacyAdapter(
+  options: LegacyAdapterOptions,
+): LegacyAdapter {
+  return new LegacyEraAdapter(options);
+}
+
+class LegacyEraAdapter implements LegacyAdapter {
+  constructor(readonly options: LegacyAdapterOptions) {}
+
+  /** Transport refusals (session missing, 404, 429) keep their HTTP status. */
+  fail(error: unknown, id?: InboundMessage['id']): DispatchOutcome {
+    const outcome = this.options.dispatcher.fail(error, id);
+    return outcome.kind === 'response' && 'error' in outcome.response
+      ? {
+          ...outcome,
+          response: legacyError(outcome.response, outcome.httpStatus).response,
+        }
+      : outcome;
+  }
+
+  async handle(
+    message: InboundMessage,
+    session: LegacySession,
+    transport: TransportContext,
+  ): Promise<DispatchOutcome> {
+    if (message.id === undefined) {
+      // notifications/cancelled is the transport's (it knows what is in flight).
+      if (message.method === 'notifications/initialized')
+        this.#initialized(session, transport.principal);
+      return { kind: 'accepted' };
+    }
+    try {
+      return await this.#request(
+        { ...message, id: message.id },
+        session,
+        transport,
+      );
+    } catch (error) {
+      // An error answering a request is a JSON-RPC error: HTTP 200 (legacy digest §5.9).
+      return toLegacyOutcome(this.options.dispatcher.fail(error, message.id));
+    }
+  }
+
+  /** A repeated notifications/initialized changes nothing. */
+  #initialized(session: LegacySession, principal: Principal): void {
+    if (session.handshake === undefined || session.ready) return;
+    session.ready = true;
+    if (session.channel === undefined) return;
+    try {
+      this.options.attach(session, principal);
+    } catch {
+      // The fan-out is at its caps: the session hears no list_changed until it subscribes.
+      session.log('warning', {
+        message: 'notifications are not available now',
+      });
+    }
+  }
+
+  async #request(
+    message: InboundMessage & { id: NonNullable<InboundMessage['id']> },
+    session: LegacySession,
+    transport: TransportContext,
+  ): Promise<DispatchOutcome> {
+    const { method, id } = message;
+    if (method === 'ping') return ok(id, {});
+    if (method === 'initialize') {
+      if (session.handshake !== undefined)
+        throw new ProtocolError(
+          'ALREADY_INITIALIZED',
+          'Invalid request: this session is already initialized; start a new one to initialize again.',
+        );
+      session.handshake = negotiate(message.params);
+      return ok(id, {
+        protocolVersion: session.handshake.protocolVersion,
+        capabilities: this.options.capabilities,
+        serverInfo: this.options.serverInfo,
+        instructions: this.options.instructions,
+      });
+    }
+    // Before initialize, a request without the claim gets exactly today's modern answer
+    // (-32601 or -32602 missing _meta, legacy digest §10.1 step 5).
+    if (session.handshake === undefined)
+      return this.options.dispatcher.dispatch(message, transport);
+    if (SHARED_METHODS.has(method))
+      return toLegacyOutcome(
+        await this.options.dispatcher.dispatch(asModern(message), {
+          principal: transport.principal,
+          signal: transport.signal,
+        }),
+      );
+    return ok(id, await this.#sessionMethod(message, session, transport));
+  }
+
+  async #sessionMethod(
+    message: InboundMessage,
+    session: LegacySession,
+    transport: TransportContext,
+  ): Promise<Record<string, unknown>> {
+    const params = message.params ?? {};
+    switch (message.method) {
+      case 'resources/subscribe':
+        await this.options.subscribe(
+          session,
+          stringParam(params, 'uri'),
+          transport.principal,
+          transport.signal,
+        );
+        session.log('debug', { subscribed: params['uri'] });
+        return {};
+      case 'resources/unsubscribe':
+        this.options.unsubscribe(session, stringParam(params, 'uri'));
+        return {};
+      case 'logging/setLevel':
+        session.logLevel = logLevel(params['level']);
+        await this.options.persist?.(session, transport.principal);
+        return {};
+      default:
+        throw new ProtocolError(
+          'METHOD_NOT_FOUND',
+          `Method not found: ${message.method.slice(0, 100)}.`,
+        );
+    }
+  }
+}
+
+function ok(
+  id: NonNullable<InboundMessage['id']>,
+  result: Record<string, unknown>,
+): DispatchOutcome {
+  return {
+    kind: 'response',
+    response: { jsonrpc: '2.0', id, result },
+    httpStatus: 200,
+  };
+}
+
+/** initialize params → the handshake (legacy digest §3.2): our version if we speak theirs, else our latest. */
+function negotiate(
+  params: Record<string, unknown> | undefined,
+): LegacyHandshake {
+  const requested = params?.['protocolVersion'];
+  const capabilities = params?.['capabilities'];
+  const clientInfo = params?.['clientInfo'] as Record<string, unknown> | null;
+  if (
+    typeof requested !== 'string' ||
+    typeof capabilities !== 'object' ||
+    capabilities === null ||
+    typeof clientInfo !== 'object' ||
+    clientInfo === null ||
+    typeof clientInfo['name'] !== 'string' ||
+    typeof clientInfo['version'] !== 'string'
+  )
+    throw new ProtocolError(
+      'INVALID_PARAMS',
+      'Invalid params: initialize needs protocolVersion, capabilities and clientInfo {name, version}.',
+      { data: { supported: [...LEGACY_VERSIONS], requested } },
+    );
+  return {
+    protocolVersion: LEGACY_VERSIONS.includes(requested)
+      ? requested
+      : (LEGACY_VERSIONS[0] as string),
+    clientInfo: {
+      name: clientInfo['name'].slice(0, 200),
+      version: clientInfo['version'].slice(0, 200),
+    },
+    capabilities: capabilities as Record<string, unknown>,
+  };
+}
+
+/** The request with the envelope the shared handlers expect; the client's own `_meta` rides along. */
+function asModern(message: InboundMessage): InboundMessage {
+  const params = message.params ?? {};
+  const meta = params['_meta'];
+  return {
+    ...message,
+    params: {
+      ...params,
+      _meta: {
+        ...(typeof meta === 'object' && meta !== null ? meta : {}),
+        [META_PROTOCOL_VERSION]: PROTOCOL_VERSION,
+        [META_CLIENT_CAPABILITIES]: {},
+      },
+    },
+  };
+}
+
+/** A modern outcome in 2025-11-25 form: result fields stripped, legacy error codes and statuses. */
+function toLegacyOutcome(outcome: DispatchOutcome): DispatchOutcome {
+  if (outcome.kind === 'stream') {
+    // No shared method streams; never let one reach a legacy client.
+    outcome.stream.cancel();
+    throw new ProtocolError('INTERNAL', 'A legacy request produced a stream.');
+  }
+  if (outcome.kind !== 'response') return outcome;
+  const response = outcome.response;
+  if ('result' in response) {
+    const result =
+      response.result instanceof RawJson
+        ? (JSON.parse(response.result.json) as Record<string, unknown>)
+        : { ...response.result };
+    if (result['resultType'] === 'input_required')
+      throw new ProtocolError(
+        'INVALID_PARAMS',
+        'This request needs input a 2025-11-25 session cannot give; use 2026-07-28.',
+      );
+    for (const field of MODERN_ONLY_FIELDS) delete result[field];
+    return { ...outcome, response: { ...response, result } };
+  }
+  return { ...outcome, ...legacyError(response, outcome.httpStatus) };
+}
+
+function legacyError(
+  response: Extract<JsonRpcResponse, { error: unknown }>,
+  httpStatus: number,
+): { response: JsonRpcResponse; httpStatus: number } {
+  const key = response.error.data?.['code'];
+  const code =
+    key === 'RESOURCE_NOT_FOUND'
+      ? JSONRPC.LEGACY_RESOURCE_NOT_FOUND
+      : response.error.code;
+  // Legacy HTTP answers JSON-RPC errors with 200 (digest §5.9); transport-level statuses stay.
+  const status = httpStatus >= 429 ? httpStatus : 200;
+  return {
+    response: { ...response, error: { ...response.error, code } },
+    httpStatus: status,
+  };
+}
+
+function stringParam(params: Record<string, unknown>, name: string): string {
+  const value = params[name];
+  if (typeof value !== 'string')
+    throw new ProtocolError(
+      'INVALID_PARAMS',
+      `Invalid params: ${name} must be a string.`,
+    );
+  return value;
+}
+
+function logLevel(value: unknown): LogLevel {
+  if (LOG_LEVELS.includes(value as LogLevel)) return value as LogLevel;
+  throw new ProtocolError(
+    'INVALID_PARAMS',
+    `Invalid params: level must be one of ${LOG_LEVELS.join(', ')}.`,
+  );
+}

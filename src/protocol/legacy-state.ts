@@ -1,0 +1,99 @@
+// What a 2025-11-25 ("legacy") client's session holds (legacy digest §0.3): negotiated version,
+// client info and capabilities, log level, subscribed URIs and the channel notifications go out on.
+// The same object serves a stdio process and an HTTP session; transports own the channel.
+import type { StreamSink } from './stream.js';
+import type { Implementation } from './wire.js';
+
+/** The legacy versions `initialize` accepts, newest first; the first is the fallback answer. */
+export const LEGACY_VERSIONS: readonly string[] = [
+  '2025-11-25',
+  '2025-06-18',
+  '2025-03-26',
+];
+
+/** RFC 5424 severities in ascending order (logging/setLevel, notifications/message). */
+export const LOG_LEVELS = [
+  'debug',
+  'info',
+  'notice',
+  'warning',
+  'error',
+  'critical',
+  'alert',
+  'emergency',
+] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** What `initialize` settled; stored with the session so another replica can resume it. */
+export interface LegacyHandshake {
+  readonly protocolVersion: string;
+  readonly clientInfo: Implementation;
+  readonly capabilities: Record<string, unknown>;
+}
+
+/** One legacy session: a stdio process or an HTTP `Mcp-Session-Id`. */
+export class LegacySession {
+  handshake: LegacyHandshake | undefined;
+  /** notifications/initialized arrived. */
+  ready = false;
+  /** No notifications/message until the client sets a level (legacy digest §8.2, §12.4). */
+  logLevel: LogLevel | undefined;
+  /** Subscribed URIs, normalized; held by the process serving the session's channel. */
+  readonly subscriptions = new Set<string>();
+  /** Where server-to-client notifications go (stdio: stdout; HTTP: the open GET stream). */
+  channel: StreamSink | undefined;
+  #closed = false;
+
+  constructor(readonly id?: string) {}
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** The session ended (DELETE, expiry, EOF): no more notifications. */
+  close(): void {
+    this.#closed = true;
+    this.subscriptions.clear();
+    const channel = this.channel;
+    this.channel = undefined;
+    channel?.end();
+  }
+
+  /** Send notifications/message when `level` is at or above the session's level. */
+  log(level: LogLevel, data: Record<string, unknown>): void {
+    if (this.logLevel === undefined || this.channel === undefined) return;
+    if (LOG_LEVELS.indexOf(level) < LOG_LEVELS.indexOf(this.logLevel)) return;
+    this.channel.write(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        method: 'notifications/message',
+        params: { level, logger: 'pgmcp', data },
+      }),
+    );
+  }
+}
+
+/**
+ * The fan-out's messages for a legacy session: the 2025-11-25 forms, with no subscriptionId; a
+ * legacy session has no listen request to answer, so ending delivery sends nothing.
+ */
+export class LegacyNotificationMessages {
+  static readonly LIST_CHANGED =
+    '{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}';
+
+  updated(uriJson: string): string {
+    return `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":${uriJson}}}`;
+  }
+
+  listChanged(): string {
+    return LegacyNotificationMessages.LIST_CHANGED;
+  }
+
+  result(): undefined {
+    return undefined;
+  }
+
+  error(): undefined {
+    return undefined;
+  }
+}

@@ -1,0 +1,473 @@
+// Legacy (2025-11-25) Streamable HTTP sessions (legacy digest §5): Mcp-Session-Id issued by
+// initialize, checked against the shared session store on every request, the session's GET stream
+// for notifications, DELETE to end it. Knows no MCP method beyond initialize and cancelled.
+import { randomBytes } from 'node:crypto';
+import type http from 'node:http';
+import type { Principal } from '../auth/index.js';
+import { ProtocolError, type ErrorKey } from '../errors.js';
+import {
+  CancelledParamsSchema,
+  hasModernClaim,
+  isModernVersion,
+  LEGACY_VERSIONS,
+  LegacySession,
+  serializeMessageBytes,
+  type DispatchOutcome,
+  type InboundMessage,
+  type LegacyAdapter,
+  type LogLevel,
+  type StreamSink,
+} from '../protocol/index.js';
+
+/** A stored session: what initialize settled, as another replica reads it back. */
+export interface LegacySessionRecord {
+  readonly protocolVersion: string;
+  readonly clientInfo: unknown;
+  readonly clientCapabilities: unknown;
+  readonly logLevel: string | null;
+}
+
+/** The shared session store (db/legacy-sessions.ts); every call checks the principal binding. */
+export interface LegacySessionRecords {
+  open(
+    id: string,
+    principal: Principal,
+    session: Omit<LegacySessionRecord, 'logLevel'>,
+  ): Promise<boolean>;
+  touch(
+    id: string,
+    principal: Principal,
+  ): Promise<LegacySessionRecord | undefined>;
+  close(id: string, principal: Principal): Promise<boolean>;
+}
+
+export interface LegacyHttpOptions {
+  readonly adapter: LegacyAdapter;
+  readonly records: LegacySessionRecords;
+  /** Registers a session's GET stream with the fan-out, and takes it off. */
+  readonly subscriptions: {
+    attach(session: LegacySession, principal: Principal): void;
+    detach(session: LegacySession): void;
+  };
+  /** Most sessions this process holds at once. */
+  readonly maxSessions: number;
+  readonly idleMs: number;
+  readonly keepAliveMs: number;
+  readonly log: (line: string) => void;
+}
+
+export interface LegacyHttp {
+  /** Whether a parsed POST belongs to the legacy era (legacy digest §10.2 steps 2–5). */
+  claims(message: InboundMessage, request: http.IncomingMessage): boolean;
+  post(
+    message: InboundMessage,
+    principal: Principal,
+    request: http.IncomingMessage,
+    response: http.ServerResponse,
+  ): Promise<void>;
+  /** GET (the session's stream) or DELETE (end the session). */
+  other(
+    principal: Principal,
+    request: http.IncomingMessage,
+    response: http.ServerResponse,
+  ): Promise<void>;
+  close(): void;
+}
+
+/** One session as this process holds it: state, requests in flight, the GET stream if here. */
+interface Held {
+  readonly session: LegacySession;
+  readonly inFlight: Map<string, AbortController>;
+  lastSeen: number;
+  stream: http.ServerResponse | undefined;
+  streamPrincipal: Principal | undefined;
+}
+
+export function createLegacyHttp(options: LegacyHttpOptions): LegacyHttp {
+  return new LegacyHttpSessions(options);
+}
+
+class LegacyHttpSessions implements LegacyHttp {
+  readonly #options: LegacyHttpOptions;
+  readonly #held = new Map<string, Held>();
+  readonly #sweep: NodeJS.Timeout;
+
+  constructor(options: LegacyHttpOptions) {
+    this.#options = options;
+    this.#sweep = setInterval(
+      () => this.#sweepIdle(),
+      Math.max(1000, Math.floor(options.idleMs / 3)),
+    );
+    this.#sweep.unref();
+  }
+
+  claims(message: InboundMessage, request: http.IncomingMessage): boolean {
+    if (hasModernClaim(message)) return false;
+    const version = header(request, 'mcp-protocol-version');
+    if (version !== undefined && isModernVersion(version)) return false;
+    return (
+      message.method === 'initialize' ||
+      header(request, 'mcp-session-id') !== undefined
+    );
+  }
+
+  async post(
+    message: InboundMessage,
+    principal: Principal,
+    request: http.IncomingMessage,
+    response: http.ServerResponse,
+  ): Promise<void> {
+    const id = header(request, 'mcp-session-id');
+    if (id === undefined) {
+      if (message.method === 'initialize' && message.id !== undefined)
+        await this.#initialize(message, principal, response);
+      else
+        this.#refuse(
+          response,
+          'SESSION_REQUIRED',
+          'Bad request: send Mcp-Session-Id, or initialize to start a session.',
+        );
+      return;
+    }
+    const version = header(request, 'mcp-protocol-version');
+    if (version !== undefined && !LEGACY_VERSIONS.includes(version)) {
+      this.#refuse(
+        response,
+        'UNSUPPORTED_LEGACY_VERSION',
+        `Unsupported MCP-Protocol-Version ${version.slice(0, 40)}; supported: ${LEGACY_VERSIONS.join(', ')}.`,
+      );
+      return;
+    }
+    const entry = await this.#resume(id, principal);
+    if (entry === undefined) {
+      this.#refuse(
+        response,
+        'SESSION_NOT_FOUND',
+        'Session not found: it ended or expired; initialize a new one.',
+      );
+      return;
+    }
+    await this.#inSession(entry, message, principal, response);
+  }
+
+  /** GET (the session's stream) or DELETE (end the session). */
+  async other(
+    principal: Principal,
+    request: http.IncomingMessage,
+    response: http.ServerResponse,
+  ): Promise<void> {
+    request.resume();
+    const id = header(request, 'mcp-session-id');
+    if (id === undefined) {
+      this.#refuse(
+        response,
+        'SESSION_REQUIRED',
+        'Bad request: GET and DELETE need the Mcp-Session-Id of a session.',
+      );
+      return;
+    }
+    if (request.method === 'DELETE') {
+      await this.#delete(id, principal, response);
+      return;
+    }
+    const entry = await this.#resume(id, principal);
+    if (entry === undefined)
+      this.#refuse(
+        response,
+        'SESSION_NOT_FOUND',
+        'Session not found: it ended or expired; initialize a new one.',
+      );
+    else if (entry.stream !== undefined)
+      this.#refuse(
+        response,
+        'SESSION_STREAM_OPEN',
+        'Conflict: this session already has a GET stream open.',
+      );
+    else this.#openStream(entry, principal, response);
+  }
+
+  close(): void {
+    clearInterval(this.#sweep);
+    for (const [id, entry] of this.#held) this.#drop(id, entry);
+  }
+
+  #refuse(
+    response: http.ServerResponse,
+    key: ErrorKey,
+    message: string,
+    id?: InboundMessage['id'],
+  ): void {
+    sendOutcome(
+      response,
+      this.#options.adapter.fail(new ProtocolError(key, message), id),
+    );
+  }
+
+  /** The live session `id` of `principal` (renewed), held here; undefined for anyone else's. */
+  async #resume(id: string, principal: Principal): Promise<Held | undefined> {
+    const record = await this.#options.records.touch(id, principal);
+    if (record === undefined) return undefined;
+    let entry = this.#held.get(id);
+    if (entry === undefined) {
+      if (this.#held.size >= this.#options.maxSessions)
+        throw tooMany(this.#options.maxSessions);
+      const session = new LegacySession(id);
+      session.handshake = {
+        protocolVersion: record.protocolVersion,
+        clientInfo: record.clientInfo as { name: string; version: string },
+        capabilities: record.clientCapabilities as Record<string, unknown>,
+      };
+      // Created elsewhere: its initialized notification went to the replica that created it.
+      session.ready = true;
+      session.logLevel = (record.logLevel ?? undefined) as LogLevel | undefined;
+      entry = held(session);
+      this.#held.set(id, entry);
+    }
+    entry.lastSeen = Date.now();
+    return entry;
+  }
+
+  async #initialize(
+    message: InboundMessage,
+    principal: Principal,
+    response: http.ServerResponse,
+  ): Promise<void> {
+    if (this.#held.size >= this.#options.maxSessions) {
+      sendOutcome(
+        response,
+        this.#options.adapter.fail(
+          tooMany(this.#options.maxSessions),
+          message.id,
+        ),
+      );
+      return;
+    }
+    // 256 bits from the CSPRNG, visible ASCII (base64url).
+    const id = randomBytes(32).toString('base64url');
+    const session = new LegacySession(id);
+    const outcome = await this.#options.adapter.handle(message, session, {
+      principal,
+      signal: new AbortController().signal,
+    });
+    const handshake = session.handshake;
+    if (handshake === undefined) {
+      sendOutcome(response, outcome);
+      return;
+    }
+    const opened = await this.#options.records.open(id, principal, {
+      protocolVersion: handshake.protocolVersion,
+      clientInfo: handshake.clientInfo,
+      clientCapabilities: handshake.capabilities,
+    });
+    if (!opened) {
+      this.#refuse(
+        response,
+        'TOO_MANY_SESSIONS',
+        'Too many open sessions for this role; end one (DELETE) or wait for one to expire.',
+        message.id,
+      );
+      return;
+    }
+    this.#held.set(id, held(session));
+    response.setHeader('Mcp-Session-Id', id);
+    sendOutcome(response, outcome);
+  }
+
+  async #inSession(
+    entry: Held,
+    message: InboundMessage,
+    principal: Principal,
+    response: http.ServerResponse,
+  ): Promise<void> {
+    if (message.id === undefined) {
+      if (message.method === 'notifications/cancelled') {
+        // A legacy client cancels explicitly; unknown or finished ids are ignored (§8.4).
+        const parsed = CancelledParamsSchema.safeParse(message.params ?? {});
+        if (parsed.success)
+          entry.inFlight.get(keyOf(parsed.data.requestId))?.abort();
+      } else
+        await this.#options.adapter.handle(message, entry.session, {
+          principal,
+          signal: new AbortController().signal,
+        });
+      response.writeHead(202).end();
+      return;
+    }
+    const key = keyOf(message.id);
+    const controller = new AbortController();
+    entry.inFlight.set(key, controller);
+    try {
+      const outcome = await this.#options.adapter.handle(
+        message,
+        entry.session,
+        { principal, signal: controller.signal },
+      );
+      // A cancelled request gets no response (§8.4).
+      if (controller.signal.aborted) response.writeHead(202).end();
+      else sendOutcome(response, outcome);
+    } finally {
+      if (entry.inFlight.get(key) === controller) entry.inFlight.delete(key);
+    }
+  }
+
+  async #delete(
+    id: string,
+    principal: Principal,
+    response: http.ServerResponse,
+  ): Promise<void> {
+    if (!(await this.#options.records.close(id, principal))) {
+      this.#refuse(
+        response,
+        'SESSION_NOT_FOUND',
+        'Session not found: it ended or expired.',
+      );
+      return;
+    }
+    const entry = this.#held.get(id);
+    if (entry !== undefined) this.#drop(id, entry);
+    response.writeHead(204).end();
+  }
+
+  #openStream(
+    entry: Held,
+    principal: Principal,
+    response: http.ServerResponse,
+  ): void {
+    const { session } = entry;
+    session.channel = sseSink(response);
+    entry.stream = response;
+    entry.streamPrincipal = principal;
+    try {
+      this.#options.subscriptions.attach(session, principal);
+    } catch (error) {
+      session.channel = undefined;
+      entry.stream = undefined;
+      sendOutcome(response, this.#options.adapter.fail(error));
+      return;
+    }
+    response.writeHead(200, SSE_HEADERS);
+    response.flushHeaders();
+    const keepAlive = setInterval(() => {
+      if (response.writableLength === 0) response.write(':\n\n');
+    }, this.#options.keepAliveMs);
+    keepAlive.unref();
+    response.on('close', () => {
+      clearInterval(keepAlive);
+      if (entry.stream !== response) return;
+      entry.stream = undefined;
+      entry.streamPrincipal = undefined;
+      session.channel = undefined;
+      this.#options.subscriptions.detach(session);
+    });
+  }
+
+  #drop(id: string, entry: Held): void {
+    this.#held.delete(id);
+    this.#options.subscriptions.detach(entry.session);
+    for (const controller of entry.inFlight.values()) controller.abort();
+    entry.session.close();
+  }
+
+  /** Idle sessions leave this process; an open GET stream keeps its session alive in the store. */
+  #sweepIdle(): void {
+    const now = Date.now();
+    for (const [id, entry] of this.#held) {
+      const principal = entry.streamPrincipal;
+      if (entry.stream !== undefined && principal !== undefined) {
+        entry.lastSeen = now;
+        this.#options.records.touch(id, principal).then(
+          (record) => {
+            if (record === undefined) this.#drop(id, entry);
+          },
+          (error: unknown) =>
+            this.#options.log(
+              `legacy session renewal failed: ${error instanceof Error ? error.message : String(error)}`,
+            ),
+        );
+      } else if (
+        now - entry.lastSeen >= this.#options.idleMs &&
+        entry.inFlight.size === 0
+      )
+        this.#drop(id, entry);
+    }
+  }
+}
+
+const SSE_HEADERS = [
+  'Content-Type',
+  'text/event-stream',
+  'Cache-Control',
+  'no-store',
+  'X-Accel-Buffering',
+  'no',
+  'Connection',
+  'close',
+];
+
+function held(session: LegacySession): Held {
+  return {
+    session,
+    inFlight: new Map(),
+    lastSeen: Date.now(),
+    stream: undefined,
+    streamPrincipal: undefined,
+  };
+}
+
+function tooMany(limit: number): ProtocolError {
+  return new ProtocolError(
+    'TOO_MANY_SESSIONS',
+    `Too many open sessions on this server (limit ${limit}); end one (DELETE) or try another replica.`,
+  );
+}
+
+function keyOf(id: string | number): string {
+  return `${typeof id}:${String(id)}`;
+}
+
+function header(
+  request: http.IncomingMessage,
+  name: string,
+): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** A session's GET stream: each notification is one SSE `data:` event, no ids (§5.5). */
+function sseSink(response: http.ServerResponse): StreamSink {
+  return {
+    write: (message) => response.write(`event: message\ndata: ${message}\n\n`),
+    get pendingBytes() {
+      return response.writableLength;
+    },
+    onDrain: (listener) => response.once('drain', listener),
+    end: () => {
+      if (!response.writableEnded) response.end();
+    },
+  };
+}
+
+function sendOutcome(
+  response: http.ServerResponse,
+  outcome: DispatchOutcome,
+): void {
+  if (outcome.kind === 'accepted') {
+    response.writeHead(202).end();
+    return;
+  }
+  if (outcome.kind === 'stream') {
+    outcome.stream.cancel();
+    response.writeHead(500).end();
+    return;
+  }
+  const bytes = serializeMessageBytes(outcome.response);
+  response.writeHead(outcome.httpStatus, [
+    'Content-Type',
+    'application/json',
+    'Content-Length',
+    String(bytes.length),
+    'Cache-Control',
+    'no-store',
+  ]);
+  response.end(bytes);
+}

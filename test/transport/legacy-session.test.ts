@@ -1,0 +1,618 @@
+// MCP 2025-11-25 beside 2026-07-28 on one HTTP endpoint (issue 14 points 1–4 and 8): initialize
+// and sessions stored in PostgreSQL, bound to the caller; the shared handlers shaped to the legacy
+// wire; resources/subscribe fed by the same change log and fan-out as listen streams.
+// This file has its own database, so its committed changes reach no other file's streams.
+import type http from 'node:http';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Principal } from '../../src/auth/index.js';
+import {
+  call,
+  startTestServer,
+  testDatabaseUrl,
+  type TestServer,
+} from '../setup/harness.js';
+import {
+  LEGACY_VERSION,
+  legacyPost,
+  openSession,
+  openSessionStream,
+  sessionHeaders,
+  type SessionStream,
+} from '../setup/legacy-client.js';
+import { migrateDatabase } from '../setup/migrate-database.js';
+import { recreateDatabase } from '../setup/recreate-database.js';
+
+const ROLE_A = 'pgmcp_legacy_a';
+const ROLE_B = 'pgmcp_legacy_b';
+const ROLE_CAPPED = 'pgmcp_legacy_capped';
+let databaseUrl: string;
+let sql: pg.Client;
+let server: TestServer;
+let replica: TestServer;
+let capped: TestServer;
+const streams: SessionStream[] = [];
+
+/** Each request runs as the role its X-Test-Role header names (a stand-in for a token's claim). */
+async function byHeader(request: {
+  headers: { authorization?: string | undefined };
+}): Promise<Principal> {
+  const headers = request.headers as http.IncomingHttpHeaders;
+  const role = headers['x-test-role'];
+  const sub = headers['x-test-sub'];
+  return Promise.resolve({
+    role: typeof role === 'string' ? role : ROLE_A,
+    claims: { sub: typeof sub === 'string' ? sub : 'alice' },
+  });
+}
+const AS_A = { 'X-Test-Role': ROLE_A };
+const AS_B = { 'X-Test-Role': ROLE_B };
+
+async function insert(uri: string, readers: string[]): Promise<void> {
+  await sql.query(
+    `insert into pgmcp.resources (uri, name, text, readers) values ($1, 'n', 'v1', $2)`,
+    [uri, readers],
+  );
+}
+
+async function stream(id: string, headers = AS_A): Promise<SessionStream> {
+  await server.feed?.poll();
+  const opened = await openSessionStream(server.url, id, headers);
+  streams.push(opened);
+  expect(opened.status).toBe(200);
+  return opened;
+}
+
+beforeAll(async () => {
+  databaseUrl = await recreateDatabase(testDatabaseUrl(), 'pgmcp_legacy_test');
+  await migrateDatabase(databaseUrl, async (admin) => {
+    for (const role of [ROLE_A, ROLE_B, ROLE_CAPPED])
+      await admin.query(
+        `do $$ begin if not exists (select from pg_roles where rolname = '${role}') then create role ${role} nologin; end if; end $$`,
+      );
+  });
+  sql = new pg.Client({ connectionString: databaseUrl });
+  await sql.connect();
+  const options = { databaseUrl, authenticate: byHeader, live: {} };
+  server = await startTestServer(options);
+  replica = await startTestServer(options);
+  capped = await startTestServer({
+    ...options,
+    live: { maxLegacySessionsPerRole: 2 },
+  });
+});
+
+afterAll(async () => {
+  for (const opened of streams) opened.close();
+  await server?.close();
+  await replica?.close();
+  await capped?.close();
+  await sql?.end();
+});
+
+describe('legacy initialize', () => {
+  it('answers initialize with the 2025-11-25 result and an Mcp-Session-Id', async () => {
+    const answer = await legacyPost(
+      server.url,
+      {
+        method: 'initialize',
+        params: {
+          protocolVersion: LEGACY_VERSION,
+          capabilities: {},
+          clientInfo: { name: 'c', version: '1' },
+        },
+      },
+      AS_A,
+    );
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('mcp-session-id')).toMatch(/^[\x21-\x7e]{43,}$/);
+    expect(answer.result).toMatchObject({
+      protocolVersion: LEGACY_VERSION,
+      capabilities: {
+        resources: { subscribe: true, listChanged: true },
+        completions: {},
+        logging: {},
+      },
+      serverInfo: { name: 'pgmcp' },
+    });
+    expect(typeof answer.result?.['instructions']).toBe('string');
+    expect(answer.result).not.toHaveProperty('capabilities.extensions');
+  });
+
+  it.each([
+    ['2025-06-18', '2025-06-18'],
+    ['2025-03-26', '2025-03-26'],
+    ['2024-01-01', LEGACY_VERSION],
+    ['2026-07-28', LEGACY_VERSION],
+  ])('negotiates %s down to %s', async (requested, answered) => {
+    const answer = await legacyPost(
+      server.url,
+      {
+        method: 'initialize',
+        params: {
+          protocolVersion: requested,
+          capabilities: {},
+          clientInfo: { name: 'c', version: '1' },
+        },
+      },
+      AS_B,
+    );
+    expect(answer.result?.['protocolVersion']).toBe(answered);
+    await fetch(server.url, {
+      method: 'DELETE',
+      headers: sessionHeaders(answer.headers.get('mcp-session-id') ?? '', AS_B),
+    });
+  });
+
+  it('refuses a malformed initialize with -32602 naming the versions it speaks, and opens no session', async () => {
+    const answer = await legacyPost(
+      server.url,
+      { method: 'initialize', params: { protocolVersion: LEGACY_VERSION } },
+      AS_A,
+    );
+    expect(answer.headers.get('mcp-session-id')).toBeNull();
+    expect(answer.error).toMatchObject({
+      code: -32602,
+      data: { supported: ['2025-11-25', '2025-06-18', '2025-03-26'] },
+    });
+  });
+
+  it('still serves 2026-07-28 requests on the same endpoint, unchanged', async () => {
+    const { status, result } = await call(server.url, 'resources/list');
+    expect(status).toBe(200);
+    expect(result?.['resultType']).toBe('complete');
+  });
+});
+
+describe('legacy requests through the shared handlers', () => {
+  it('lists, reads, lists templates, completes and pings without any 2026-only field', async () => {
+    await insert('notes:///legacy-read/one', [ROLE_A]);
+    await sql.query(
+      `insert into pgmcp.resource_templates (uri_template, name, readers)
+       values ('notes:///{tag}/{slug}', 'note', $1)`,
+      [[ROLE_A]],
+    );
+    const id = await openSession(server.url, AS_A);
+    const headers = sessionHeaders(id, AS_A);
+    const list = await legacyPost(
+      server.url,
+      { method: 'resources/list' },
+      headers,
+    );
+    expect(list.result?.['resources']).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ uri: 'notes:///legacy-read/one' }),
+      ]),
+    );
+    const read = await legacyPost(
+      server.url,
+      { method: 'resources/read', params: { uri: 'notes:///legacy-read/one' } },
+      headers,
+    );
+    expect(read.result).toEqual({
+      contents: [
+        expect.objectContaining({
+          uri: 'notes:///legacy-read/one',
+          text: 'v1',
+        }),
+      ],
+    });
+    const templates = await legacyPost(
+      server.url,
+      { method: 'resources/templates/list' },
+      headers,
+    );
+    expect(templates.result?.['resourceTemplates']).toEqual(expect.any(Array));
+    const complete = await legacyPost(
+      server.url,
+      {
+        method: 'completion/complete',
+        params: {
+          ref: { type: 'ref/resource', uri: 'notes:///{tag}/{slug}' },
+          argument: { name: 'tag', value: 'legacy-r' },
+        },
+      },
+      headers,
+    );
+    expect(complete.error).toBeUndefined();
+    expect(complete.result).toMatchObject({
+      completion: { values: ['legacy-read'] },
+    });
+    const ping = await legacyPost(server.url, { method: 'ping' }, headers);
+    expect(ping.result).toEqual({});
+  });
+
+  it('answers a missing resource with -32002 and HTTP 200, an unknown method with -32601', async () => {
+    const id = await openSession(server.url, AS_A);
+    const headers = sessionHeaders(id, AS_A);
+    const missing = await legacyPost(
+      server.url,
+      { method: 'resources/read', params: { uri: 'notes:///legacy-none/x' } },
+      headers,
+    );
+    expect(missing.status).toBe(200);
+    expect(missing.error).toMatchObject({
+      code: -32002,
+      data: { uri: 'notes:///legacy-none/x' },
+    });
+    for (const method of [
+      'subscriptions/listen',
+      'server/discover',
+      'tools/list',
+    ]) {
+      const unknown = await legacyPost(server.url, { method }, headers);
+      expect(unknown.status, method).toBe(200);
+      expect(unknown.error?.code, method).toBe(-32601);
+    }
+  });
+});
+
+describe('legacy sessions', () => {
+  it('binds a session to its principal: another role or subject gets 404, and the owner keeps it', async () => {
+    const id = await openSession(server.url, AS_A);
+    const other = await legacyPost(
+      server.url,
+      { method: 'ping' },
+      sessionHeaders(id, AS_B),
+    );
+    expect(other.status).toBe(404);
+    expect(other.error).toMatchObject({
+      code: -32600,
+      data: { code: 'SESSION_NOT_FOUND' },
+    });
+    const otherSubject = await legacyPost(
+      server.url,
+      { method: 'ping' },
+      sessionHeaders(id, { ...AS_A, 'X-Test-Sub': 'mallory' }),
+    );
+    expect(otherSubject.status).toBe(404);
+    const deleted = await fetch(server.url, {
+      method: 'DELETE',
+      headers: sessionHeaders(id, AS_B),
+    });
+    expect(deleted.status).toBe(404);
+    const owner = await legacyPost(
+      server.url,
+      { method: 'ping' },
+      sessionHeaders(id, AS_A),
+    );
+    expect(owner.result).toEqual({});
+  });
+
+  it('ends a session on DELETE: then 404 for POST, GET and DELETE', async () => {
+    const id = await openSession(server.url, AS_A);
+    const headers = sessionHeaders(id, AS_A);
+    const deleted = await fetch(server.url, { method: 'DELETE', headers });
+    expect(deleted.status).toBe(204);
+    expect(
+      (await legacyPost(server.url, { method: 'ping' }, headers)).status,
+    ).toBe(404);
+    expect((await fetch(server.url, { method: 'GET', headers })).status).toBe(
+      404,
+    );
+    expect(
+      (await fetch(server.url, { method: 'DELETE', headers })).status,
+    ).toBe(404);
+  });
+
+  it('serves a session created through one server from another on the same database', async () => {
+    await insert('notes:///legacy-replica/one', [ROLE_A]);
+    const id = await openSession(server.url, AS_A);
+    const read = await legacyPost(
+      replica.url,
+      {
+        method: 'resources/read',
+        params: { uri: 'notes:///legacy-replica/one' },
+      },
+      sessionHeaders(id, AS_A),
+    );
+    expect(read.result).toEqual({
+      contents: [
+        expect.objectContaining({ uri: 'notes:///legacy-replica/one' }),
+      ],
+    });
+    expect(
+      (
+        await legacyPost(
+          replica.url,
+          { method: 'ping' },
+          sessionHeaders(id, AS_B),
+        )
+      ).status,
+    ).toBe(404);
+    expect(
+      (
+        await fetch(replica.url, {
+          method: 'DELETE',
+          headers: sessionHeaders(id, AS_A),
+        })
+      ).status,
+    ).toBe(204);
+    expect(
+      (
+        await legacyPost(
+          server.url,
+          { method: 'ping' },
+          sessionHeaders(id, AS_A),
+        )
+      ).status,
+    ).toBe(404);
+  });
+
+  it('stores only a digest of the session id', async () => {
+    const id = await openSession(server.url, AS_A);
+    const { rows } = await sql.query<{ found: boolean }>(
+      `select exists (select from pgmcp.legacy_sessions
+                       where id_hash = sha256(convert_to($1, 'UTF8'))) as found,
+              exists (select from pgmcp.legacy_sessions s
+                       where position(convert_to($1, 'UTF8') in s.id_hash) > 0
+                          or s.client_info::text like '%' || $1 || '%') as leaked`,
+      [id],
+    );
+    expect(rows[0]).toMatchObject({ found: true, leaked: false });
+  });
+
+  it('refuses a session past the per-role cap, counted across replicas, with TOO_MANY_SESSIONS (429)', async () => {
+    const asCapped = { 'X-Test-Role': ROLE_CAPPED };
+    await openSession(server.url, asCapped);
+    await openSession(capped.url, asCapped);
+    const third = await legacyPost(
+      capped.url,
+      {
+        method: 'initialize',
+        params: {
+          protocolVersion: LEGACY_VERSION,
+          capabilities: {},
+          clientInfo: { name: 'c', version: '1' },
+        },
+      },
+      asCapped,
+    );
+    expect(third.status).toBe(429);
+    expect(third.error).toMatchObject({ data: { code: 'TOO_MANY_SESSIONS' } });
+    expect(third.headers.get('mcp-session-id')).toBeNull();
+  });
+});
+
+describe('legacy bad input', () => {
+  it('answers each bad request with the status and code the digest names, and keeps the session', async () => {
+    const id = await openSession(server.url, AS_A);
+    const headers = sessionHeaders(id, AS_A);
+    // A second initialize in a session.
+    const again = await legacyPost(
+      server.url,
+      {
+        method: 'initialize',
+        params: {
+          protocolVersion: LEGACY_VERSION,
+          capabilities: {},
+          clientInfo: { name: 'c', version: '1' },
+        },
+      },
+      headers,
+    );
+    expect(again.error).toMatchObject({
+      code: -32600,
+      data: { code: 'ALREADY_INITIALIZED' },
+    });
+    // notifications/initialized twice: accepted, harmless.
+    const twice = await legacyPost(
+      server.url,
+      { method: 'notifications/initialized', id: null },
+      headers,
+    );
+    expect(twice.status).toBe(202);
+    // A version this server does not speak, in the header: 400 naming the ones it does.
+    const version = await legacyPost(
+      server.url,
+      { method: 'ping' },
+      { ...headers, 'MCP-Protocol-Version': '2024-01-01' },
+    );
+    expect(version.status).toBe(400);
+    expect(version.error?.message).toContain(
+      '2025-11-25, 2025-06-18, 2025-03-26',
+    );
+    // An unknown session id.
+    const unknown = await legacyPost(
+      server.url,
+      { method: 'ping' },
+      sessionHeaders('no-such-session', AS_A),
+    );
+    expect(unknown.status).toBe(404);
+    // A legacy request without a session (never initialized): 400.
+    const sessionless = await legacyPost(
+      server.url,
+      { method: 'resources/list' },
+      AS_A,
+    );
+    expect(sessionless.status).toBe(400);
+    // GET without a session, and with an unknown one.
+    expect(
+      (await fetch(server.url, { method: 'GET', headers: AS_A })).status,
+    ).toBe(400);
+    expect(
+      (
+        await fetch(server.url, {
+          method: 'GET',
+          headers: sessionHeaders('nope', AS_A),
+        })
+      ).status,
+    ).toBe(404);
+    // The session is untouched by all of it.
+    expect(
+      (await legacyPost(server.url, { method: 'ping' }, headers)).result,
+    ).toEqual({});
+  });
+
+  it('refuses a second GET stream on the same session with 409', async () => {
+    const id = await openSession(server.url, AS_A);
+    await stream(id);
+    const second = await fetch(server.url, {
+      method: 'GET',
+      headers: sessionHeaders(id, AS_A),
+    });
+    expect(second.status).toBe(409);
+  });
+});
+
+describe('legacy subscriptions', () => {
+  it('delivers updated for a subscribed URI after a committed UPDATE, and list_changed, without subscriptionId', async () => {
+    await insert('notes:///legacy-sub/one', [ROLE_A]);
+    const id = await openSession(server.url, AS_A);
+    const events = await stream(id);
+    const subscribed = await legacyPost(
+      server.url,
+      {
+        method: 'resources/subscribe',
+        params: { uri: 'notes:///legacy-sub/one' },
+      },
+      sessionHeaders(id, AS_A),
+    );
+    expect(subscribed.result).toEqual({});
+    await sql.query(
+      `update pgmcp.resources set text = 'v2' where uri = 'notes:///legacy-sub/one'`,
+    );
+    await events.waitFor(() =>
+      events.updated().includes('notes:///legacy-sub/one'),
+    );
+    await insert('notes:///legacy-sub/two', [ROLE_A]);
+    await events.waitFor(() => events.listChanges() >= 1);
+    expect(events.messages).toContainEqual({
+      jsonrpc: '2.0',
+      method: 'notifications/resources/updated',
+      params: { uri: 'notes:///legacy-sub/one' },
+    });
+  });
+
+  it('refuses to subscribe to what the role cannot read or what does not exist with -32002', async () => {
+    await insert('notes:///legacy-sub/theirs', [ROLE_B]);
+    const id = await openSession(server.url, AS_A);
+    for (const uri of [
+      'notes:///legacy-sub/theirs',
+      'notes:///legacy-sub/none',
+    ]) {
+      const answer = await legacyPost(
+        server.url,
+        { method: 'resources/subscribe', params: { uri } },
+        sessionHeaders(id, AS_A),
+      );
+      expect(answer.error, uri).toMatchObject({ code: -32002, data: { uri } });
+    }
+    const unsubscribed = await legacyPost(
+      server.url,
+      {
+        method: 'resources/unsubscribe',
+        params: { uri: 'notes:///legacy-sub/never' },
+      },
+      sessionHeaders(id, AS_A),
+    );
+    expect(unsubscribed.result).toEqual({});
+  });
+
+  it('never tells a session of a change its role cannot read, and stops after unsubscribe', async () => {
+    await insert('notes:///legacy-auth/mine', [ROLE_A]);
+    await insert('notes:///legacy-auth/shared', [ROLE_A]);
+    const id = await openSession(server.url, AS_A);
+    const events = await stream(id);
+    const headers = sessionHeaders(id, AS_A);
+    for (const uri of [
+      'notes:///legacy-auth/mine',
+      'notes:///legacy-auth/shared',
+    ])
+      await legacyPost(
+        server.url,
+        { method: 'resources/subscribe', params: { uri } },
+        headers,
+      );
+    // The shared one becomes B's only; its next change is not A's to hear of.
+    await sql.query(
+      `update pgmcp.resources set readers = $1 where uri = 'notes:///legacy-auth/shared'`,
+      [[ROLE_B]],
+    );
+    await sql.query(
+      `update pgmcp.resources set text = 'secret' where uri = 'notes:///legacy-auth/shared'`,
+    );
+    await legacyPost(
+      server.url,
+      {
+        method: 'resources/unsubscribe',
+        params: { uri: 'notes:///legacy-auth/mine' },
+      },
+      headers,
+    );
+    await legacyPost(
+      server.url,
+      {
+        method: 'resources/subscribe',
+        params: { uri: 'notes:///legacy-auth/mine' },
+      },
+      headers,
+    );
+    await sql.query(
+      `update pgmcp.resources set text = 'v2' where uri = 'notes:///legacy-auth/mine'`,
+    );
+    await events.waitFor(() =>
+      events.updated().includes('notes:///legacy-auth/mine'),
+    );
+    expect(
+      events.updated().filter((uri) => uri === 'notes:///legacy-auth/shared'),
+    ).toHaveLength(0);
+  });
+
+  it('sends notifications/message at or above the level set with logging/setLevel', async () => {
+    await insert('notes:///legacy-log/one', [ROLE_A]);
+    const id = await openSession(server.url, AS_A);
+    const events = await stream(id);
+    const headers = sessionHeaders(id, AS_A);
+    const invalid = await legacyPost(
+      server.url,
+      { method: 'logging/setLevel', params: { level: 'loud' } },
+      headers,
+    );
+    expect(invalid.error?.code).toBe(-32602);
+    await legacyPost(
+      server.url,
+      {
+        method: 'resources/subscribe',
+        params: { uri: 'notes:///legacy-log/one' },
+      },
+      headers,
+    );
+    expect(
+      events.messages.filter(
+        (message) => message.method === 'notifications/message',
+      ),
+    ).toHaveLength(0);
+    expect(
+      (
+        await legacyPost(
+          server.url,
+          { method: 'logging/setLevel', params: { level: 'debug' } },
+          headers,
+        )
+      ).result,
+    ).toEqual({});
+    await legacyPost(
+      server.url,
+      {
+        method: 'resources/subscribe',
+        params: { uri: 'notes:///legacy-log/one' },
+      },
+      headers,
+    );
+    await events.waitFor(() =>
+      events.messages.some(
+        (message) => message.method === 'notifications/message',
+      ),
+    );
+    expect(events.messages).toContainEqual({
+      jsonrpc: '2.0',
+      method: 'notifications/message',
+      params: {
+        level: 'debug',
+        logger: 'pgmcp',
+        data: { subscribed: 'notes:///legacy-log/one' },
+      },
+    });
+  });
+});
