@@ -11,13 +11,14 @@ import {
   isModernVersion,
   LEGACY_VERSIONS,
   LegacySession,
-  serializeMessageBytes,
   type DispatchOutcome,
   type InboundMessage,
   type LegacyAdapter,
   type LogLevel,
   type StreamSink,
 } from '../protocol/index.js';
+import { send } from './http-responses.js';
+import { SSE_HEADERS } from './sse-stream.js';
 
 /** A stored session: what initialize settled, as another replica reads it back. */
 export interface LegacySessionRecord {
@@ -345,7 +346,7 @@ class LegacyHttpSessions implements LegacyHttp {
       sendOutcome(response, this.#options.adapter.fail(error));
       return;
     }
-    response.writeHead(200, SSE_HEADERS);
+    response.writeHead(200, [...SSE_HEADERS]);
     response.flushHeaders();
     const keepAlive = setInterval(() => {
       if (response.writableLength === 0) response.write(':\n\n');
@@ -392,17 +393,6 @@ class LegacyHttpSessions implements LegacyHttp {
     }
   }
 }
-
-const SSE_HEADERS = [
-  'Content-Type',
-  'text/event-stream',
-  'Cache-Control',
-  'no-store',
-  'X-Accel-Buffering',
-  'no',
-  'Connection',
-  'close',
-];
 
 function held(session: LegacySession): Held {
   return {
@@ -460,14 +450,5 @@ function sendOutcome(
     response.writeHead(500).end();
     return;
   }
-  const bytes = serializeMessageBytes(outcome.response);
-  response.writeHead(outcome.httpStatus, [
-    'Content-Type',
-    'application/json',
-    'Content-Length',
-    String(bytes.length),
-    'Cache-Control',
-    'no-store',
-  ]);
-  response.end(bytes);
+  send(response, outcome.httpStatus, outcome.response);
 }

@@ -3,6 +3,19 @@
 import type http from 'node:http';
 import type { ResponseStream, StreamSink } from '../protocol/index.js';
 
+/** The headers of every SSE response, modern streams and legacy sessions' GET streams alike. */
+export const SSE_HEADERS: readonly string[] = [
+  'Content-Type',
+  'text/event-stream',
+  'Cache-Control',
+  'no-store',
+  'X-Accel-Buffering',
+  'no',
+  // The connection ends with the stream, so shutdown never waits out a keep-alive timeout.
+  'Connection',
+  'close',
+];
+
 /** The open SSE responses, for the keep-alive timer. */
 export type SseStreams = Set<http.ServerResponse>;
 
@@ -15,17 +28,7 @@ export function openSseStream(
   stream: ResponseStream,
   streams: SseStreams,
 ): void {
-  response.writeHead(200, [
-    'Content-Type',
-    'text/event-stream',
-    'Cache-Control',
-    'no-store',
-    'X-Accel-Buffering',
-    'no',
-    // The connection ends with the stream, so shutdown never waits out a keep-alive timeout.
-    'Connection',
-    'close',
-  ]);
+  response.writeHead(200, [...SSE_HEADERS]);
   let ended = false;
   streams.add(response);
   response.on('close', () => {
