@@ -165,8 +165,11 @@ function builder(workload: Workload): Build {
   }
 }
 
-/** How a JSON-RPC error response begins (the responses put `error` right after `id`). */
-const ERROR_PREFIX = Buffer.from('{"jsonrpc":"2.0","id":1,"error"');
+/** How a JSON-RPC error response begins: pgmcp puts `error` right after `id`, the peer first. */
+const ERROR_PREFIXES = [
+  Buffer.from('{"jsonrpc":"2.0","id":1,"error"'),
+  Buffer.from('{"error"'),
+];
 
 /** Send one request on `connection`; the response body, which must be HTTP 200 and not an error. */
 export async function exchangeOk(
@@ -176,7 +179,9 @@ export async function exchangeOk(
   const response = await connection.exchange(bytes);
   if (
     response.status !== 200 ||
-    response.body.subarray(0, ERROR_PREFIX.length).equals(ERROR_PREFIX)
+    ERROR_PREFIXES.some((prefix) =>
+      response.body.subarray(0, prefix.length).equals(prefix),
+    )
   )
     throw new Error(
       `HTTP ${response.status}: ${response.body.subarray(0, 200).toString()}`,

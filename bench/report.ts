@@ -44,7 +44,7 @@ interface P50 {
   p50: number;
 }
 
-type Group = 'request' | 'live' | 'catalog';
+type Group = 'request' | 'storage' | 'live' | 'catalog';
 
 /** One row of a results table. */
 export interface Row {
@@ -150,6 +150,10 @@ const REQUEST_PATH: Record<string, Measure> = {
   read_vs_point_read: throughput(
     'resources/read req/s vs the raw point read',
     atLeast(0.7),
+  ),
+  read_vs_peer: throughput(
+    'resources/read req/s vs the official TypeScript SDK (`@modelcontextprotocol/server`) serving the same rows',
+    atLeast(3),
   ),
   list_role_10pct_vs_raw_rls: throughput(
     'resources/list pages/s as a role that sees 10% of the rows, vs the raw query under the same RLS in one round trip',
@@ -332,8 +336,79 @@ const CATALOG: Record<string, Measure> = {
   ],
 };
 
+const mb = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
+
+/** One single-row statement's throughput with every trigger against none (bench/storage.ts). */
+interface TriggerWrites {
+  with: number[];
+  without: number[];
+  ratio: number;
+  rounds: number[];
+}
+const WRITE_STATEMENTS: [string, string][] = [
+  ['priority', '`UPDATE` of `priority`'],
+  ['text', '`UPDATE` of `text`'],
+  ['readers', '`UPDATE` of `readers`'],
+  ['insert', '`INSERT`'],
+];
+
+const STORAGE: Record<string, Measure> = {
+  storage: (result) => {
+    const run = result as {
+      table: { bytes: number };
+      beside: { name: string; bytes: number }[];
+      ratio: number;
+      rows: number;
+      readerKeys: number;
+    };
+    const total = run.beside.reduce((sum, size) => sum + size.bytes, 0);
+    return [
+      targetRow(
+        {
+          measure:
+            'everything pgmcp keeps beside `pgmcp.resources`, vs the table with its indexes',
+          figure: `${mb(total)} vs ${mb(run.table.bytes)}`,
+          ratio: run.ratio,
+        },
+        atMost(1),
+        run.ratio,
+      ),
+      ...run.beside
+        .filter((size) => size.bytes >= 1024 * 1024)
+        .map((size) => ({
+          measure: `context: \`${size.name}\` with its indexes`,
+          figure: mb(size.bytes),
+        })),
+      {
+        measure: 'context: stored resources / rows of `pgmcp.resource_listing`',
+        figure: `${run.rows} / ${run.readerKeys}`,
+      },
+    ];
+  },
+  writes_all_triggers: (result) => {
+    const runs = result as Record<string, TriggerWrites>;
+    return WRITE_STATEMENTS.flatMap(([key, statement]) => {
+      const run = runs[key];
+      if (run === undefined) return [];
+      return [
+        targetRow(
+          {
+            measure: `single-row ${statement}/s with every pgmcp trigger vs none, one writer`,
+            figure: `${median(run.with).toFixed(0)} vs ${median(run.without).toFixed(0)}`,
+            ratio: run.ratio,
+            rounds: run.rounds,
+          },
+          atLeast(0.8),
+          run.ratio,
+        ),
+      ];
+    });
+  },
+};
+
 const GROUPS: [Group, Record<string, Measure>][] = [
   ['request', REQUEST],
+  ['storage', STORAGE],
   ['live', LIVE],
   ['catalog', CATALOG],
 ];
@@ -394,6 +469,8 @@ export function renderResults(summary: BenchSummary): string {
   const rows = benchmarkRows(summary);
   const titles: Record<Group, string> = {
     request: 'Request path (1,000,000 stored resources)',
+    storage:
+      'Storage beside the table, and single-row writes (the same 1,000,000 resources)',
     live: 'Live updates',
     catalog: 'Catalog of 10,000 tables (its own database; runs last)',
   };

@@ -37,7 +37,9 @@ import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../src/config/index.js';
 import { catalogBenchmarks } from './catalog.js';
 import { liveBenchmarks } from './live.js';
 import { readSummary, renderResults, writeBenchDocs } from './report.js';
+import { startPeerServer } from './peer-server.js';
 import { serve } from './serve.js';
+import { storageFigures, writeFigures } from './storage.js';
 import { startTokenIssuer, type TokenScheme } from './token-issuer.js';
 import { PROJECT_ROOT, SERVER_INFO } from '../src/version.js';
 
@@ -56,7 +58,7 @@ if (!/^[a-z_][a-z0-9_]*$/.test(BENCH_DATABASE))
   );
 // A comma-separated list of result keys without the token scheme's suffix (e.g.
 // "list_role_10pct_vs_all_p50,read_vs_point_read": each runs with every scheme of BENCH_AUTH),
-// or the groups "catalog" and "live", runs only those; unset runs all. A partial run merges its
+// or the groups "catalog", "live" and "storage", runs only those; unset runs all. A partial run merges its
 // figures into latest.json and notes its date under `partialRuns`.
 const ONLY = process.env['BENCH_ONLY']?.split(',').filter((key) => key !== '');
 const runs = (key: string): boolean => ONLY === undefined || ONLY.includes(key);
@@ -253,6 +255,8 @@ interface RequestFiguresContext extends Callers {
   readonly db: DatabaseHandle;
   /** The pgmcp endpoint, verifying the scheme's tokens. */
   readonly url: string;
+  /** The peer (bench/peer-server.ts) verifying the same tokens, when read_vs_peer runs. */
+  readonly peerUrl: string | undefined;
   readonly minId: number;
   readonly maxId: number;
   /** Where each figure goes, under its key and the scheme (list_c10_hs256). */
@@ -339,6 +343,20 @@ async function requestFigures(context: RequestFiguresContext): Promise<void> {
         throughputRatio,
       ),
     );
+
+  // 4b. resources/read vs the official TypeScript SDK's server reading the same rows from the same
+  //     database (bench/peer-server.ts), same tokens, same client, 10 callers.
+  if (context.peerUrl !== undefined) {
+    const peerUrl = context.peerUrl;
+    record(
+      'read_vs_peer',
+      await compare(
+        () => load(peerUrl, 10, { kind: 'read', rows: 1_000_000 }, mix),
+        () => load(url, 10, { kind: 'read', rows: 1_000_000 }, mix),
+        throughputRatio,
+      ),
+    );
+  }
 
   // 5. resources/list as a role that sees 10% of the rows (its tokens in turn) vs the same keyset query under the same
   //    RLS, sent raw as one simple-protocol round trip (begin; set local role; select; commit).
@@ -429,6 +447,18 @@ async function main(): Promise<void> {
   }>(
     `select min(id)::text as min, max(id)::text as max, count(*)::text as count from pgmcp.resources`,
   );
+  // 0. What pgmcp keeps beside the table, then what keeping it costs single-row writers
+  //    (bench/storage.ts). The writes end with the entries rebuilt and vacuumed.
+  if (runs('storage')) {
+    results['storage'] = await storageFigures(admin);
+    results['writes_all_triggers'] = await writeFigures({
+      url: database.url,
+      admin,
+      rounds: ROUNDS,
+      seconds: Math.max(1, Math.round(DURATION_MS / 1000)),
+      log: (line) => logger.info(line),
+    });
+  }
   await admin.end();
   const stats = rows[0] ?? { min: '1', max: '1', count: '0' };
   const minId = Number(stats.min);
@@ -476,17 +506,26 @@ async function main(): Promise<void> {
       db,
       logger: silent,
     });
+    const peer = runs('read_vs_peer')
+      ? await startPeerServer({
+          connectionString: database.url,
+          issuer,
+          poolSize: 10,
+        })
+      : undefined;
     try {
       await requestFigures({
         scheme,
         db,
         url: server.url,
+        peerUrl: peer?.url,
         minId,
         maxId,
         results,
         ...callers,
       });
     } finally {
+      await peer?.close();
       await server.close();
       await issuer.close();
     }
