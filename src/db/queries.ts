@@ -67,20 +67,15 @@ function textRows<TArgs, TRow>(
 /** A list page row: the resource's id and its MCP `Resource` object as JSON text. */
 export type ResourceEntryRow = readonly [id: string, entry: string];
 
-// pgmcp.list_entry()'s arguments: the listing columns after the id, in the same order.
-const LIST_ENTRY_ARGUMENTS = LISTING_COLUMNS.slice(1)
-  .map((column) => `r.${column}`)
-  .join(', ');
-
 /**
- * One keyset page of stored resources, in primary-key order, each as the entry the write
- * triggers rendered (migration 0010): no column is turned into text by PostgreSQL or into JSON
+ * One keyset page of stored resources, in primary-key order, each as the entry the write trigger
+ * rendered (migrations 0010, 0017): no column is turned into text by PostgreSQL or into JSON
  * here. A role that row-level security does not apply to (superuser, BYPASSRLS) walks
  * pgmcp.resource_entries, every resource. Any other role, a request role or a login without
- * one, walks pgmcp.resource_listing, its entries kept together per reader, once per member role,
- * instead of every row (a role that reads 1 row in 10 would read ten times the pages): the
- * listing's policy is the resources policy one reader at a time. Entries too large for the
- * listing are rendered from pgmcp.resources under its policy.
+ * one, walks the keys of pgmcp.resource_listing, kept together per reader, once per member role,
+ * instead of every row (a role that reads 1 row in 10 would read ten times the pages), then
+ * fetches those entries by primary key; the entries' policy is the resources policy on the row's
+ * own readers.
  */
 export const LIST_RESOURCES_PAGE: PreparedQuery<
   { afterId: string; limit: number },
@@ -92,20 +87,18 @@ export const LIST_RESOURCES_PAGE: PreparedQuery<
   order by resource_id limit $2)
 union all
 (with page as materialized (
-  select distinct on (l.resource_id) l.*
+  select distinct on (l.resource_id) l.resource_id
     from unnest((select pgmcp.member_roles())) m(role)
     cross join lateral (
-      select * from pgmcp.resource_listing l
+      select l.resource_id from pgmcp.resource_listing l
        where l.reader = m.role and l.resource_id > $1
        order by l.resource_id
        limit $2) l
    where row_security_active('pgmcp.resources')
    order by l.resource_id
    limit $2)
-select p.resource_id, p.entry from page p where p.entry is not null
-union all
-select r.id, pgmcp.list_entry(${LIST_ENTRY_ARGUMENTS})
-  from page p join pgmcp.resources r on r.id = p.resource_id where p.entry is null)
+select e.resource_id, e.entry
+  from page p join pgmcp.resource_entries e on e.resource_id = p.resource_id)
 order by 1`,
   values: (args) => [args.afterId, args.limit],
   textOutput: true,

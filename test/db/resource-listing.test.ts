@@ -1,7 +1,8 @@
-// pgmcp.resource_listing and pgmcp.resource_entries (migrations 0008 to 0010): the triggers keep
-// them equal to what pgmcp.resources says after every kind of write, an entry is the resource's
-// MCP Resource object, a request role reads only its own readers' entries, and resources/list as
-// a role returns what the table's policy allows, no more, in the same pages.
+// pgmcp.resource_listing and pgmcp.resource_entries (migrations 0008 to 0010, 0017): the trigger
+// keeps them equal to what pgmcp.resources says after every kind of write, an entry is the
+// resource's MCP Resource object, a request role reads only its own readers' keys and the entries
+// of rows it may read, and resources/list as a role returns what the table's policy allows, no
+// more, in the same pages.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -14,9 +15,10 @@ import {
 const PREFIX = 'notes:///listing-test/';
 let sql: pg.Client;
 
-// Entries of the listing and of pgmcp.resource_entries that differ from what pgmcp.resources
-// says (the listing: one per distinct reader, the entry null when over 2,000 bytes; the entries:
-// one per row), in either direction. What an entry holds is checked against the columns below.
+// Keys of the listing and entries of pgmcp.resource_entries that differ from what
+// pgmcp.resources says (the listing: one key per distinct reader; the entries: one per row, with
+// the row's readers), in either direction. What an entry holds is checked against the columns
+// below.
 const MISMATCHES = `
   with rendered as (
     select r.id, r.readers,
@@ -24,19 +26,20 @@ const MISMATCHES = `
                             r.audience, r.priority, r.updated_at) as entry
       from pgmcp.resources r),
   expected as (
-    select distinct u.reader, r.id as resource_id,
-           case when octet_length(r.entry) <= 2000 then r.entry end as entry
+    select distinct u.reader, r.id as resource_id
       from rendered r cross join lateral unnest(r.readers) u(reader)),
-  actual as (select reader, resource_id, entry from pgmcp.resource_listing)
-  select 'listing missing' as side, * from (select * from expected except select * from actual) m
+  actual as (select reader, resource_id from pgmcp.resource_listing)
+  select 'listing missing' as side, *, null as entry from (select * from expected except select * from actual) m
   union all
-  select 'listing extra', * from (select * from actual except select * from expected) x
+  select 'listing extra', *, null from (select * from actual except select * from expected) x
   union all
-  select 'entry missing', null, * from (
-    select id, entry from rendered except select resource_id, entry from pgmcp.resource_entries) m
+  select 'entry missing', null, m.id, m.readers::text || ' ' || m.entry from (
+    select id, readers, entry from rendered
+    except select resource_id, readers, entry from pgmcp.resource_entries) m
   union all
-  select 'entry extra', null, * from (
-    select resource_id, entry from pgmcp.resource_entries except select id, entry from rendered) x`;
+  select 'entry extra', null, x.resource_id, x.readers::text || ' ' || x.entry from (
+    select resource_id, readers, entry from pgmcp.resource_entries
+    except select id, readers, entry from rendered) x`;
 
 async function mismatches(): Promise<unknown[]> {
   return (await sql.query<Record<string, unknown>>(MISMATCHES)).rows;
@@ -185,12 +188,12 @@ describe('pgmcp.resource_listing and pgmcp.resource_entries triggers', () => {
     expect(await mismatches()).toEqual([]);
   });
 
-  it('overwrites an entry left behind for a reader the row then gains', async () => {
-    // As after writes that skipped the triggers: an entry the table does not back.
+  it('keeps a key left behind for a reader the row then gains', async () => {
+    // As after writes that skipped the triggers: a key the table does not back.
     await insert('gained', ['support']);
     await sql.query(
-      `insert into pgmcp.resource_listing (reader, resource_id, entry)
-       select 'finance', id, '{}' from pgmcp.resources where uri = $1`,
+      `insert into pgmcp.resource_listing (reader, resource_id)
+       select 'finance', id from pgmcp.resources where uri = $1`,
       [`${PREFIX}gained`],
     );
     await sql.query(
@@ -253,16 +256,16 @@ describe('pgmcp.resource_listing and pgmcp.resource_entries triggers', () => {
     expect(await mismatches()).toEqual([]);
   });
 
-  it('keeps no entry in the listing for a row whose entry is too large for its index', async () => {
+  it('keeps the whole entry of a row whose entry is larger than a btree entry holds', async () => {
     await insert('large', ['support'], { description: 'd'.repeat(5000) });
-    const { rows } = await sql.query<{ listed: string | null; entry: string }>(
-      `select l.entry as listed, e.entry from pgmcp.resource_listing l
+    const { rows } = await sql.query<{ reader: string; entry: string }>(
+      `select l.reader, e.entry from pgmcp.resource_listing l
          join pgmcp.resources r on r.id = l.resource_id
          join pgmcp.resource_entries e on e.resource_id = r.id where r.uri = $1`,
       [`${PREFIX}large`],
     );
     expect(rows).toHaveLength(1);
-    expect(rows[0]?.listed).toBeNull();
+    expect(rows[0]?.reader).toBe('support');
     const entry = JSON.parse(rows[0]?.entry ?? '') as { description: string };
     expect(entry.description).toBe('d'.repeat(5000));
     expect(await mismatches()).toEqual([]);
@@ -309,7 +312,8 @@ describe('pgmcp.resource_listing and pgmcp.resource_entries triggers', () => {
     }
   });
 
-  it('shows a request role only the entries of its own member roles', async () => {
+  it('shows a request role only the keys of its own member roles and the entries of rows it may read', async () => {
+    await insert('entry-finance', ['finance']);
     await sql.query('begin');
     try {
       await sql.query(`set local role support`);
@@ -317,9 +321,19 @@ describe('pgmcp.resource_listing and pgmcp.resource_entries triggers', () => {
         `select distinct reader from pgmcp.resource_listing order by reader`,
       );
       expect(rows.map((row) => row.reader)).toEqual(['public', 'support']);
+      // The entries the role sees are those of the rows pgmcp.resources shows it.
+      const entries = await sql.query<{ id: string }>(
+        `select resource_id::text as id from pgmcp.resource_entries order by resource_id`,
+      );
+      const readable = await sql.query<{ id: string }>(
+        `select id::text from pgmcp.resources order by id`,
+      );
+      expect(entries.rows.length).toBeGreaterThan(0);
+      expect(entries.rows).toEqual(readable.rows);
       await sql.query(`reset role`);
       const writable = await sql.query<{ allowed: boolean }>(
-        `select has_table_privilege('support', 'pgmcp.resource_listing', 'INSERT, UPDATE, DELETE') as allowed`,
+        `select has_table_privilege('support', 'pgmcp.resource_listing', 'INSERT, UPDATE, DELETE')
+             or has_table_privilege('support', 'pgmcp.resource_entries', 'INSERT, UPDATE, DELETE') as allowed`,
       );
       expect(writable.rows[0]?.allowed).toBe(false);
     } finally {
@@ -429,7 +443,7 @@ describe('pgmcp.list_entry, as the triggers keep it', () => {
     }
   });
 
-  it('renders entries too large for the listing the same way at request time', async () => {
+  it('serves large entries as the trigger rendered them', async () => {
     await insert('large-entry', ['support'], {
       description: `"quoted" ${'l'.repeat(3000)}`,
     });
@@ -505,14 +519,14 @@ describe('resources/list as a request role', () => {
     expect(uris).toContain(`${PREFIX}no-readers`);
   });
 
-  it('reads stub entries from pgmcp.resources under its policy', async () => {
-    // A stub entry the table does not back (as after writes that skipped the triggers): the row
-    // is read from pgmcp.resources as the role, and its policy drops it. (Full entries are served
-    // from the listing, which only its owner's triggers write: migrations/0010.)
+  it("lists no row for a key the entries' policy does not back", async () => {
+    // A key the table does not back (as after writes that skipped the triggers): the entry is
+    // read from pgmcp.resource_entries as the role, and its policy, the table's on the row's own
+    // readers, drops it (migrations/0017).
     await insert('forged', ['finance']);
     await sql.query(
-      `insert into pgmcp.resource_listing (reader, resource_id, entry)
-       select 'support', id, null from pgmcp.resources where uri = $1`,
+      `insert into pgmcp.resource_listing (reader, resource_id)
+       select 'support', id from pgmcp.resources where uri = $1`,
       [`${PREFIX}forged`],
     );
     try {
