@@ -22,9 +22,10 @@
 -- written later go where there is room (an update in place when its page has some) until the
 -- next rebuild.
 --
--- Kept by one trigger function for both tables, in the writing transaction, so a snapshot sees
--- the entries and the rows agree. Writes that skip triggers (session_replication_role = replica)
--- must be followed by `select pgmcp.rebuild_resource_listings()`.
+-- Kept by one row-level trigger function for both tables, in the writing transaction, so a
+-- snapshot sees the entries and the rows agree. Writes that skip triggers
+-- (session_replication_role = replica) must be followed by
+-- `select pgmcp.rebuild_resource_listings()`.
 
 drop trigger resources_keep_listing_inserts on pgmcp.resources;
 drop trigger resources_keep_listing_updates on pgmcp.resources;
@@ -73,87 +74,95 @@ create policy resource_listing_readable_by_reader on pgmcp.resource_listing
 revoke all on pgmcp.resource_listing from public;
 grant select on pgmcp.resource_listing to public;
 
--- One function for both tables, one trigger per kind of statement (each trigger call costs a
--- writer as much as a small statement). Plans are pinned as in 0009 and 0010: transition tables
--- are compared with EXCEPT, which hashes or sorts, never with a join that a plan made for one row
--- would turn into a nested loop over a bulk update; the two tables are reached by primary key
--- only, whatever the first call's row counts.
-create function pgmcp.keep_resource_entries() returns trigger
+-- One row-level function for both tables. A single-row write is what most writers send, and a
+-- statement-level trigger with transition tables cost each of them more than its own statement
+-- (building the tuplestores, planning a join of them); each statement here is one primary-key
+-- lookup with a plan PL/pgSQL keeps for the session, whatever the size of the first write, so a
+-- bulk write costs a lookup per row, never a rescan.
+create function pgmcp.keep_resource_entry() returns trigger
 language plpgsql security definer
 set search_path = pg_catalog, pgmcp
 set extra_float_digits = 1
-set enable_hashjoin = off
-set enable_mergejoin = off
 set jit = off
 as $$
 begin
-  if TG_OP = 'INSERT' then
-    with entries as (
-      insert into pgmcp.resource_entries
-      select n.id, n.readers,
-             pgmcp.list_entry(n.uri, n.name, n.title, n.description, n.mime_type, n.size,
-                              n.audience, n.priority, n.updated_at)
-        from new_rows n)
+  -- A deleted row, or the old id of a row given a new one: its entry and keys go.
+  if TG_OP = 'DELETE' or new.id <> old.id then
+    delete from pgmcp.resource_entries where resource_id = old.id;
+    delete from pgmcp.resource_listing where reader = any (old.readers) and resource_id = old.id;
+    if TG_OP = 'DELETE' then
+      return null;
+    end if;
+  end if;
+  -- An upsert written only when it differs: an update that changes nothing writes nothing, and an
+  -- entry left behind by writes that skipped the trigger is overwritten.
+  insert into pgmcp.resource_entries as e
+  values (new.id, new.readers,
+          pgmcp.list_entry(new.uri, new.name, new.title, new.description, new.mime_type,
+                           new.size, new.audience, new.priority, new.updated_at))
+  on conflict (resource_id) do update set readers = excluded.readers, entry = excluded.entry
+   where (e.readers, e.entry) is distinct from (excluded.readers, excluded.entry);
+  -- Keys: all of a new row's (or a new id's); of an updated row, those of readers lost and gained.
+  if TG_OP = 'INSERT' or new.id <> old.id then
     insert into pgmcp.resource_listing
-    select distinct u.reader, n.id
-      from new_rows n cross join lateral unnest(n.readers) u(reader);
-  elsif TG_OP = 'UPDATE' then
-    -- Entries: those of ids no row has any more (an update that gave a row a new id) go; every
-    -- other row's is upserted, and written only when it differs (an update that changes nothing
-    -- writes nothing; one left behind by writes that skipped the trigger is overwritten).
-    -- Listing: the (reader, id) keys the old rows had and the new ones lack go, and the reverse
-    -- come; a row that keeps its readers and id has none of either.
-    with gone as (
-      delete from pgmcp.resource_entries e
-       using (select id from old_rows except select id from new_rows) g
-       where e.resource_id = g.id),
-    entries as (
-      insert into pgmcp.resource_entries as e
-      select n.id, n.readers,
-             pgmcp.list_entry(n.uri, n.name, n.title, n.description, n.mime_type, n.size,
-                              n.audience, n.priority, n.updated_at)
-        from new_rows n
-      on conflict (resource_id) do update set readers = excluded.readers, entry = excluded.entry
-       where (e.readers, e.entry) is distinct from (excluded.readers, excluded.entry)),
-    lost as (
-      delete from pgmcp.resource_listing l
-       using (select u.reader, o.id from old_rows o cross join lateral unnest(o.readers) u(reader)
-              except
-              select u.reader, n.id from new_rows n cross join lateral unnest(n.readers) u(reader)) k
-       where l.reader = k.reader and l.resource_id = k.id)
-    insert into pgmcp.resource_listing
-    select k.reader, k.id
-      from (select u.reader, n.id from new_rows n cross join lateral unnest(n.readers) u(reader)
-            except
-            select u.reader, o.id from old_rows o cross join lateral unnest(o.readers) u(reader)) k
+    select distinct u.reader, new.id from unnest(new.readers) u(reader)
     on conflict do nothing;
-  elsif TG_OP = 'DELETE' then
-    with gone as (
-      delete from pgmcp.resource_entries e using old_rows o where e.resource_id = o.id)
-    delete from pgmcp.resource_listing l
-     using (select distinct u.reader, o.id from old_rows o cross join lateral unnest(o.readers) u(reader)) k
-     where l.reader = k.reader and l.resource_id = k.id;
-  else
-    truncate pgmcp.resource_entries, pgmcp.resource_listing;
+  elsif new.readers is distinct from old.readers then
+    delete from pgmcp.resource_listing
+     where reader = any (old.readers) and resource_id = new.id
+       and (reader = any (new.readers)) is not true;
+    insert into pgmcp.resource_listing
+    select distinct u.reader, new.id from unnest(new.readers) u(reader)
+     where (u.reader = any (old.readers)) is not true
+    on conflict do nothing;
   end if;
   return null;
 end;
 $$;
 
-revoke all on function pgmcp.keep_resource_entries() from public;
+create function pgmcp.empty_resource_entries() returns trigger
+language plpgsql security definer
+set search_path = pg_catalog, pgmcp
+as $$
+begin
+  truncate pgmcp.resource_entries, pgmcp.resource_listing;
+  return null;
+end;
+$$;
 
-create trigger resources_keep_entries_inserts
-  after insert on pgmcp.resources referencing new table as new_rows
-  for each statement execute function pgmcp.keep_resource_entries();
-create trigger resources_keep_entries_updates
-  after update on pgmcp.resources referencing old table as old_rows new table as new_rows
-  for each statement execute function pgmcp.keep_resource_entries();
-create trigger resources_keep_entries_deletes
-  after delete on pgmcp.resources referencing old table as old_rows
-  for each statement execute function pgmcp.keep_resource_entries();
+revoke all on function pgmcp.keep_resource_entry() from public;
+revoke all on function pgmcp.empty_resource_entries() from public;
+
+create trigger resources_keep_entries
+  after insert or update or delete on pgmcp.resources
+  for each row execute function pgmcp.keep_resource_entry();
 create trigger resources_keep_entries_truncates
   after truncate on pgmcp.resources
-  for each statement execute function pgmcp.keep_resource_entries();
+  for each statement execute function pgmcp.empty_resource_entries();
+
+-- updated_at (0001, 0004) compared the rows as jsonb, building two documents of every column,
+-- content included, on every update of any table it is attached to. For pgmcp.resources the
+-- columns a writer sets are compared as they are; generated columns (size) are not set yet
+-- in a BEFORE trigger and follow the others. A column added to the table later must be added here.
+create function pgmcp.touch_resource_updated_at() returns trigger
+language plpgsql
+as $$
+begin
+  if (new.id, new.uri, new.name, new.title, new.description, new.mime_type, new.text, new.blob,
+      new.tags, new.audience, new.priority, new.readers, new.created_at, new.updated_at)
+     is distinct from
+     (old.id, old.uri, old.name, old.title, old.description, old.mime_type, old.text, old.blob,
+      old.tags, old.audience, old.priority, old.readers, old.created_at, old.updated_at) then
+    new.updated_at := now();
+  end if;
+  return new;
+end;
+$$;
+
+drop trigger resources_touch_updated_at on pgmcp.resources;
+create trigger resources_touch_updated_at
+  before update on pgmcp.resources
+  for each row execute function pgmcp.touch_resource_updated_at();
 
 -- Both tables from pgmcp.resources as they are: the conversion below, and the repair after writes
 -- that skipped the trigger. The owner is subject to the resources policy (it is forced), so the

@@ -203,10 +203,11 @@ describe('pgmcp.resource_listing and pgmcp.resource_entries triggers', () => {
     expect(await mismatches()).toEqual([]);
   });
 
-  it('scans each transition table once per statement, in a session that first wrote one row', async () => {
+  it('scans each transition table once per statement and reaches the entries by key, in a session that first wrote one row', async () => {
     // PL/pgSQL keeps a trigger statement's plan from its first call. Planned for one row, a join
     // of the two transition tables became a nested loop that rescanned one of them for each row
-    // of the other, quadratic for a later bulk update (migrations 0009, 0010). auto_explain
+    // of the other, quadratic for a later bulk update (migrations 0009, 0010); planned for many,
+    // a scan of a whole table that every later single-row write paid. auto_explain
     // reports each trigger statement's plan with the number of times each node ran.
     await sql.query(
       `insert into pgmcp.resources (uri, name, text, readers)
@@ -241,8 +242,17 @@ describe('pgmcp.resource_listing and pgmcp.resource_entries triggers', () => {
     } finally {
       await session.end();
     }
+    // The capture trigger's statements read the transition tables (one per write here); the
+    // list-entry trigger is row-level (migrations/0017) and must reach its tables by primary key.
     const triggerPlans = plans.filter((plan) => plan.includes('_rows'));
-    expect(triggerPlans.length).toBeGreaterThan(3);
+    expect(triggerPlans.length).toBeGreaterThanOrEqual(3);
+    const entryScans = plans.filter((plan) =>
+      /Seq Scan on resource_(entries|listing)/.test(plan),
+    );
+    expect(entryScans).toEqual([]);
+    expect(plans.some((plan) => plan.includes('pgmcp.resource_entries'))).toBe(
+      true,
+    );
     const rescans = triggerPlans.flatMap((plan) =>
       [
         ...plan.matchAll(
