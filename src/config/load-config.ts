@@ -57,7 +57,7 @@ function validSettings(flags: ConfigFlags, env: NodeJS.ProcessEnv): Settings {
       .map((issue) => `  - ${issue.message}`)
       .join('\n');
     throw new ConfigError(
-      `invalid configuration:\n${problems}\nSee README "Configuration" for every setting.`,
+      `invalid configuration:\n${problems}\nSee docs/operations.md "Configuration" for every setting.`,
     );
   }
   return parsed.data;
