@@ -441,3 +441,23 @@ export async function freePort(): Promise<number> {
   await new Promise((resolve) => server.close(resolve));
   return port;
 }
+
+/** Poll `condition` every 50 ms until it holds; past `timeoutMs` the test fails naming `what`. */
+export async function until(
+  condition: () => Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** The HTTP status of the server's GET /readyz. */
+export async function readiness(server: TestServer): Promise<number> {
+  const response = await fetch(new URL('/readyz', server.url));
+  await response.text();
+  return response.status;
+}
