@@ -5,6 +5,7 @@ import {
   loadConfigFile,
   type FileCatalogScope,
   type FileCollection,
+  type FileTools,
 } from './config-file.js';
 import { parseDatabases, type DatabaseConfig } from './databases.js';
 import {
@@ -25,6 +26,7 @@ export type Config = Readonly<
     configFile: string | undefined;
     catalog: FileCatalogScope;
     collections: readonly FileCollection[];
+    tools: FileTools;
   }
 >;
 
