@@ -43,6 +43,7 @@ export {
 export {
   createLegacyAdapter,
   hasModernClaim,
+  isJsonRpcResponse,
   isModernVersion,
   type LegacyAdapter,
   type LegacyAdapterOptions,
