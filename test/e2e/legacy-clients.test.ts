@@ -215,7 +215,7 @@ describe('@modelcontextprotocol/sdk 1.32.2 (2025-11-25)', () => {
       const templates = await client.listResourceTemplates();
       expect(
         templates.resourceTemplates.map((template) => template.uriTemplate),
-      ).toContain('notes:///{tag}/{slug}');
+      ).toContain('pg://{database}/{schema}');
       const text = await client.readResource({ uri: 'file:///v1/docs/a.txt' });
       expect(text.contents).toEqual([
         expect.objectContaining({
@@ -238,16 +238,13 @@ describe('@modelcontextprotocol/sdk 1.32.2 (2025-11-25)', () => {
         'file:///v1/docs/logo.png',
       ]);
       expect(directory.contents[0]?.mimeType).toBe('inode/directory');
+      // The catalog template completes from pg_catalog: the database this server serves.
+      const database = new URL(databaseUrl).pathname.slice(1);
       const completed = await client.complete({
-        ref: { type: 'ref/resource', uri: 'notes:///{tag}/{slug}' },
-        argument: { name: 'tag', value: 'v1-' },
+        ref: { type: 'ref/resource', uri: 'pg://{database}/{schema}' },
+        argument: { name: 'database', value: database.slice(0, 5) },
       });
-      expect([...completed.completion.values].sort()).toEqual([
-        'v1-http',
-        'v1-sentinel',
-        'v1-stdio',
-        'v1-walk',
-      ]);
+      expect(completed.completion.values).toEqual([database]);
     } finally {
       await transport.terminateSession();
       await client.close();
