@@ -45,6 +45,7 @@ export {
 export {
   createLegacyAdapter,
   hasModernClaim,
+  isJsonRpcResponse,
   isModernVersion,
   type LegacyAdapter,
   type LegacyAdapterOptions,

@@ -83,6 +83,21 @@ export function hasModernClaim(message: InboundMessage): boolean {
   );
 }
 
+/**
+ * A parsed JSON-RPC response (no method, a result or an error): what a legacy client sends when it
+ * answers a server request (legacy digest §2, §10.1 step 1). Modern clients never send one.
+ */
+export function isJsonRpcResponse(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return false;
+  const record = value as Record<string, unknown>;
+  return (
+    record['jsonrpc'] === '2.0' &&
+    !('method' in record) &&
+    ('result' in record || 'error' in record)
+  );
+}
+
 /** A version string that belongs to the modern era (sent in a header without the claim). */
 export function isModernVersion(version: string): boolean {
   return SUPPORTED_VERSIONS.includes(version) || version >= PROTOCOL_VERSION;
