@@ -484,6 +484,25 @@ describe('legacy subscriptions', () => {
     });
   });
 
+  it('tells a session of a committed change to a prompt its role can read, as prompts/list_changed', async () => {
+    const id = await openSession(server.url, AS_A);
+    const events = await stream(id);
+    const promptChanges = () =>
+      events.messages.filter(
+        (message) => message.method === 'notifications/prompts/list_changed',
+      ).length;
+    await sql.query(
+      `insert into pgmcp.prompts (name, messages, readers)
+       values ('legacy-prompt', '[{"role": "user", "content": {"type": "text", "text": "hi"}}]', $1)`,
+      [[ROLE_A]],
+    );
+    await events.waitFor(() => promptChanges() === 1);
+    expect(events.messages).toContainEqual({
+      jsonrpc: '2.0',
+      method: 'notifications/prompts/list_changed',
+    });
+  });
+
   it('refuses to subscribe to what the role cannot read or what does not exist with -32002', async () => {
     await insert('notes:///legacy-sub/theirs', [ROLE_B]);
     const id = await openSession(server.url, AS_A);
