@@ -24,8 +24,10 @@ export {
   CancelledParamsSchema,
   CompleteParamsSchema,
   EmptyParamsSchema,
+  GetPromptParamsSchema,
   PROTOCOL_VERSION,
   PaginatedParamsSchema,
+  CallToolParamsSchema,
   ReadResourceParamsSchema,
   SUPPORTED_VERSIONS,
   expectedHttpHeaders,
@@ -33,9 +35,11 @@ export {
   type Annotations,
   type Cacheable,
   type CompleteParams,
+  type GetPromptParams,
   type Implementation,
   type InboundMessage,
   type PaginatedParams,
+  type CallToolParams,
   type ReadResourceParams,
   type RequestId,
   type ResourceTemplate,
@@ -43,6 +47,7 @@ export {
 export {
   createLegacyAdapter,
   hasModernClaim,
+  isJsonRpcResponse,
   isModernVersion,
   type LegacyAdapter,
   type LegacyAdapterOptions,
@@ -55,6 +60,10 @@ export {
   type LogLevel,
 } from './legacy-state.js';
 export { createEraDispatcher } from './era-dispatcher.js';
+export {
+  streamedResponse,
+  type RequestStreamControl,
+} from './request-stream.js';
 export {
   ListenParamsSchema,
   type FanoutMessages,

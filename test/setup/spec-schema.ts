@@ -60,6 +60,22 @@ export const RESULT_SCHEMAS: Record<string, { sdk: z.ZodType; def: string }> = {
     sdk: official.CompleteResultSchema,
     def: 'CompleteResultResponse',
   },
+  'tools/list': {
+    sdk: official.ListToolsResultSchema,
+    def: 'ListToolsResultResponse',
+  },
+  'tools/call': {
+    sdk: official.CallToolResultSchema,
+    def: 'CallToolResultResponse',
+  },
+  'prompts/list': {
+    sdk: official.ListPromptsResultSchema,
+    def: 'ListPromptsResultResponse',
+  },
+  'prompts/get': {
+    sdk: official.GetPromptResultSchema,
+    def: 'GetPromptResultResponse',
+  },
 };
 
 /** The official schema of each notification the server may send. */
@@ -79,9 +95,17 @@ export const NOTIFICATION_SCHEMAS: Record<
     sdk: official.ResourceListChangedNotificationSchema,
     def: 'ResourceListChangedNotification',
   },
+  'notifications/prompts/list_changed': {
+    sdk: official.PromptListChangedNotificationSchema,
+    def: 'PromptListChangedNotification',
+  },
   'notifications/cancelled': {
     sdk: official.CancelledNotificationSchema,
     def: 'CancelledNotification',
+  },
+  'notifications/progress': {
+    sdk: official.ProgressNotificationSchema,
+    def: 'ProgressNotification',
   },
 };
 
@@ -111,6 +135,14 @@ const LEGACY_RESULT_SCHEMAS: Record<string, { sdk: z.ZodType; def: string }> = {
     sdk: legacySdk.CompleteResultSchema,
     def: 'CompleteResult',
   },
+  'prompts/list': {
+    sdk: legacySdk.ListPromptsResultSchema,
+    def: 'ListPromptsResult',
+  },
+  'prompts/get': {
+    sdk: legacySdk.GetPromptResultSchema,
+    def: 'GetPromptResult',
+  },
   'resources/subscribe': {
     sdk: legacySdk.EmptyResultSchema,
     def: 'EmptyResult',
@@ -122,6 +154,14 @@ const LEGACY_RESULT_SCHEMAS: Record<string, { sdk: z.ZodType; def: string }> = {
   'logging/setLevel': {
     sdk: legacySdk.EmptyResultSchema,
     def: 'EmptyResult',
+  },
+  'tools/list': {
+    sdk: legacySdk.ListToolsResultSchema,
+    def: 'ListToolsResult',
+  },
+  'tools/call': {
+    sdk: legacySdk.CallToolResultSchema,
+    def: 'CallToolResult',
   },
 };
 
@@ -136,6 +176,10 @@ const LEGACY_NOTIFICATION_SCHEMAS: Record<
   'notifications/resources/list_changed': {
     sdk: legacySdk.ResourceListChangedNotificationSchema,
     def: 'ResourceListChangedNotification',
+  },
+  'notifications/prompts/list_changed': {
+    sdk: legacySdk.PromptListChangedNotificationSchema,
+    def: 'PromptListChangedNotification',
   },
   'notifications/message': {
     sdk: legacySdk.LoggingMessageNotificationSchema,
