@@ -1,7 +1,13 @@
 // Upgrading through migrations: a database migrated to 0007 (before resources/list moved to the
 // per-reader listing, 0008-0010) and holding the demo's rows, migrated to the latest, answers
 // list, templates, read and subscribe as each role exactly as a fresh database with the same rows.
-import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -38,6 +44,8 @@ const COLLECTIONS: CollectionConfig[] = [
   titleColumn: titleColumn as string | undefined,
 }));
 const SAME_TIME = '2026-01-02T03:04:05.678Z';
+/** Demo seed files that need tables later than EARLIER (prompts: 0015); neither database loads them. */
+const LATER_SEEDS = ['70_prompts.sql'];
 
 const databases = { upgraded: '', fresh: '' };
 let folder: string;
@@ -63,7 +71,7 @@ async function migrate(
  * timestamp the same in both databases (written before the listing triggers exist, in the old one).
  */
 async function seed(client: pg.Client): Promise<void> {
-  await loadSeed(client, SEEDS_DIRECTORY, 'demo', () => undefined);
+  await loadSeed(client, path.join(folder, 'seeds'), 'demo', () => undefined);
   await client.query(
     `insert into pgmcp.resources (uri, name, description, text, readers, audience, priority)
      values ('notes:///handbook/long', 'long', repeat('word ', 1000), 'x', array['support', 'finance'],
@@ -85,6 +93,14 @@ beforeAll(async () => {
       copyFileSync(
         path.join(MIGRATIONS_DIRECTORY, file),
         path.join(folder, file),
+      );
+  const demo = path.join(SEEDS_DIRECTORY, 'demo');
+  mkdirSync(path.join(folder, 'seeds', 'demo'), { recursive: true });
+  for (const file of readdirSync(demo))
+    if (!LATER_SEEDS.includes(file))
+      copyFileSync(
+        path.join(demo, file),
+        path.join(folder, 'seeds', 'demo', file),
       );
   databases.upgraded = await recreateDatabase(
     testDatabaseUrl(),
