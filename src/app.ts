@@ -43,6 +43,7 @@ import {
 } from './notifications/index.js';
 import {
   catalogSource,
+  createConsentGate,
   deliveredChanges,
   type CatalogSource,
   type CollectionConfig,
@@ -80,6 +81,8 @@ export interface AppOptions {
    * reports a schema change or resyncs.
    */
   readonly roleDecisions?: { clear(): void };
+  /** How long a consent request's state stays good (PGMCP_CONSENT_MINUTES); default 10. */
+  readonly consentMinutes?: number;
 }
 
 export interface App {
@@ -160,6 +163,11 @@ export function createApp(options: AppOptions): App {
         db: options.db,
         sources: options.sources,
         maxDirectoryEntries: options.maxDirectoryEntries,
+        consent: createConsentGate({
+          db: options.db,
+          secrets: options.cursorSecrets,
+          expiryMinutes: options.consentMinutes ?? 10,
+        }),
       }),
     ],
     [
@@ -179,7 +187,8 @@ export function createApp(options: AppOptions): App {
   const dispatcher = createDispatcher({
     serverInfo: SERVER_INFO,
     methods,
-    logError: (message, error) => options.logger.error(message, error),
+    logError: (message, error, fields) =>
+      options.logger.error(message, error, fields),
   });
   return {
     dispatcher,
@@ -369,10 +378,13 @@ export async function createSources(
 ): Promise<CatalogSource[]> {
   const collectionsIn = (name: string | undefined): CollectionConfig[] =>
     config.collections.filter((collection) => collection.database === name);
+  const sensitiveIn = (name: string | undefined) =>
+    config.sensitive.filter((entry) => entry.database === name);
   const sources = [
     await catalogSource(databases.main, {
       scope: config.catalog,
       collections: collectionsIn(undefined),
+      sensitive: sensitiveIn(undefined),
     }),
   ];
   for (const { name, db } of databases.more)
@@ -381,6 +393,7 @@ export async function createSources(
         name,
         scope: config.catalog,
         collections: collectionsIn(name),
+        sensitive: sensitiveIn(name),
       }),
     );
   const named = new Set<string>();
@@ -414,6 +427,7 @@ export function appOptions(
     live: config.live,
     logger,
     roleDecisions,
+    consentMinutes: config.consentMinutes,
   };
 }
 

@@ -34,6 +34,19 @@ const ConfigFileSchema = z
           .strict(),
       )
       .optional(),
+    // Tables, or some of their columns, whose rows are read only with a person's consent.
+    sensitive: z
+      .array(
+        z
+          .object({
+            database: z.string().min(1).optional(),
+            schema: identifier,
+            table: identifier,
+            columns: z.array(identifier).min(1).optional(),
+          })
+          .strict(),
+      )
+      .optional(),
   })
   .strict();
 
@@ -54,6 +67,17 @@ export interface FileCollection {
   readonly titleColumn: string | undefined;
 }
 
+/**
+ * A table (every column, when `columns` is null) whose rows need a person's consent to read
+ * (docs/consent.md): the shape of resources/' SensitiveTable.
+ */
+export interface FileSensitive {
+  readonly database: string | undefined;
+  readonly schema: string;
+  readonly table: string;
+  readonly columns: readonly string[] | null;
+}
+
 /** Which schemas the catalog shows: `include` (all when null) minus `exclude` (resources/' CatalogScope). */
 export interface FileCatalogScope {
   readonly include: readonly string[] | null;
@@ -64,7 +88,11 @@ export interface FileCatalogScope {
 export function loadConfigFile(
   configFile: string | undefined,
   databases: readonly DatabaseConfig[],
-): { catalog: FileCatalogScope; collections: FileCollection[] } {
+): {
+  catalog: FileCatalogScope;
+  collections: FileCollection[];
+  sensitive: FileSensitive[];
+} {
   const file = configFile === undefined ? {} : readConfigFile(configFile);
   return {
     catalog: {
@@ -72,6 +100,12 @@ export function loadConfigFile(
       exclude: file.catalog?.excludeSchemas ?? [],
     },
     collections: fileCollections(file, configFile, databases),
+    sensitive: (file.sensitive ?? []).map((entry) => ({
+      database: entry.database,
+      schema: entry.schema,
+      table: entry.table,
+      columns: entry.columns ?? null,
+    })),
   };
 }
 

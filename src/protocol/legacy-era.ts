@@ -10,6 +10,7 @@ import type {
   TransportContext,
 } from './dispatch.js';
 import { RawJson } from './raw-json.js';
+import { META_LOG_LEVEL } from './request-notices.js';
 import {
   LEGACY_VERSIONS,
   LOG_LEVELS,
@@ -171,9 +172,10 @@ class LegacyEraAdapter implements LegacyAdapter {
       return this.options.dispatcher.dispatch(message, transport);
     if (SHARED_METHODS.has(method))
       return toLegacyOutcome(
-        await this.options.dispatcher.dispatch(asModern(message), {
+        await this.options.dispatcher.dispatch(asModern(message, session), {
           principal: transport.principal,
           signal: transport.signal,
+          notify: transport.notify,
         }),
       );
     return ok(id, await this.#sessionMethod(message, session, transport));
@@ -255,8 +257,14 @@ function negotiate(
   };
 }
 
-/** The request with the envelope the shared handlers expect; the client's own `_meta` rides along. */
-function asModern(message: InboundMessage): InboundMessage {
+/**
+ * The request with the envelope the shared handlers expect; the client's own `_meta` (its
+ * progressToken) rides along, and the session's logging/setLevel becomes the request's log level.
+ */
+function asModern(
+  message: InboundMessage,
+  session: LegacySession,
+): InboundMessage {
   const params = message.params ?? {};
   const meta = params['_meta'];
   return {
@@ -266,7 +274,10 @@ function asModern(message: InboundMessage): InboundMessage {
       _meta: {
         ...(typeof meta === 'object' && meta !== null ? meta : {}),
         [META_PROTOCOL_VERSION]: PROTOCOL_VERSION,
-        [META_CLIENT_CAPABILITIES]: {},
+        [META_CLIENT_CAPABILITIES]: session.handshake?.capabilities ?? {},
+        ...(session.logLevel === undefined
+          ? {}
+          : { [META_LOG_LEVEL]: session.logLevel }),
       },
     },
   };

@@ -263,12 +263,14 @@ export function createListResourcesMethod(
         if ('next' in step) next = step.next;
         else position = step.position;
       }
+      const hints = cacheHints('list', ctx.principal);
+      ctx.notices.log('info', 'cache', { ...hints, items: items.length });
       return {
         resources: new RawJson(`[${items.join(',')}]`),
         ...(next === undefined
           ? {}
           : { nextCursor: deps.cursors.encode({ c: COLLECTION, k: next }) }),
-        ...cacheHints('list', ctx.principal),
+        ...hints,
       };
     },
   });
