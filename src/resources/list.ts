@@ -264,7 +264,11 @@ export function createListResourcesMethod(
         else position = step.position;
       }
       const hints = cacheHints('list', ctx.principal);
-      ctx.notices.log('info', 'cache', { ...hints, items: items.length });
+      ctx.notices.log('info', 'cache', {
+        scope: hints.cacheScope,
+        maxAgeMs: hints.ttlMs,
+        items: items.length,
+      });
       return {
         resources: new RawJson(`[${items.join(',')}]`),
         ...(next === undefined

@@ -88,7 +88,11 @@ export function createReadResourceMethod(
         ? { ttlMs: 0, cacheScope: 'private' as const }
         : cacheHints('read', ctx.principal);
       reportRead(ctx, contents, many);
-      ctx.notices.log('info', 'cache', { uri: params.uri, ...hints });
+      ctx.notices.log('info', 'cache', {
+        uri: params.uri,
+        scope: hints.cacheScope,
+        maxAgeMs: hints.ttlMs,
+      });
       return { contents: new RawJson(`[${contents.join(',')}]`), ...hints };
     },
   });

@@ -83,6 +83,15 @@ export const NOTIFICATION_SCHEMAS: Record<
     sdk: official.CancelledNotificationSchema,
     def: 'CancelledNotification',
   },
+  // Only on a request's own stream, before its response (spec §11, §12).
+  'notifications/progress': {
+    sdk: official.ProgressNotificationSchema,
+    def: 'ProgressNotification',
+  },
+  'notifications/message': {
+    sdk: official.LoggingMessageNotificationSchema,
+    def: 'LoggingMessageNotification',
+  },
 };
 
 /** 2025-11-25 result schemas (v1 SDK and the JSON schema's $defs) of each method served to legacy. */

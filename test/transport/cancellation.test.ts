@@ -27,6 +27,7 @@ import { recreateDatabase } from '../setup/recreate-database.js';
 import { startStdioChild, type StdioChild } from '../setup/stdio-child.js';
 
 const DATABASE = 'pgmcp_cancel_test';
+const TRACEPARENT = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
 const ROLE = 'pgmcp_cancel_reader';
 const COLLECTIONS = [
   { schema: 'slow', table: 'items' },
@@ -209,6 +210,7 @@ describe('cancelling a request', () => {
       PGMCP_ROLE: ROLE,
       PGMCP_CONFIG: configFile,
       PGMCP_POOL_SIZE: '1',
+      PGMCP_LOG_FORMAT: 'json',
     });
     children.push(child);
     const send = (message: object) => child.send(JSON.stringify(message));
@@ -223,7 +225,7 @@ describe('cancelling a request', () => {
       jsonrpc: '2.0',
       id: 'modern',
       method: 'resources/read',
-      params: { _meta: META, uri: slowUri() },
+      params: { _meta: { ...META, traceparent: TRACEPARENT }, uri: slowUri() },
     });
     const first = await sleepingBackend();
     cancel('modern');
@@ -263,5 +265,19 @@ describe('cancelling a request', () => {
     const ids = child.lines.map((message) => message['id']);
     expect(ids).not.toContain('modern');
     expect(ids).not.toContain('legacy');
+    // PGMCP_LOG_FORMAT=json: stderr is JSON lines; the stopped statement's line names its request
+    // and carries the trace context the request came with.
+    const logs = child.stderr
+      .join('')
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(logs).toContainEqual(
+      expect.objectContaining({
+        level: 'error',
+        requestId: 'modern',
+        traceparent: TRACEPARENT,
+      }),
+    );
   });
 });
