@@ -64,6 +64,12 @@ import {
   type LegacyHttp,
   type StdioTransport,
 } from './transport/index.js';
+import {
+  conformanceFixtureTools,
+  createCallToolMethod,
+  createListToolsMethod,
+  type Tool,
+} from './tools/index.js';
 import { SERVER_INFO } from './version.js';
 
 export interface AppOptions {
@@ -83,7 +89,18 @@ export interface AppOptions {
   readonly roleDecisions?: { clear(): void };
   /** How long a consent request's state stays good (PGMCP_CONSENT_MINUTES); default 10. */
   readonly consentMinutes?: number;
+  /** Tool settings (config file "tools"); the defaults when absent. */
+  readonly tools?: Config['tools'];
 }
+
+/** The tool settings without a config file. */
+const DEFAULT_TOOLS: Config['tools'] = {
+  disabled: [],
+  schemas: null,
+  explainAnalyze: false,
+  searchLimit: 20,
+  conformanceFixtures: false,
+};
 
 export interface App {
   readonly dispatcher: Dispatcher;
@@ -119,6 +136,7 @@ const INSTRUCTIONS =
 /** What a 2025-11-25 session is offered (legacy digest §3.4): no `extensions`, plus logging. */
 const LEGACY_CAPABILITIES = {
   resources: { subscribe: true, listChanged: true },
+  tools: {},
   completions: {},
   logging: {},
 };
@@ -149,6 +167,7 @@ export function createApp(options: AppOptions): App {
       createDiscoverMethod({
         capabilities: {
           resources: { subscribe: true, listChanged: true },
+          tools: {},
           completions: {},
         },
         instructions: INSTRUCTIONS,
@@ -184,6 +203,9 @@ export function createApp(options: AppOptions): App {
       }),
     ],
   ]);
+  const tools = serverTools(options);
+  methods.set('tools/list', createListToolsMethod(tools));
+  methods.set('tools/call', createCallToolMethod(tools));
   const dispatcher = createDispatcher({
     serverInfo: SERVER_INFO,
     methods,
@@ -205,6 +227,14 @@ export function createApp(options: AppOptions): App {
         pollIntervalMs: tuning?.pollIntervalMs,
       }),
   };
+}
+
+/** The tools served (issue 15), minus those the config file switches off. */
+function serverTools(options: AppOptions): Tool[] {
+  const settings = options.tools ?? DEFAULT_TOOLS;
+  const tools: Tool[] = [];
+  if (settings.conformanceFixtures) tools.push(...conformanceFixtureTools());
+  return tools.filter((tool) => !settings.disabled.includes(tool.name));
 }
 
 /**
@@ -428,6 +458,7 @@ export function appOptions(
     logger,
     roleDecisions,
     consentMinutes: config.consentMinutes,
+    tools: config.tools,
   };
 }
 

@@ -5,6 +5,7 @@ export {
   type FileCatalogScope,
   type FileCollection,
   type FileSensitive,
+  type FileTools,
 } from './config-file.js';
 export { redactConnectionString, type DatabaseConfig } from './databases.js';
 export {

@@ -6,6 +6,7 @@ import {
   type FileCatalogScope,
   type FileCollection,
   type FileSensitive,
+  type FileTools,
 } from './config-file.js';
 import { parseDatabases, type DatabaseConfig } from './databases.js';
 import {
@@ -28,6 +29,7 @@ export type Config = Readonly<
     collections: readonly FileCollection[];
     /** Tables and columns whose rows need a person's consent (config file "sensitive"). */
     sensitive: readonly FileSensitive[];
+    tools: FileTools;
   }
 >;
 
@@ -60,7 +62,7 @@ function validSettings(flags: ConfigFlags, env: NodeJS.ProcessEnv): Settings {
       .map((issue) => `  - ${issue.message}`)
       .join('\n');
     throw new ConfigError(
-      `invalid configuration:\n${problems}\nSee README "Configuration" for every setting.`,
+      `invalid configuration:\n${problems}\nSee docs/operations.md "Configuration" for every setting.`,
     );
   }
   return parsed.data;

@@ -32,6 +32,7 @@ export {
   EmptyParamsSchema,
   PROTOCOL_VERSION,
   PaginatedParamsSchema,
+  CallToolParamsSchema,
   ReadResourceParamsSchema,
   SUPPORTED_VERSIONS,
   expectedHttpHeaders,
@@ -42,6 +43,7 @@ export {
   type Implementation,
   type InboundMessage,
   type PaginatedParams,
+  type CallToolParams,
   type ReadResourceParams,
   type RequestId,
   type ResourceTemplate,
@@ -49,6 +51,7 @@ export {
 export {
   createLegacyAdapter,
   hasModernClaim,
+  isJsonRpcResponse,
   isModernVersion,
   type LegacyAdapter,
   type LegacyAdapterOptions,
@@ -61,6 +64,10 @@ export {
   type LogLevel,
 } from './legacy-state.js';
 export { createEraDispatcher } from './era-dispatcher.js';
+export {
+  streamedResponse,
+  type RequestStreamControl,
+} from './request-stream.js';
 export {
   ListenParamsSchema,
   type FanoutMessages,

@@ -33,6 +33,8 @@ const SHARED_METHODS = new Set([
   'resources/templates/list',
   'resources/read',
   'completion/complete',
+  'tools/list',
+  'tools/call',
 ]);
 /** Result fields 2025-11-25 does not have (legacy digest §6.4). */
 const MODERN_ONLY_FIELDS = ['resultType', 'ttlMs', 'cacheScope', '_meta'];
@@ -79,6 +81,21 @@ export function hasModernClaim(message: InboundMessage): boolean {
     typeof meta === 'object' &&
     meta !== null &&
     META_PROTOCOL_VERSION in (meta as Record<string, unknown>)
+  );
+}
+
+/**
+ * A parsed JSON-RPC response (no method, a result or an error): what a legacy client sends when it
+ * answers a server request (legacy digest §2, §10.1 step 1). Modern clients never send one.
+ */
+export function isJsonRpcResponse(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return false;
+  const record = value as Record<string, unknown>;
+  return (
+    record['jsonrpc'] === '2.0' &&
+    !('method' in record) &&
+    ('result' in record || 'error' in record)
   );
 }
 
@@ -172,11 +189,14 @@ class LegacyEraAdapter implements LegacyAdapter {
       return this.options.dispatcher.dispatch(message, transport);
     if (SHARED_METHODS.has(method))
       return toLegacyOutcome(
-        await this.options.dispatcher.dispatch(asModern(message, session), {
-          principal: transport.principal,
-          signal: transport.signal,
-          notify: transport.notify,
-        }),
+        await settle(
+          await this.options.dispatcher.dispatch(asModern(message, session), {
+            principal: transport.principal,
+            signal: transport.signal,
+            notify: transport.notify,
+          }),
+          transport,
+        ),
       );
     return ok(id, await this.#sessionMethod(message, session, transport));
   }
@@ -266,13 +286,16 @@ function asModern(
   session: LegacySession,
 ): InboundMessage {
   const params = message.params ?? {};
-  const meta = params['_meta'];
+  const meta =
+    typeof params['_meta'] === 'object' && params['_meta'] !== null
+      ? (params['_meta'] as Record<string, unknown>)
+      : {};
   return {
     ...message,
     params: {
       ...params,
       _meta: {
-        ...(typeof meta === 'object' && meta !== null ? meta : {}),
+        ...meta,
         [META_PROTOCOL_VERSION]: PROTOCOL_VERSION,
         [META_CLIENT_CAPABILITIES]: session.handshake?.capabilities ?? {},
         ...(session.logLevel === undefined
@@ -281,6 +304,50 @@ function asModern(
       },
     },
   };
+}
+
+/**
+ * A request answered on its own stream (a tool call with a progressToken) as one legacy answer: its
+ * notifications go out through the transport's notify (the POST's SSE answer, stdio lines) as
+ * they come, and its final message is the response. A cancel drops the stream and the answer.
+ */
+function settle(
+  outcome: DispatchOutcome,
+  transport: TransportContext,
+): Promise<DispatchOutcome> {
+  if (outcome.kind !== 'stream') return Promise.resolve(outcome);
+  const { stream } = outcome;
+  return new Promise((resolve) => {
+    const cancel = () => {
+      stream.cancel();
+      resolve({ kind: 'accepted' });
+    };
+    if (transport.signal.aborted) {
+      cancel();
+      return;
+    }
+    transport.signal.addEventListener('abort', cancel, { once: true });
+    stream.attach({
+      write: (message) => {
+        transport.notify?.(message);
+        return true;
+      },
+      pendingBytes: 0,
+      onDrain: () => undefined,
+      end: (finalMessage) => {
+        transport.signal.removeEventListener('abort', cancel);
+        resolve(
+          finalMessage === undefined
+            ? { kind: 'accepted' }
+            : {
+                kind: 'response',
+                response: JSON.parse(finalMessage) as JsonRpcResponse,
+                httpStatus: 200,
+              },
+        );
+      },
+    });
+  });
 }
 
 /** A modern outcome in 2025-11-25 form: result fields stripped, legacy error codes and statuses. */
