@@ -16,6 +16,7 @@ import {
   type MethodHandler,
   type ReadResourceParams,
   type RequestContext,
+  type RequestNotices,
 } from '../protocol/index.js';
 import { cacheHints } from './cache-hints.js';
 import { isCatalogUri } from './catalog-uri.js';
@@ -66,7 +67,11 @@ export function createReadResourceMethod(
       // Directory and catalog reads may gather many entries: say so while they run (spec §11).
       const many = isCatalogUri(uri) || isDirectoryUri(uri);
       if (many) ctx.notices.progress(0, undefined, 'Reading entries');
-      const found = await find(deps, uri, ctx);
+      const found = await find(deps, uri, {
+        principal: ctx.principal,
+        cancellation: ctx,
+        notices: ctx.notices,
+      });
       if (found.contents.length === 0) {
         throw new ProtocolError('RESOURCE_NOT_FOUND', 'Resource not found.', {
           data: { uri: params.uri },
@@ -98,25 +103,51 @@ export function createReadResourceMethod(
   });
 }
 
+/**
+ * What a read of `requested` as `principal` finds, for embedding elsewhere (a prompt): each
+ * content's JSON, none when the resource does not exist, the role cannot read it, or it is
+ * sensitive (consent is asked only by resources/read itself); an invalid URI throws INVALID_URI.
+ */
+export async function readContents(
+  deps: ReadDependencies,
+  requested: string,
+  principal: Principal,
+  cancellation: { readonly aborted: boolean },
+): Promise<string[]> {
+  const found = await find(deps, validateResourceUri(requested), {
+    principal,
+    cancellation,
+    notices: undefined,
+  });
+  return found.sensitive ? [] : found.contents;
+}
+
+/** Who reads, how the request is cancelled, and where its notices go (none when embedded). */
+interface Reader {
+  readonly principal: Principal;
+  readonly cancellation: { readonly aborted: boolean };
+  readonly notices: RequestNotices | undefined;
+}
+
 async function find(
   deps: ReadDependencies,
   uri: string,
-  ctx: RequestContext,
+  reader: Reader,
 ): Promise<Found> {
   if (isCatalogUri(uri))
     return {
       contents: await readCatalog(
         deps.sources,
         uri,
-        ctx.principal,
-        ctx,
+        reader.principal,
+        reader.cancellation,
         deps.maxDirectoryEntries,
       ),
       sensitive: isSensitiveRowUri(deps.sources, uri),
     };
   return isDirectoryUri(uri)
-    ? readDirectory(deps, uri, ctx)
-    : readOne(deps, uri, ctx.principal, ctx);
+    ? readDirectory(deps, uri, reader)
+    : readOne(deps, uri, reader.principal, reader.cancellation);
 }
 
 /** One stored resource, or none. */
@@ -172,13 +203,13 @@ function reportRead(
 async function readDirectory(
   deps: ReadDependencies,
   uri: string,
-  ctx: RequestContext,
+  reader: Reader,
 ): Promise<Found> {
   // One statement: the directory row (if stored) sorts first, then up to max + 1 children.
   const rows = await runRequestQuery(
     deps.db,
-    ctx.principal,
-    ctx,
+    reader.principal,
+    reader.cancellation,
     READ_DIRECTORY,
     {
       directoryUri: uri,
@@ -194,7 +225,7 @@ async function readDirectory(
     return { contents: [], sensitive: false };
   const truncated = children.length > deps.maxDirectoryEntries;
   if (truncated)
-    ctx.notices.log('warning', 'limits', {
+    reader.notices?.log('warning', 'limits', {
       uri,
       message: `directory cut at ${deps.maxDirectoryEntries} entries`,
       maxDirectoryEntries: deps.maxDirectoryEntries,
