@@ -51,6 +51,7 @@ import {
 } from './prompts/index.js';
 import {
   catalogSource,
+  createConsentGate,
   catalogUri,
   deliveredChanges,
   type CatalogSource,
@@ -96,6 +97,8 @@ export interface AppOptions {
    * reports a schema change or resyncs.
    */
   readonly roleDecisions?: { clear(): void };
+  /** How long a consent request's state stays good (PGMCP_CONSENT_MINUTES); default 10. */
+  readonly consentMinutes?: number;
   /** Tool settings (config file "tools"); the defaults when absent. */
   readonly tools?: Config['tools'];
 }
@@ -164,6 +167,11 @@ export function createApp(options: AppOptions): App {
     db: options.db,
     sources: options.sources,
     maxDirectoryEntries: options.maxDirectoryEntries,
+    consent: createConsentGate({
+      db: options.db,
+      secrets: options.cursorSecrets,
+      expiryMinutes: options.consentMinutes ?? 10,
+    }),
   };
   const promptDeps = promptDependencies(options, cursors, readDeps);
   const fanout = new StreamRegistry({
@@ -220,7 +228,8 @@ export function createApp(options: AppOptions): App {
   const dispatcher = createDispatcher({
     serverInfo: SERVER_INFO,
     methods,
-    logError: (message, error) => options.logger.error(message, error),
+    logError: (message, error, fields) =>
+      options.logger.error(message, error, fields),
   });
   return {
     dispatcher,
@@ -444,10 +453,13 @@ export async function createSources(
 ): Promise<CatalogSource[]> {
   const collectionsIn = (name: string | undefined): CollectionConfig[] =>
     config.collections.filter((collection) => collection.database === name);
+  const sensitiveIn = (name: string | undefined) =>
+    config.sensitive.filter((entry) => entry.database === name);
   const sources = [
     await catalogSource(databases.main, {
       scope: config.catalog,
       collections: collectionsIn(undefined),
+      sensitive: sensitiveIn(undefined),
     }),
   ];
   for (const { name, db } of databases.more)
@@ -456,6 +468,7 @@ export async function createSources(
         name,
         scope: config.catalog,
         collections: collectionsIn(name),
+        sensitive: sensitiveIn(name),
       }),
     );
   const named = new Set<string>();
@@ -489,6 +502,7 @@ export function appOptions(
     live: config.live,
     logger,
     roleDecisions,
+    consentMinutes: config.consentMinutes,
     tools: config.tools,
   };
 }

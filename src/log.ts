@@ -1,23 +1,65 @@
 // Logging: one line per event on stderr (stdout belongs to the stdio transport). Never secrets.
+// Text lines by default; with PGMCP_LOG_FORMAT=json, one JSON object per line.
 
-export interface Logger {
-  info(message: string): void;
-  warn(message: string): void;
-  error(message: string, error?: unknown): void;
+/** What ties a line to a request: its JSON-RPC id and the W3C trace context it came with. */
+export interface LogFields {
+  readonly requestId?: string | number | undefined;
+  readonly traceparent?: string | undefined;
 }
 
-/** A logger writing `time level message` lines to `stream` (stderr by default). */
+export interface Logger {
+  info(message: string, fields?: LogFields): void;
+  warn(message: string, fields?: LogFields): void;
+  error(message: string, error?: unknown, fields?: LogFields): void;
+}
+
+export type LogFormat = 'text' | 'json';
+
+/** PGMCP_LOG_FORMAT, checked: a typo fails at start-up rather than logging in a shape nobody parses. */
+export function logFormatSetting(value: string | undefined): LogFormat {
+  if (value === undefined || value === '' || value === 'text') return 'text';
+  if (value === 'json') return 'json';
+  throw new Error(`PGMCP_LOG_FORMAT is "${value}"; it must be text or json`);
+}
+
+/** A logger writing `time level message` lines (or JSON objects) to `stream` (stderr by default). */
 export function createLogger(
-  options: { stream?: NodeJS.WritableStream; debug?: boolean } = {},
+  options: {
+    stream?: NodeJS.WritableStream;
+    debug?: boolean;
+    format?: LogFormat;
+  } = {},
 ): Logger {
   const stream = options.stream ?? process.stderr;
-  const write = (level: string, message: string): void => {
-    stream.write(`${new Date().toISOString()} ${level} ${message}\n`);
+  const json = options.format === 'json';
+  const write = (level: string, message: string, fields?: LogFields): void => {
+    const time = new Date().toISOString();
+    if (json) {
+      stream.write(
+        `${JSON.stringify({
+          time,
+          level,
+          msg: message,
+          ...(fields?.requestId === undefined
+            ? {}
+            : { requestId: fields.requestId }),
+          ...(fields?.traceparent === undefined
+            ? {}
+            : { traceparent: fields.traceparent }),
+        })}\n`,
+      );
+      return;
+    }
+    const tag =
+      fields?.requestId === undefined
+        ? ''
+        : ` [${JSON.stringify(fields.requestId)}]`;
+    stream.write(`${time} ${level}${tag} ${message}\n`);
   };
   return {
-    info: (message) => write('info', message),
-    warn: (message) => write('warn', message),
-    error: (message, error) => {
+    info: (message, fields) => write('info', message, fields),
+    warn: (message, fields) => write('warn', message, fields),
+    error: (message, error, fields) => {
       // The cause (with SQL text or a stack) stays in the log; clients got a generic message.
       const detail =
         error instanceof Error
@@ -25,7 +67,7 @@ export function createLogger(
             ? (error.stack ?? error.message)
             : describeError(error)
           : describeValue(error);
-      write('error', detail === '' ? message : `${message}: ${detail}`);
+      write('error', detail === '' ? message : `${message}: ${detail}`, fields);
     },
   };
 }

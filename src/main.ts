@@ -2,7 +2,7 @@
 import { COMMANDS, USAGE, UsageError, parseFlags } from './cli/index.js';
 import { EmbeddedPostgresError, MigrationChangedError } from './db/index.js';
 import { ConfigError } from './errors.js';
-import { createLogger, type Logger } from './log.js';
+import { createLogger, logFormatSetting, type Logger } from './log.js';
 import { SERVER_INFO } from './version.js';
 
 const HELP_WORDS = new Set(['--help', '-h', 'help']);
@@ -12,7 +12,16 @@ const HELP_WORDS = new Set(['--help', '-h', 'help']);
  * applied migration whose file changed.
  */
 export async function main(argv: string[]): Promise<void> {
-  const logger = createLogger();
+  let logger: Logger;
+  try {
+    logger = createLogger({
+      format: logFormatSetting(process.env['PGMCP_LOG_FORMAT']),
+    });
+  } catch (error) {
+    process.stderr.write(`pgmcp: ${(error as Error).message}\n`);
+    process.exitCode = 2;
+    return;
+  }
   // A bug that leaks a rejection must not take the server down with every open request: log it.
   process.on('unhandledRejection', (reason) =>
     logger.error('unhandled rejection (a bug; please report it)', reason),

@@ -34,6 +34,19 @@ const ConfigFileSchema = z
           .strict(),
       )
       .optional(),
+    // Tables, or some of their columns, whose rows are read only with a person's consent.
+    sensitive: z
+      .array(
+        z
+          .object({
+            database: z.string().min(1).optional(),
+            schema: identifier,
+            table: identifier,
+            columns: z.array(identifier).min(1).optional(),
+          })
+          .strict(),
+      )
+      .optional(),
     tools: z
       .object({
         disabled: z
@@ -66,6 +79,17 @@ export interface FileCollection {
   readonly titleColumn: string | undefined;
 }
 
+/**
+ * A table (every column, when `columns` is null) whose rows need a person's consent to read
+ * (docs/consent.md): the shape of resources/' SensitiveTable.
+ */
+export interface FileSensitive {
+  readonly database: string | undefined;
+  readonly schema: string;
+  readonly table: string;
+  readonly columns: readonly string[] | null;
+}
+
 /** Which schemas the catalog shows: `include` (all when null) minus `exclude` (resources/' CatalogScope). */
 export interface FileCatalogScope {
   readonly include: readonly string[] | null;
@@ -93,6 +117,7 @@ export function loadConfigFile(
 ): {
   catalog: FileCatalogScope;
   collections: FileCollection[];
+  sensitive: FileSensitive[];
   tools: FileTools;
 } {
   const file = configFile === undefined ? {} : readConfigFile(configFile);
@@ -102,6 +127,12 @@ export function loadConfigFile(
       exclude: file.catalog?.excludeSchemas ?? [],
     },
     collections: fileCollections(file, configFile, databases),
+    sensitive: (file.sensitive ?? []).map((entry) => ({
+      database: entry.database,
+      schema: entry.schema,
+      table: entry.table,
+      columns: entry.columns ?? null,
+    })),
     tools: {
       disabled: file.tools?.disabled ?? [],
       schemas: file.tools?.schemas ?? null,

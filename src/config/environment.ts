@@ -35,6 +35,7 @@ export function rawSettings(flags: ConfigFlags, env: Env) {
     statementTimeoutMs: env['PGMCP_STATEMENT_TIMEOUT_MS'] ?? '10000',
     maxBodyBytes: env['PGMCP_MAX_BODY_BYTES'] ?? String(1024 * 1024),
     maxDirectoryEntries: env['PGMCP_MAX_DIRECTORY_ENTRIES'] ?? '500',
+    consentMinutes: env['PGMCP_CONSENT_MINUTES'] ?? '10',
     cursorSecrets: csv(env['PGMCP_CURSOR_SECRETS']),
     allowedHosts: (
       csv(env['PGMCP_ALLOWED_HOSTS']) ?? ['localhost', '127.0.0.1', '[::1]']

@@ -5,6 +5,7 @@ import {
   loadConfigFile,
   type FileCatalogScope,
   type FileCollection,
+  type FileSensitive,
   type FileTools,
 } from './config-file.js';
 import { parseDatabases, type DatabaseConfig } from './databases.js';
@@ -26,6 +27,8 @@ export type Config = Readonly<
     configFile: string | undefined;
     catalog: FileCatalogScope;
     collections: readonly FileCollection[];
+    /** Tables and columns whose rows need a person's consent (config file "sensitive"). */
+    sensitive: readonly FileSensitive[];
     tools: FileTools;
   }
 >;

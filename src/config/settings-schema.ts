@@ -44,6 +44,7 @@ export const SettingsSchema = z.object({
   statementTimeoutMs: integer('PGMCP_STATEMENT_TIMEOUT_MS', 1, 3_600_000),
   maxBodyBytes: integer('PGMCP_MAX_BODY_BYTES', 1024, 64 * 1024 * 1024),
   maxDirectoryEntries: integer('PGMCP_MAX_DIRECTORY_ENTRIES', 1, 10_000),
+  consentMinutes: integer('PGMCP_CONSENT_MINUTES', 1, 1440),
   cursorSecrets: z
     .array(
       z

@@ -6,7 +6,7 @@ export {
   type SessionConfig,
 } from './pool.js';
 export { withAdminClient, type AdminClient } from './admin-client.js';
-export { runRequestQuery } from './request-transaction.js';
+export { runRequestQuery, type Cancellation } from './request-transaction.js';
 export {
   LIST_RESOURCES_PAGE,
   LIST_TEMPLATES_PAGE,
@@ -32,6 +32,7 @@ export {
   type SeedProgress,
 } from './seed.js';
 export { loadSharedSecret } from './secrets.js';
+export { writeAudit, type AuditEntry } from './audit.js';
 export { toDatabaseError } from './sqlstate.js';
 export {
   EmbeddedPostgresError,

@@ -27,6 +27,8 @@ export type ResourceContentRow = readonly [
   ...ResourceListingRow,
   text: string | null,
   blob: string | null,
+  /** 't' when reading it needs a person's consent (migration 0016). */
+  sensitive: string,
 ];
 
 const LISTING_COLUMNS = [
@@ -56,6 +58,7 @@ export const COLUMN = {
   updated_at: 9,
   text: 10,
   blob: 11,
+  sensitive: 12,
 } as const;
 
 function textRows<TArgs, TRow>(
@@ -109,7 +112,7 @@ export const READ_RESOURCE = textRows<{ uri: string }, ResourceContentRow>(
   prepare('pgmcp_read_resource', (args: { uri: string }) =>
     builder
       .selectFrom('pgmcp.resources')
-      .select([...LISTING_COLUMNS, 'text', 'blob'])
+      .select([...LISTING_COLUMNS, 'text', 'blob', 'sensitive'])
       .where('uri', '=', args.uri),
   ),
 );
@@ -128,7 +131,7 @@ export const READ_DIRECTORY = textRows<
     (args: { directoryUri: string; upperBound: string; limit: number }) =>
       builder
         .selectFrom('pgmcp.resources')
-        .select([...LISTING_COLUMNS, 'text', 'blob'])
+        .select([...LISTING_COLUMNS, 'text', 'blob', 'sensitive'])
         .where('uri', '>=', args.directoryUri)
         .where('uri', '<', args.upperBound)
         // Immediate children only: after the prefix, no "/" except one trailing (a subdirectory).

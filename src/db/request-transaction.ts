@@ -2,6 +2,7 @@
 import type pg from 'pg';
 import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
+import { cancelBackend } from './backend-cancel.js';
 import { ImplicitTransaction } from './implicit-transaction.js';
 import { PIPELINE, type DatabaseHandle } from './pool.js';
 import type { PreparedQuery } from './prepared.js';
@@ -13,6 +14,20 @@ const SET_IDENTITY = {
 } as const;
 
 /**
+ * How a request says it was cancelled: an AbortSignal, or a request context whose `aborted` is read
+ * without making a signal and whose `signal` (when it has one) is listened to while a statement
+ * runs. A context may also hear of each statement it ran (`statementRan`: name, time, rows; never
+ * the values).
+ */
+export type Cancellation =
+  | AbortSignal
+  | {
+      readonly aborted: boolean;
+      readonly signal?: AbortSignal;
+      statementRan?(name: string, ms: number, rows: number): void;
+    };
+
+/**
  * Run one prepared query as `principal`, in one read-only transaction and one round trip.
  *
  * Without a role the statement runs alone: the pool's sessions default to read-only, so it is its
@@ -21,12 +36,13 @@ const SET_IDENTITY = {
  * together before one Sync: PostgreSQL runs them as one implicit read-only transaction, and the
  * role ends with it. Driver errors become ProtocolErrors through the SQLSTATE table. An already
  * cancelled request (`cancellation`: a signal, or a request context, which answers without making one)
- * is refused before taking a connection.
+ * is refused before taking a connection; one cancelled while its statement runs stops that
+ * statement at once (PostgreSQL's cancel on the backend) and the connection goes back clean.
  */
 export async function runRequestQuery<TArgs, TRow>(
   db: DatabaseHandle,
   principal: Principal,
-  cancellation: { readonly aborted: boolean },
+  cancellation: Cancellation | { readonly aborted: boolean },
   query: PreparedQuery<TArgs, TRow>,
   args: TArgs,
 ): Promise<TRow[]> {
@@ -39,6 +55,8 @@ export async function runRequestQuery<TArgs, TRow>(
     throw toDatabaseError(error);
   }
   let broken: Error | undefined;
+  const watch = watchCancel(client, cancellation);
+  const observe = observer<TRow>(cancellation, query.name);
   try {
     const statement = {
       name: query.name,
@@ -47,9 +65,9 @@ export async function runRequestQuery<TArgs, TRow>(
       textOutput: query.textOutput,
     };
     if (principal.role === null && query.textOutput !== true)
-      return (await client.query(statement)).rows as TRow[];
+      return observe((await client.query(statement)).rows);
     if (!PIPELINE)
-      return (await runUnpipelined(client, principal, statement)) as TRow[];
+      return observe(await runUnpipelined(client, principal, statement));
     // Text rows come back as the driver's own field arrays, which pg's Query would copy into objects.
     const transaction = new ImplicitTransaction(
       principal.role === null
@@ -65,7 +83,7 @@ export async function runRequestQuery<TArgs, TRow>(
     void client.query(transaction as unknown as pg.Submittable);
     try {
       const rows = await transaction.result;
-      return (rows.at(-1) ?? []) as TRow[];
+      return observe(rows.at(-1) ?? []);
     } finally {
       if (transaction.unsafeToReuse)
         broken = new Error(
@@ -77,8 +95,56 @@ export async function runRequestQuery<TArgs, TRow>(
       broken = error instanceof Error ? error : new Error('connection error');
     throw toDatabaseError(error);
   } finally {
+    // A cancel still on its way could hit the next request's statement: wait until the server has
+    // taken it (an idle backend forgets it); one that could not be sent costs the connection.
+    if ((await watch.stop()) === false)
+      broken ??= new Error('a cancel request could not be delivered');
     client.release(broken);
   }
+}
+
+/** Rows as TRow, after telling a context that listens (`statementRan`) the statement's time and count. */
+function observer<TRow>(
+  cancellation: Cancellation | { readonly aborted: boolean },
+  name: string,
+): (rows: unknown[]) => TRow[] {
+  const context = 'statementRan' in cancellation ? cancellation : undefined;
+  if (context?.statementRan === undefined) return (rows) => rows as TRow[];
+  const started = performance.now();
+  return (rows) => {
+    context.statementRan?.(name, performance.now() - started, rows.length);
+    return rows as TRow[];
+  };
+}
+
+/**
+ * While a statement runs, a cancel of the request sends PostgreSQL's cancel for the client's
+ * backend. `stop` ends the watch and resolves with whether a cancel sent was delivered (undefined
+ * when none was sent).
+ */
+function watchCancel(
+  client: pg.PoolClient,
+  cancellation: Cancellation | { readonly aborted: boolean },
+): { stop(): Promise<boolean | undefined> } {
+  const signal =
+    cancellation instanceof AbortSignal
+      ? cancellation
+      : 'signal' in cancellation
+        ? cancellation.signal
+        : undefined;
+  if (signal === undefined) return { stop: () => Promise.resolve(undefined) };
+  let sent: Promise<boolean> | undefined;
+  const onAbort = () => {
+    sent ??= cancelBackend(client);
+  };
+  signal.addEventListener('abort', onAbort, { once: true });
+  if (signal.aborted) onAbort();
+  return {
+    stop() {
+      signal.removeEventListener('abort', onAbort);
+      return sent ?? Promise.resolve(undefined);
+    },
+  };
 }
 
 const TEXT_TYPES = { getTypeParser: () => (value: string) => value };

@@ -17,6 +17,7 @@ export interface ResourcesTable {
   readers: string[];
   created_at: ColumnType<Date, Date | undefined, never>;
   updated_at: ColumnType<Date, Date | undefined, Date>;
+  sensitive: ColumnType<boolean, boolean | undefined, boolean>;
 }
 
 export interface ResourceTemplatesTable {

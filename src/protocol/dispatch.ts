@@ -14,6 +14,11 @@ import {
   type RequestMeta,
 } from './wire.js';
 import { RawJson, serializeMessage } from './raw-json.js';
+import {
+  readNoticeOptions,
+  RequestNotices,
+  type NoticeSink,
+} from './request-notices.js';
 import { StreamingResult, type ResponseStream } from './stream.js';
 import { toWireError, type WireError } from './wire-error.js';
 
@@ -26,6 +31,10 @@ export interface RequestContext {
   readonly signal: AbortSignal;
   /** Whether the client has cancelled, read without making the signal (most handlers only check). */
   readonly aborted: boolean;
+  /** Progress and log notices about this request's work, on its own stream (spec §11, §12). */
+  readonly notices: RequestNotices;
+  /** db/ reports each statement the request ran: a debug notice (its name and timing, no values). */
+  statementRan(name: string, ms: number, rows: number): void;
 }
 
 /** A method handler: validated params in, result payload out (without resultType/_meta, added here). */
@@ -65,6 +74,25 @@ export interface Dispatcher {
   fail(error: unknown, id?: RequestId): DispatchOutcome;
 }
 
+/** What ties a server log line to a request: its id and incoming W3C trace context. */
+export interface RequestLogFields {
+  readonly requestId?: RequestId | undefined;
+  readonly traceparent?: string | undefined;
+}
+
+/** The request's `_meta.traceparent` when it is a well-formed W3C one (anything else is not logged). */
+function traceOf(message: InboundMessage): string | undefined {
+  const meta = message.params?.['_meta'];
+  const value =
+    typeof meta === 'object' && meta !== null
+      ? (meta as Record<string, unknown>)['traceparent']
+      : undefined;
+  return typeof value === 'string' &&
+    /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/.test(value)
+    ? value
+    : undefined;
+}
+
 /** What a transport supplies with each message. */
 export interface TransportContext {
   readonly principal: Principal;
@@ -77,6 +105,12 @@ export interface TransportContext {
    * the 2026-07-28 conformance suite expects. Throws ProtocolError (HEADER_MISMATCH).
    */
   readonly verifyRequest?: (message: InboundMessage) => void;
+  /**
+   * Write a notification on this request's own stream before its response (HTTP: the POST turns
+   * into an SSE response; stdio: a line). Absent when the transport cannot (the client accepts
+   * only JSON): progress and log notices are then not sent.
+   */
+  readonly notify?: NoticeSink | undefined;
 }
 
 export interface DispatcherOptions {
@@ -84,8 +118,12 @@ export interface DispatcherOptions {
   // A heterogeneous map: each entry was type-checked against its own params schema (createMethod),
   // and the dispatcher hands each handler only what that schema parsed.
   readonly methods: ReadonlyMap<string, MethodHandler<unknown>>;
-  /** Logs internal errors with their cause; never sent to clients. */
-  readonly logError: (message: string, error: unknown) => void;
+  /** Logs internal errors with their cause; never sent to clients. `fields` name the request. */
+  readonly logError: (
+    message: string,
+    error: unknown,
+    fields?: RequestLogFields,
+  ) => void;
 }
 
 /** Type-checks a handler against its params schema at the registration site. */
@@ -93,6 +131,36 @@ export function createMethod<TParams>(
   handler: MethodHandler<TParams>,
 ): MethodHandler<TParams> {
   return handler;
+}
+
+const SILENT = new RequestNotices(undefined, undefined, undefined);
+
+/** A request's notices; most requests opt in to neither and share one that sends nothing. */
+function noticesFor(
+  meta: RequestMeta,
+  transport: TransportContext,
+): RequestNotices {
+  const { token, level } = readNoticeOptions(meta);
+  return token === undefined && level === undefined
+    ? SILENT
+    : new RequestNotices(token, level, transport.notify);
+}
+
+/** The error outcome for anything thrown; internal causes go to the log with the request's fields. */
+function failure(
+  logError: DispatcherOptions['logError'],
+  error: unknown,
+  id?: RequestId,
+  fields?: RequestLogFields,
+): DispatchOutcome {
+  const wire = toWireError(error, (message, cause) =>
+    logError(message, cause, fields),
+  );
+  const response: JsonRpcResponse =
+    id === undefined
+      ? { jsonrpc: '2.0', error: wire.error }
+      : { jsonrpc: '2.0', id, error: wire.error };
+  return { kind: 'response', response, httpStatus: wire.httpStatus };
 }
 
 /** Build the dispatcher: the single place requests become results or wire errors. */
@@ -104,14 +172,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     JSON.stringify({ [META_SERVER_INFO]: options.serverInfo }),
   );
 
-  function fail(error: unknown, id?: RequestId): DispatchOutcome {
-    const wire = toWireError(error, options.logError);
-    const response: JsonRpcResponse =
-      id === undefined
-        ? { jsonrpc: '2.0', error: wire.error }
-        : { jsonrpc: '2.0', id, error: wire.error };
-    return { kind: 'response', response, httpStatus: wire.httpStatus };
-  }
+  const fail = (error: unknown, id?: RequestId, fields?: RequestLogFields) =>
+    failure(options.logError, error, id, fields);
 
   async function dispatchRequest(
     message: InboundMessage,
@@ -125,10 +187,16 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     );
     const cached = constantResults.get(method);
     if (cached !== undefined) return respond(id, cached);
-    const payload = await method.handle(
-      params,
-      new HandlerContext(id, meta, transport),
-    );
+    const notices = noticesFor(meta, transport);
+    let payload;
+    try {
+      payload = await method.handle(
+        params,
+        new HandlerContext(id, meta, transport, notices),
+      );
+    } finally {
+      notices.close();
+    }
     if (payload instanceof StreamingResult)
       return { kind: 'stream', id, stream: payload.stream };
     const result = { resultType: 'complete', ...payload, _meta: serverMeta };
@@ -151,11 +219,15 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     try {
       return await dispatchRequest(message, id, transport);
     } catch (error) {
-      return fail(error, id);
+      return fail(error, id, { requestId: id, traceparent: traceOf(message) });
     }
   }
 
-  return { parse: parseMessage, dispatch, fail };
+  return {
+    parse: parseMessage,
+    dispatch,
+    fail: (error, id) => fail(error, id),
+  };
 }
 
 /**
@@ -219,6 +291,7 @@ function checkRequest(
   const meta = validateMetaShape(message.params?.['_meta']);
   transport.verifyRequest?.(message);
   validateVersion(meta);
+  readNoticeOptions(meta);
   // `_meta` rides along: params schemas are zod objects, which drop keys they do not name.
   const params = method.params.safeParse(message.params ?? {});
   if (!params.success) {
@@ -256,9 +329,19 @@ class HandlerContext implements RequestContext {
     readonly id: RequestId,
     readonly meta: RequestMeta,
     transport: TransportContext,
+    readonly notices: RequestNotices,
   ) {
     this.principal = transport.principal;
     this.#transport = transport;
+  }
+
+  statementRan(name: string, ms: number, rows: number): void {
+    if (this.notices.wantsLog('debug'))
+      this.notices.log('debug', 'pg', {
+        statement: name,
+        ms: Math.round(ms * 10) / 10,
+        rows,
+      });
   }
 
   get signal(): AbortSignal {

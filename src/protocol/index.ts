@@ -7,8 +7,14 @@ export {
   type JsonRpcResponse,
   type MethodHandler,
   type RequestContext,
+  type RequestLogFields,
   type TransportContext,
 } from './dispatch.js';
+export {
+  META_LOG_LEVEL,
+  RequestNotices,
+  type NoticeSink,
+} from './request-notices.js';
 export { createDiscoverMethod, type DiscoverOptions } from './discover.js';
 export {
   createCursorCodec,

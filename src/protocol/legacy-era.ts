@@ -10,6 +10,7 @@ import type {
   TransportContext,
 } from './dispatch.js';
 import { RawJson } from './raw-json.js';
+import { META_LOG_LEVEL } from './request-notices.js';
 import {
   LEGACY_VERSIONS,
   LOG_LEVELS,
@@ -190,10 +191,14 @@ class LegacyEraAdapter implements LegacyAdapter {
       return this.options.dispatcher.dispatch(message, transport);
     if (SHARED_METHODS.has(method))
       return toLegacyOutcome(
-        await this.options.dispatcher.dispatch(asModern(message), {
-          principal: transport.principal,
-          signal: transport.signal,
-        }),
+        await settle(
+          await this.options.dispatcher.dispatch(asModern(message, session), {
+            principal: transport.principal,
+            signal: transport.signal,
+            notify: transport.notify,
+          }),
+          transport,
+        ),
       );
     return ok(id, await this.#sessionMethod(message, session, transport));
   }
@@ -275,12 +280,15 @@ function negotiate(
 }
 
 /**
- * The request with the envelope the shared handlers expect; the client's own `_meta` rides along,
- * except `progressToken`: a legacy answer is one response, never a stream of progress.
+ * The request with the envelope the shared handlers expect; the client's own `_meta` (its
+ * progressToken) rides along, and the session's logging/setLevel becomes the request's log level.
  */
-function asModern(message: InboundMessage): InboundMessage {
+function asModern(
+  message: InboundMessage,
+  session: LegacySession,
+): InboundMessage {
   const params = message.params ?? {};
-  const { progressToken: _unanswered, ...meta } =
+  const meta =
     typeof params['_meta'] === 'object' && params['_meta'] !== null
       ? (params['_meta'] as Record<string, unknown>)
       : {};
@@ -291,10 +299,57 @@ function asModern(message: InboundMessage): InboundMessage {
       _meta: {
         ...meta,
         [META_PROTOCOL_VERSION]: PROTOCOL_VERSION,
-        [META_CLIENT_CAPABILITIES]: {},
+        [META_CLIENT_CAPABILITIES]: session.handshake?.capabilities ?? {},
+        ...(session.logLevel === undefined
+          ? {}
+          : { [META_LOG_LEVEL]: session.logLevel }),
       },
     },
   };
+}
+
+/**
+ * A request answered on its own stream (a tool call with a progressToken) as one legacy answer: its
+ * notifications go out through the transport's notify (the POST's SSE answer, stdio lines) as
+ * they come, and its final message is the response. A cancel drops the stream and the answer.
+ */
+function settle(
+  outcome: DispatchOutcome,
+  transport: TransportContext,
+): Promise<DispatchOutcome> {
+  if (outcome.kind !== 'stream') return Promise.resolve(outcome);
+  const { stream } = outcome;
+  return new Promise((resolve) => {
+    const cancel = () => {
+      stream.cancel();
+      resolve({ kind: 'accepted' });
+    };
+    if (transport.signal.aborted) {
+      cancel();
+      return;
+    }
+    transport.signal.addEventListener('abort', cancel, { once: true });
+    stream.attach({
+      write: (message) => {
+        transport.notify?.(message);
+        return true;
+      },
+      pendingBytes: 0,
+      onDrain: () => undefined,
+      end: (finalMessage) => {
+        transport.signal.removeEventListener('abort', cancel);
+        resolve(
+          finalMessage === undefined
+            ? { kind: 'accepted' }
+            : {
+                kind: 'response',
+                response: JSON.parse(finalMessage) as JsonRpcResponse,
+                httpStatus: 200,
+              },
+        );
+      },
+    });
+  });
 }
 
 /** A modern outcome in 2025-11-25 form: result fields stripped, legacy error codes and statuses. */

@@ -14,7 +14,12 @@ import {
   parseCatalogUri,
   type CatalogAddress,
 } from './catalog-uri.js';
-import { inScope, readRow, type CatalogSource } from './rows.js';
+import {
+  inScope,
+  isSensitiveTable,
+  readRow,
+  type CatalogSource,
+} from './rows.js';
 
 /** The facts DESCRIBE_RELATION returns (db/catalog-statements.ts). */
 interface RelationFacts {
@@ -58,6 +63,21 @@ interface CatalogRequest {
 interface DescribedRelation {
   readonly json: string;
   readonly facts: RelationFacts;
+}
+
+/** Whether `uri` is a row of a table marked sensitive (reading it needs consent, consent.ts). */
+export function isSensitiveRowUri(
+  sources: readonly CatalogSource[],
+  uri: string,
+): boolean {
+  const address = parseCatalogUri(uri);
+  if (address?.relation === undefined || address.rowKey === undefined)
+    return false;
+  const source = sourceOf(sources, address.database);
+  return (
+    source !== undefined &&
+    isSensitiveTable(source, address.schema, address.relation)
+  );
 }
 
 /**

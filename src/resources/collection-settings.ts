@@ -18,3 +18,15 @@ export interface CatalogScope {
   readonly include: readonly string[] | null;
   readonly exclude: readonly string[];
 }
+
+/**
+ * A table whose rows are read only with a person's consent (docs/consent.md): every column when
+ * `columns` is null, else a row is sensitive because it carries one of those columns.
+ */
+export interface SensitiveTable {
+  /** The database's name (its URI authority); undefined: the main database. */
+  readonly database: string | undefined;
+  readonly schema: string;
+  readonly table: string;
+  readonly columns: readonly string[] | null;
+}

@@ -22,4 +22,10 @@ export {
 export {
   type CatalogScope,
   type CollectionConfig,
+  type SensitiveTable,
 } from './collection-settings.js';
+export {
+  createConsentGate,
+  type ConsentGate,
+  type ConsentOptions,
+} from './consent.js';

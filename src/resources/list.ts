@@ -263,12 +263,18 @@ export function createListResourcesMethod(
         if ('next' in step) next = step.next;
         else position = step.position;
       }
+      const hints = cacheHints('list', ctx.principal);
+      ctx.notices.log('info', 'cache', {
+        scope: hints.cacheScope,
+        maxAgeMs: hints.ttlMs,
+        items: items.length,
+      });
       return {
         resources: new RawJson(`[${items.join(',')}]`),
         ...(next === undefined
           ? {}
           : { nextCursor: deps.cursors.encode({ c: COLLECTION, k: next }) }),
-        ...cacheHints('list', ctx.principal),
+        ...hints,
       };
     },
   });

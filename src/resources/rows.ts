@@ -2,7 +2,11 @@
 // (JSON; bytea as base64), read in the caller's request transaction so the table's own GRANTs and
 // row-level security decide; optionally listed after the catalog, keyset on the primary key.
 import type { Principal } from '../auth/index.js';
-import type { CatalogScope, CollectionConfig } from './collection-settings.js';
+import type {
+  CatalogScope,
+  CollectionConfig,
+  SensitiveTable,
+} from './collection-settings.js';
 import {
   currentDatabaseName,
   LIST_COLLECTION_ROWS,
@@ -23,6 +27,8 @@ export interface CatalogSource {
   readonly db: DatabaseHandle;
   readonly scope: CatalogScope;
   readonly collections: readonly CollectionConfig[];
+  /** Tables of this database whose rows need a person's consent (consent.ts). */
+  readonly sensitive: readonly SensitiveTable[];
   /**
    * Per role: whether its catalog has any entry, as last seen, until when. The page that ends
    * the stored resources needs only that (is there a next page?), and asking the catalog costs
@@ -47,6 +53,7 @@ export async function catalogSource(
     name?: string | undefined;
     scope?: CatalogScope;
     collections?: readonly CollectionConfig[];
+    sensitive?: readonly SensitiveTable[];
   } = {},
 ): Promise<CatalogSource> {
   const databaseName = await currentDatabaseName(db);
@@ -56,6 +63,7 @@ export async function catalogSource(
     db,
     scope: options.scope ?? { include: null, exclude: [] },
     collections: options.collections ?? [],
+    sensitive: options.sensitive ?? [],
     lookahead: new Map(),
   };
 }
@@ -65,6 +73,17 @@ export function inScope(scope: CatalogScope, schema: string): boolean {
   return (
     (scope.include === null || scope.include.includes(schema)) &&
     !scope.exclude.includes(schema)
+  );
+}
+
+/** Whether rows of `schema`.`table` need a person's consent (the table or any of its columns is marked). */
+export function isSensitiveTable(
+  source: CatalogSource,
+  schema: string,
+  table: string,
+): boolean {
+  return source.sensitive.some(
+    (entry) => entry.schema === schema && entry.table === table,
   );
 }
 

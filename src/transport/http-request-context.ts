@@ -6,8 +6,10 @@ import { ProtocolError } from '../errors.js';
 import {
   expectedHttpHeaders,
   type InboundMessage,
+  type NoticeSink,
   type TransportContext,
 } from '../protocol/index.js';
+import { SSE_HEADERS } from './sse-stream.js';
 
 /**
  * A class, not an object literal with getters: V8 allocates a literal's accessor pair in the old
@@ -20,10 +22,38 @@ export class HttpRequestContext implements TransportContext {
   // Made only if a handler asks for the signal: most never wait long enough to need one.
   #controller: AbortController | undefined;
 
+  #notify: NoticeSink | undefined;
+  /** Whether the answer became an SSE response (a notice went out before it). */
+  #streaming = false;
+
   constructor(
     readonly principal: Principal,
     readonly request: http.IncomingMessage,
+    readonly response?: http.ServerResponse,
   ) {}
+
+  /**
+   * The request's notices turn its answer into an SSE response (spec §14.2: zero or more
+   * notifications, then the response), for a client that accepts one.
+   */
+  get notify(): NoticeSink | undefined {
+    const response = this.response;
+    if (response === undefined || !acceptsEventStream(this.request))
+      return undefined;
+    this.#notify ??= (message) => {
+      if (this.#cancelled || response.writableEnded) return;
+      if (!this.#streaming) {
+        this.#streaming = true;
+        response.writeHead(200, [...SSE_HEADERS]);
+      }
+      response.write(`data: ${message}\n\n`);
+    };
+    return this.#notify;
+  }
+
+  get streaming(): boolean {
+    return this.#streaming;
+  }
 
   get signal(): AbortSignal {
     this.#controller ??= new AbortController();
@@ -84,6 +114,10 @@ function decodeHeaderValue(raw: string): string | undefined {
   if (encoded === null) return /^[\x20-\x7e]*$/.test(raw) ? raw : undefined;
   const decoded = Buffer.from(encoded[1] ?? '', 'base64').toString('utf8');
   return decoded.includes('\uFFFD') ? undefined : decoded;
+}
+
+function acceptsEventStream(request: http.IncomingMessage): boolean {
+  return /text\/event-stream|\*\/\*/i.test(request.headers.accept ?? '');
 }
 
 function single(value: string | string[] | undefined): string | undefined {

@@ -6,6 +6,7 @@ import { ProtocolError } from '../errors.js';
 import {
   isJsonRpcResponse,
   readableId,
+  serializeMessage,
   type InboundMessage,
 } from '../protocol/index.js';
 import { readBody } from './http-body.js';
@@ -85,7 +86,7 @@ async function handle(
     await options.legacy.post(message, principal, request, response);
     return;
   }
-  const context = new HttpRequestContext(principal, request);
+  const context = new HttpRequestContext(principal, request, response);
   await dispatchAndAnswer(options, context, message, response, streams);
 }
 
@@ -194,6 +195,15 @@ async function dispatchAndAnswer(
     return;
   }
   if (context.aborted) return; // send nothing more for a cancelled request
+  if (context.streaming) {
+    // Notices went out first: the response is the stream's last event (spec §14.2).
+    response.end(
+      outcome.kind === 'response'
+        ? `data: ${serializeMessage(outcome.response)}\n\n`
+        : undefined,
+    );
+    return;
+  }
   if (outcome.kind === 'accepted') {
     response.writeHead(202).end();
     return;

@@ -11,11 +11,11 @@ import {
   isModernVersion,
   LEGACY_VERSIONS,
   LegacySession,
+  serializeMessage,
   type DispatchOutcome,
   type InboundMessage,
   type LegacyAdapter,
   type LogLevel,
-  serializeMessage,
   type StreamSink,
 } from '../protocol/index.js';
 import { send } from './http-responses.js';
@@ -85,7 +85,11 @@ export interface LegacyHttp {
 /** One session as this process holds it: state, requests in flight, the GET stream if here. */
 interface Held {
   readonly session: LegacySession;
-  readonly inFlight: Map<string, AbortController>;
+  /** Requests being answered, by id: their cancel, and who sent them. */
+  readonly inFlight: Map<
+    string,
+    { readonly controller: AbortController; readonly principal: Principal }
+  >;
   lastSeen: number;
   stream: http.ServerResponse | undefined;
   streamPrincipal: Principal | undefined;
@@ -140,6 +144,10 @@ class LegacyHttpSessions implements LegacyHttp {
         );
       return;
     }
+    if (this.#cancelHeld(id, message, principal)) {
+      response.writeHead(202).end();
+      return;
+    }
     const entry = await this.#sessionOf(id, principal, request, response);
     if (entry !== undefined)
       await this.#inSession(
@@ -178,6 +186,31 @@ class LegacyHttpSessions implements LegacyHttp {
         'Session not found: it ended or expired; initialize a new one.',
       );
     return entry;
+  }
+
+  /**
+   * A cancel of a request this process is answering, from its sender, stops it without touching
+   * the database: it must get through when the pool is busy with the very statement it stops.
+   */
+  #cancelHeld(
+    id: string,
+    message: InboundMessage,
+    principal: Principal,
+  ): boolean {
+    if (
+      message.method !== 'notifications/cancelled' ||
+      message.id !== undefined
+    )
+      return false;
+    const parsed = CancelledParamsSchema.safeParse(message.params ?? {});
+    if (!parsed.success) return false;
+    const flight = this.#held
+      .get(id)
+      ?.inFlight.get(keyOf(parsed.data.requestId));
+    if (flight === undefined || !samePrincipal(flight.principal, principal))
+      return false;
+    flight.controller.abort();
+    return true;
   }
 
   /** GET (the session's stream) or DELETE (end the session). */
@@ -329,7 +362,7 @@ class LegacyHttpSessions implements LegacyHttp {
         // A legacy client cancels explicitly; unknown or finished ids are ignored (§8.4).
         const parsed = CancelledParamsSchema.safeParse(message.params ?? {});
         if (parsed.success)
-          entry.inFlight.get(keyOf(parsed.data.requestId))?.abort();
+          entry.inFlight.get(keyOf(parsed.data.requestId))?.controller.abort();
       } else
         await this.#options.adapter.handle(message, entry.session, {
           principal,
@@ -340,19 +373,35 @@ class LegacyHttpSessions implements LegacyHttp {
     }
     const key = keyOf(message.id);
     const controller = new AbortController();
-    entry.inFlight.set(key, controller);
+    const flight = { controller, principal };
+    entry.inFlight.set(key, flight);
+    // Notices about the request (progress, log messages) make its POST answer an SSE stream that
+    // ends with the response (legacy digest §5.4).
+    let streaming = false;
+    const notify = (notice: string) => {
+      if (controller.signal.aborted || response.writableEnded) return;
+      if (!streaming) response.writeHead(200, [...SSE_HEADERS]);
+      streaming = true;
+      response.write(`data: ${notice}\n\n`);
+    };
     try {
       const outcome = await this.#options.adapter.handle(
         message,
         entry.session,
-        { principal, signal: controller.signal },
+        { principal, signal: controller.signal, notify },
       );
       // A cancelled request gets no response (§8.4).
-      if (controller.signal.aborted) response.writeHead(202).end();
+      if (streaming)
+        response.end(
+          !controller.signal.aborted && outcome.kind === 'response'
+            ? `data: ${serializeMessage(outcome.response)}\n\n`
+            : undefined,
+        );
+      else if (controller.signal.aborted) response.writeHead(202).end();
       else if (sse) sendOutcomeAsSse(response, outcome);
       else sendOutcome(response, outcome);
     } finally {
-      if (entry.inFlight.get(key) === controller) entry.inFlight.delete(key);
+      if (entry.inFlight.get(key) === flight) entry.inFlight.delete(key);
     }
   }
 
@@ -412,7 +461,7 @@ class LegacyHttpSessions implements LegacyHttp {
   #drop(id: string, entry: Held): void {
     this.#held.delete(id);
     this.#options.subscriptions.detach(entry.session);
-    for (const controller of entry.inFlight.values()) controller.abort();
+    for (const { controller } of entry.inFlight.values()) controller.abort();
     entry.session.close();
   }
 
@@ -439,6 +488,15 @@ class LegacyHttpSessions implements LegacyHttp {
         this.#drop(id, entry);
     }
   }
+}
+
+/** The same caller: role, and the token's issuer and subject. */
+function samePrincipal(a: Principal, b: Principal): boolean {
+  return (
+    a.role === b.role &&
+    a.claims['iss'] === b.claims['iss'] &&
+    a.claims['sub'] === b.claims['sub']
+  );
 }
 
 function held(session: LegacySession): Held {

@@ -107,6 +107,11 @@ export class StdioSession {
       const outcome = await this.options.dispatcher.dispatch(message, {
         principal: this.options.principal,
         signal: controller.signal,
+        // A request's notices are lines like its response, written before it (spec §14.1).
+        notify: (notice) => {
+          if (!controller.signal.aborted)
+            this.options.output.write(`${notice}\n`);
+        },
       });
       if (outcome.kind === 'stream')
         this.#answerStream(outcome, key, controller.signal);

@@ -84,6 +84,7 @@ describe('database failures', () => {
           db,
           scope: { include: null, exclude: [] },
           collections: [],
+          sensitive: [],
           lookahead: new Map(),
         },
       ],

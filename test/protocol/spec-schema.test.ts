@@ -78,8 +78,8 @@ describe('the schema check on responses and notifications', () => {
     expect(() =>
       assertValidNotification({
         jsonrpc: '2.0',
-        method: 'notifications/message',
-        params: { level: 'info', data: 'x' },
+        method: 'notifications/elicitation/complete',
+        params: { elicitationId: 'x' },
       }),
     ).toThrow(/unexpected server notification/);
   });

@@ -83,6 +83,8 @@ export interface TestServerOptions {
   catalogScope?: Config['catalog'];
   /** Row collections (config file "collections"); none by default. */
   collections?: Config['collections'];
+  /** Tables whose rows need consent (config file "sensitive"); none by default. */
+  sensitive?: Config['sensitive'];
   /** Tool settings (config file "tools"); the defaults by default. */
   tools?: Partial<Config['tools']>;
 }
@@ -113,6 +115,7 @@ export async function startTestServer(
   const source = await catalogSource(db, {
     scope: options.catalogScope,
     collections: options.collections,
+    sensitive: options.sensitive,
   });
   const app = createApp({
     db,

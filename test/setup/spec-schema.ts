@@ -103,9 +103,14 @@ export const NOTIFICATION_SCHEMAS: Record<
     sdk: official.CancelledNotificationSchema,
     def: 'CancelledNotification',
   },
+  // Only on a request's own stream, before its response (spec §11, §12).
   'notifications/progress': {
     sdk: official.ProgressNotificationSchema,
     def: 'ProgressNotification',
+  },
+  'notifications/message': {
+    sdk: official.LoggingMessageNotificationSchema,
+    def: 'LoggingMessageNotification',
   },
 };
 
@@ -281,6 +286,13 @@ export function assertValidNotification(
     validateJson(['JSONRPCNotification', schemas.def], message);
 }
 
+/** The methods that may answer `resultType: "input_required"` (spec §4.2). */
+const INPUT_REQUIRED_METHODS = new Set([
+  'resources/read',
+  'prompts/get',
+  'tools/call',
+]);
+
 /** Error codes with their own $defs entry. */
 const ERROR_DEFS: Record<number, string> = {
   [-32022]: 'UnsupportedProtocolVersionError',
@@ -315,8 +327,18 @@ export function assertValidResponse(
         `a result for ${method ?? 'an unnamed method'}, which has no official result schema here: ${JSON.stringify(message).slice(0, 500)}`,
       );
     check(official.JSONRPCResultResponseSchema, message, 'response');
-    check(schemas.sdk, body.result, `${method} result`);
-    defs.push(schemas.def);
+    const inputRequired =
+      (body.result as { resultType?: unknown } | undefined)?.resultType ===
+      'input_required';
+    // Spec §4.2: only these three may ask for input; the SDK has no zod schema for the result.
+    if (inputRequired) {
+      if (!INPUT_REQUIRED_METHODS.has(method ?? ''))
+        throw new Error(`${String(method)} may not answer input_required`);
+      if (SPEC_AVAILABLE) validateJson(['InputRequiredResult'], body.result);
+    } else {
+      check(schemas.sdk, body.result, `${method} result`);
+      defs.push(schemas.def);
+    }
   }
   if (SPEC_AVAILABLE) validateJson(defs, message);
 }

@@ -170,23 +170,40 @@ describe('tools in a 2025-11-25 session', () => {
     );
     expect(names(list.result)).toContain('test_simple_text');
     expect(list.result).not.toHaveProperty('ttlMs');
-    const called = await legacyPost(
-      fixtures.url,
-      {
+    // A progressToken gets the progress, in the 2025-11-25 form, on the POST's SSE answer.
+    const response = await fetch(fixtures.url, {
+      method: 'POST',
+      headers: {
+        'Content-Type': 'application/json',
+        Accept: 'application/json, text/event-stream',
+        ...headers,
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'legacy-call',
         method: 'tools/call',
         params: {
           name: 'test_tool_with_progress',
           arguments: {},
           _meta: { progressToken: 7 },
         },
-      },
-      headers,
-    );
-    expect(called.result).toMatchObject({
+      }),
+    });
+    expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const messages = (await response.text())
+      .split('\n\n')
+      .filter((event) => event.startsWith('data: '))
+      .map((event) => JSON.parse(event.slice(6)) as Record<string, unknown>);
+    const called = messages.at(-1) as Record<string, unknown>;
+    assertValidResponse('tools/call', called, 'legacy');
+    for (const notice of messages.slice(0, -1))
+      assertValidNotification(notice, 'legacy');
+    expect(
+      messages.slice(0, -1).map((notice) => notice['params']),
+    ).toContainEqual(expect.objectContaining({ progressToken: 7 }));
+    expect(called['result']).toMatchObject({
       content: [{ type: 'text', text: 'Progress tool completed.' }],
     });
-    // Asked for progress, so answered as SSE (legacy digest §5).
-    expect(called.headers.get('content-type')).toMatch(/^text\/event-stream/);
   });
 
   it('offers tools in the initialize capabilities', async () => {

@@ -1,0 +1,348 @@
+// A person's consent for sensitive data (issue 17.4, 17.5): reading a resource marked sensitive
+// answers input_required with a form asking for a reason and a signed requestState; the retry with
+// the answer reads it and writes pgmcp.audit; declining is refused and audited; bad, expired,
+// foreign or other-request state is -32602; a client without form elicitation gets -32021 naming
+// it. Over HTTP and stdio. Own database: it marks rows sensitive and reads the audit trail.
+import { createHmac } from 'node:crypto';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { rowUri } from '../../src/resources/catalog-uri.js';
+import {
+  call,
+  META,
+  startTestServer,
+  TEST_CURSOR_SECRET,
+  testDatabaseUrl,
+  walkList,
+  type TestServer,
+} from '../setup/harness.js';
+import { migrateDatabase } from '../setup/migrate-database.js';
+import { recreateDatabase } from '../setup/recreate-database.js';
+import { assertValidResponse } from '../setup/spec-schema.js';
+import { startStdioChild, type StdioChild } from '../setup/stdio-child.js';
+
+const DATABASE = 'pgmcp_consent_test';
+const ROLE_A = 'pgmcp_consent_a';
+const ROLE_B = 'pgmcp_consent_b';
+const SALARIES = 'file:///hr/salaries.md';
+const HANDBOOK = 'file:///hr/handbook.md';
+const ELICITATION = {
+  ...META,
+  'io.modelcontextprotocol/clientCapabilities': { elicitation: {} },
+};
+
+let databaseUrl: string;
+let sql: pg.Client;
+let serverA: TestServer;
+let serverB: TestServer;
+const children: StdioChild[] = [];
+
+beforeAll(async () => {
+  databaseUrl = await recreateDatabase(testDatabaseUrl(), DATABASE);
+  await migrateDatabase(databaseUrl, async (admin) => {
+    for (const role of [ROLE_A, ROLE_B])
+      await admin.query(
+        `do $$ begin if not exists (select from pg_roles where rolname = '${role}') then create role ${role} nologin; end if; end $$`,
+      );
+    await admin.query(`
+      insert into pgmcp.resources (uri, name, text, readers, sensitive) values
+        ('file:///hr/', 'hr', 'HR', '{${ROLE_A},${ROLE_B}}', false),
+        ('${SALARIES}', 'salaries.md', 'Ada: 100', '{${ROLE_A},${ROLE_B}}', true),
+        ('${HANDBOOK}', 'handbook.md', 'Be kind', '{${ROLE_A},${ROLE_B}}', false);
+      create schema payroll;
+      create table payroll.pay (id int primary key, amount int);
+      insert into payroll.pay values (1, 100);
+      grant usage on schema payroll to ${ROLE_A};
+      grant select on payroll.pay to ${ROLE_A};
+      select pgmcp.expose_table('payroll.pay');
+    `);
+  });
+  sql = new pg.Client({ connectionString: databaseUrl });
+  await sql.connect();
+  const options = (role: string) => ({
+    databaseUrl,
+    principal: { role, claims: { sub: `${role}-person` } },
+    collections: [
+      {
+        database: undefined,
+        schema: 'payroll',
+        table: 'pay',
+        list: false,
+        titleColumn: undefined,
+      },
+    ],
+    sensitive: [
+      { database: undefined, schema: 'payroll', table: 'pay', columns: null },
+    ],
+    catalogScope: { include: ['payroll'], exclude: [] },
+  });
+  serverA = await startTestServer(options(ROLE_A));
+  serverB = await startTestServer(options(ROLE_B));
+});
+
+afterEach(() => {
+  for (const child of children.splice(0)) child.process.kill('SIGKILL');
+});
+
+afterAll(async () => {
+  await serverA?.close();
+  await serverB?.close();
+  await sql?.end();
+});
+
+/** resources/read with a client that declares form elicitation, plus `extra` params. */
+function read(
+  server: TestServer,
+  uri: string,
+  extra: Record<string, unknown> = {},
+  meta: Record<string, unknown> = ELICITATION,
+) {
+  return call(server.url, 'resources/read', { _meta: meta, uri, ...extra });
+}
+
+/** The audit rows for `target`, oldest first. */
+async function audit(target: string) {
+  const { rows } = await sql.query<{
+    action: string;
+    role: string;
+    subject: string;
+    reason: string | null;
+  }>(
+    'select action, role, subject, reason from pgmcp.audit where target = $1 order by id',
+    [target],
+  );
+  return rows;
+}
+
+const accept = (reason: string) => ({
+  consent: { action: 'accept', content: { reason } },
+});
+
+describe('consent for sensitive data over HTTP', () => {
+  it('asks for a reason with a form and a requestState, then reads on the retry and audits both', async () => {
+    const first = await read(serverA, SALARIES);
+    expect(first.error).toBeUndefined();
+    const result = first.result as Record<string, unknown>;
+    expect(result).toMatchObject({
+      resultType: 'input_required',
+      inputRequests: {
+        consent: {
+          method: 'elicitation/create',
+          params: {
+            mode: 'form',
+            requestedSchema: {
+              type: 'object',
+              properties: { reason: { type: 'string' } },
+              required: ['reason'],
+            },
+          },
+        },
+      },
+    });
+    expect(result).not.toHaveProperty('contents');
+    expect(result).not.toHaveProperty('ttlMs');
+    const state = result['requestState'] as string;
+    expect(typeof state).toBe('string');
+
+    const retry = await read(serverA, SALARIES, {
+      inputResponses: accept('quarterly review'),
+      requestState: state,
+    });
+    expect(retry.result).toMatchObject({
+      resultType: 'complete',
+      contents: [{ uri: SALARIES, text: 'Ada: 100' }],
+      ttlMs: 0,
+      cacheScope: 'private',
+    });
+    expect(await audit(SALARIES)).toEqual([
+      {
+        action: 'consent-asked',
+        role: ROLE_A,
+        subject: `${ROLE_A}-person`,
+        reason: null,
+      },
+      {
+        action: 'consent-given',
+        role: ROLE_A,
+        subject: `${ROLE_A}-person`,
+        reason: 'quarterly review',
+      },
+    ]);
+  });
+
+  it('refuses a decline clearly and audits it', async () => {
+    const first = await read(serverB, SALARIES);
+    const state = first.result?.['requestState'] as string;
+    const declined = await read(serverB, SALARIES, {
+      inputResponses: { consent: { action: 'decline' } },
+      requestState: state,
+    });
+    expect(declined.error).toMatchObject({
+      code: -32600,
+      data: { code: 'CONSENT_DECLINED', uri: SALARIES },
+    });
+    expect((await audit(SALARIES)).at(-1)).toMatchObject({
+      action: 'consent-declined',
+      role: ROLE_B,
+    });
+  });
+
+  it('asks again when the retry carries the state but no answer', async () => {
+    const first = await read(serverA, SALARIES);
+    const again = await read(serverA, SALARIES, {
+      requestState: first.result?.['requestState'],
+    });
+    expect(again.result).toMatchObject({ resultType: 'input_required' });
+  });
+
+  it('answers tampered, foreign, other-request and expired state with -32602, reading nothing', async () => {
+    const first = await read(serverA, SALARIES);
+    const state = first.result?.['requestState'] as string;
+    const [version, payload, mac] = state.split('.') as [
+      string,
+      string,
+      string,
+    ];
+    const forged = Buffer.from(
+      JSON.stringify({
+        ...(JSON.parse(Buffer.from(payload, 'base64url').toString()) as object),
+        e: Date.now() + 86_400_000,
+      }),
+    ).toString('base64url');
+    // The same claims signed with the server's key, but already expired.
+    const key = createHmac('sha256', TEST_CURSOR_SECRET)
+      .update('pgmcp consent state')
+      .digest();
+    const expiredPayload = Buffer.from(
+      JSON.stringify({
+        ...(JSON.parse(Buffer.from(payload, 'base64url').toString()) as object),
+        e: Date.now() - 1000,
+      }),
+    ).toString('base64url');
+    const expired = `${version}.${expiredPayload}.${createHmac('sha256', key)
+      .update(`${version}.${expiredPayload}`)
+      .digest('base64url')}`;
+    const cases: [TestServer, string, string][] = [
+      [serverA, SALARIES, `${version}.${forged}.${mac}`],
+      [serverA, SALARIES, 'not-a-state'],
+      [serverB, SALARIES, state], // another caller
+      [serverA, HANDBOOK.replace('handbook', 'salaries2'), state], // another request
+      [serverA, SALARIES, expired],
+    ];
+    await sql.query(
+      `insert into pgmcp.resources (uri, name, text, readers, sensitive)
+       values ('file:///hr/salaries2.md', 's2', 'Bob: 90', '{${ROLE_A}}', true)`,
+    );
+    for (const [server, uri, requestState] of cases) {
+      const answer = await read(server, uri, {
+        inputResponses: accept('because'),
+        requestState,
+      });
+      expect(answer.error, requestState).toMatchObject({ code: -32602 });
+    }
+  });
+
+  it('answers -32021 naming form elicitation when the request did not declare it', async () => {
+    for (const capabilities of [{}, { elicitation: { url: {} } }]) {
+      const answer = await read(
+        serverA,
+        SALARIES,
+        {},
+        {
+          ...META,
+          'io.modelcontextprotocol/clientCapabilities': capabilities,
+        },
+      );
+      expect(answer.status).toBe(400);
+      expect(answer.error).toMatchObject({
+        code: -32021,
+        data: { requiredCapabilities: { elicitation: { form: {} } } },
+      });
+    }
+  });
+
+  it('lists a sensitive resource, leaves its contents out of a directory read, and reads others without asking', async () => {
+    const { uris } = await walkList(serverA.url);
+    expect(uris).toContain(SALARIES);
+    const directory = await read(serverA, 'file:///hr/');
+    const contents = directory.result?.['contents'] as { uri: string }[];
+    expect(contents.map((content) => content.uri)).toEqual([
+      'file:///hr/',
+      HANDBOOK,
+    ]);
+    const plain = await read(serverA, HANDBOOK, {}, META);
+    expect(plain.result).toMatchObject({ resultType: 'complete' });
+  });
+
+  it('asks before reading a row of a table the config file marks sensitive', async () => {
+    const uri = rowUri(DATABASE, 'payroll', 'pay', ['1']);
+    const first = await read(serverA, uri);
+    expect(first.result).toMatchObject({ resultType: 'input_required' });
+    const retry = await read(serverA, uri, {
+      inputResponses: accept('payroll run'),
+      requestState: first.result?.['requestState'],
+    });
+    expect(retry.result).toMatchObject({
+      contents: [{ uri, text: JSON.stringify({ id: 1, amount: 100 }) }],
+    });
+    expect((await audit(uri)).map((row) => row.action)).toEqual([
+      'consent-asked',
+      'consent-given',
+    ]);
+  });
+});
+
+describe('consent over stdio', () => {
+  it('asks, reads on the retry, and refuses a client without elicitation', async () => {
+    const folder = await mkdtemp(path.join(os.tmpdir(), 'pgmcp-consent-'));
+    const configFile = path.join(folder, 'pgmcp.config.json');
+    await writeFile(
+      configFile,
+      JSON.stringify({
+        collections: [{ schema: 'payroll', table: 'pay' }],
+        sensitive: [{ schema: 'payroll', table: 'pay', columns: ['amount'] }],
+      }),
+    );
+    const child = startStdioChild({
+      DATABASE_URL: databaseUrl,
+      PGMCP_ROLE: ROLE_A,
+      PGMCP_CONFIG: configFile,
+      PGMCP_CURSOR_SECRETS: TEST_CURSOR_SECRET,
+    });
+    children.push(child);
+    const ask = async (id: string, params: Record<string, unknown>) => {
+      child.send(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id,
+          method: 'resources/read',
+          params,
+        }),
+      );
+      const answer = await child.waitFor((line) => line['id'] === id);
+      assertValidResponse('resources/read', answer);
+      return answer;
+    };
+    const uri = rowUri(DATABASE, 'payroll', 'pay', ['1']);
+    const first = await ask('1', { _meta: ELICITATION, uri });
+    const result = first['result'] as Record<string, unknown>;
+    expect(result).toMatchObject({ resultType: 'input_required' });
+    const retry = await ask('2', {
+      _meta: ELICITATION,
+      uri,
+      inputResponses: accept('audit over stdio'),
+      requestState: result['requestState'],
+    });
+    expect(retry['result']).toMatchObject({
+      contents: [{ uri, text: JSON.stringify({ id: 1, amount: 100 }) }],
+    });
+    const refused = await ask('3', { _meta: META, uri: SALARIES });
+    expect(refused['error']).toMatchObject({
+      code: -32021,
+      data: { requiredCapabilities: { elicitation: { form: {} } } },
+    });
+  });
+});
