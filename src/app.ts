@@ -63,6 +63,12 @@ import {
   type LegacyHttp,
   type StdioTransport,
 } from './transport/index.js';
+import {
+  conformanceFixtureTools,
+  createCallToolMethod,
+  createListToolsMethod,
+  type Tool,
+} from './tools/index.js';
 import { SERVER_INFO } from './version.js';
 
 export interface AppOptions {
@@ -80,7 +86,18 @@ export interface AppOptions {
    * reports a schema change or resyncs.
    */
   readonly roleDecisions?: { clear(): void };
+  /** Tool settings (config file "tools"); the defaults when absent. */
+  readonly tools?: Config['tools'];
 }
+
+/** The tool settings without a config file. */
+const DEFAULT_TOOLS: Config['tools'] = {
+  disabled: [],
+  schemas: null,
+  explainAnalyze: false,
+  searchLimit: 20,
+  conformanceFixtures: false,
+};
 
 export interface App {
   readonly dispatcher: Dispatcher;
@@ -116,6 +133,7 @@ const INSTRUCTIONS =
 /** What a 2025-11-25 session is offered (legacy digest §3.4): no `extensions`, plus logging. */
 const LEGACY_CAPABILITIES = {
   resources: { subscribe: true, listChanged: true },
+  tools: {},
   completions: {},
   logging: {},
 };
@@ -146,6 +164,7 @@ export function createApp(options: AppOptions): App {
       createDiscoverMethod({
         capabilities: {
           resources: { subscribe: true, listChanged: true },
+          tools: {},
           completions: {},
         },
         instructions: INSTRUCTIONS,
@@ -176,6 +195,9 @@ export function createApp(options: AppOptions): App {
       }),
     ],
   ]);
+  const tools = serverTools(options);
+  methods.set('tools/list', createListToolsMethod(tools));
+  methods.set('tools/call', createCallToolMethod(tools));
   const dispatcher = createDispatcher({
     serverInfo: SERVER_INFO,
     methods,
@@ -196,6 +218,14 @@ export function createApp(options: AppOptions): App {
         pollIntervalMs: tuning?.pollIntervalMs,
       }),
   };
+}
+
+/** The tools served (issue 15), minus those the config file switches off. */
+function serverTools(options: AppOptions): Tool[] {
+  const settings = options.tools ?? DEFAULT_TOOLS;
+  const tools: Tool[] = [];
+  if (settings.conformanceFixtures) tools.push(...conformanceFixtureTools());
+  return tools.filter((tool) => !settings.disabled.includes(tool.name));
 }
 
 /**
@@ -414,6 +444,7 @@ export function appOptions(
     live: config.live,
     logger,
     roleDecisions,
+    tools: config.tools,
   };
 }
 

@@ -26,6 +26,7 @@ export {
   EmptyParamsSchema,
   PROTOCOL_VERSION,
   PaginatedParamsSchema,
+  CallToolParamsSchema,
   ReadResourceParamsSchema,
   SUPPORTED_VERSIONS,
   expectedHttpHeaders,
@@ -36,6 +37,7 @@ export {
   type Implementation,
   type InboundMessage,
   type PaginatedParams,
+  type CallToolParams,
   type ReadResourceParams,
   type RequestId,
   type ResourceTemplate,
@@ -56,6 +58,10 @@ export {
   type LogLevel,
 } from './legacy-state.js';
 export { createEraDispatcher } from './era-dispatcher.js';
+export {
+  streamedResponse,
+  type RequestStreamControl,
+} from './request-stream.js';
 export {
   ListenParamsSchema,
   type FanoutMessages,

@@ -32,6 +32,8 @@ const SHARED_METHODS = new Set([
   'resources/templates/list',
   'resources/read',
   'completion/complete',
+  'tools/list',
+  'tools/call',
 ]);
 /** Result fields 2025-11-25 does not have (legacy digest §6.4). */
 const MODERN_ONLY_FIELDS = ['resultType', 'ttlMs', 'cacheScope', '_meta'];
@@ -270,16 +272,22 @@ function negotiate(
   };
 }
 
-/** The request with the envelope the shared handlers expect; the client's own `_meta` rides along. */
+/**
+ * The request with the envelope the shared handlers expect; the client's own `_meta` rides along,
+ * except `progressToken`: a legacy answer is one response, never a stream of progress.
+ */
 function asModern(message: InboundMessage): InboundMessage {
   const params = message.params ?? {};
-  const meta = params['_meta'];
+  const { progressToken: _unanswered, ...meta } =
+    typeof params['_meta'] === 'object' && params['_meta'] !== null
+      ? (params['_meta'] as Record<string, unknown>)
+      : {};
   return {
     ...message,
     params: {
       ...params,
       _meta: {
-        ...(typeof meta === 'object' && meta !== null ? meta : {}),
+        ...meta,
         [META_PROTOCOL_VERSION]: PROTOCOL_VERSION,
         [META_CLIENT_CAPABILITIES]: {},
       },

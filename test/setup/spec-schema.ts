@@ -60,6 +60,14 @@ export const RESULT_SCHEMAS: Record<string, { sdk: z.ZodType; def: string }> = {
     sdk: official.CompleteResultSchema,
     def: 'CompleteResultResponse',
   },
+  'tools/list': {
+    sdk: official.ListToolsResultSchema,
+    def: 'ListToolsResultResponse',
+  },
+  'tools/call': {
+    sdk: official.CallToolResultSchema,
+    def: 'CallToolResultResponse',
+  },
 };
 
 /** The official schema of each notification the server may send. */
@@ -82,6 +90,10 @@ export const NOTIFICATION_SCHEMAS: Record<
   'notifications/cancelled': {
     sdk: official.CancelledNotificationSchema,
     def: 'CancelledNotification',
+  },
+  'notifications/progress': {
+    sdk: official.ProgressNotificationSchema,
+    def: 'ProgressNotification',
   },
 };
 
@@ -122,6 +134,14 @@ const LEGACY_RESULT_SCHEMAS: Record<string, { sdk: z.ZodType; def: string }> = {
   'logging/setLevel': {
     sdk: legacySdk.EmptyResultSchema,
     def: 'EmptyResult',
+  },
+  'tools/list': {
+    sdk: legacySdk.ListToolsResultSchema,
+    def: 'ListToolsResult',
+  },
+  'tools/call': {
+    sdk: legacySdk.CallToolResultSchema,
+    def: 'CallToolResult',
   },
 };
 
