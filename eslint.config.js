@@ -17,6 +17,7 @@ const LAYERS = {
   config: ['errors.ts', 'version.ts'],
   resources: ['errors.ts', 'auth', 'protocol', 'db', 'log.ts', 'version.ts'],
   tools: ['errors.ts', 'auth', 'protocol', 'db', 'log.ts', 'version.ts'],
+  prompts: ['errors.ts', 'auth', 'protocol', 'db', 'log.ts', 'version.ts'],
   notifications: [
     'errors.ts',
     'auth',

@@ -42,7 +42,16 @@ import {
   type ChangePathOptions,
 } from './notifications/index.js';
 import {
+  completePromptArgument,
+  createGetPromptMethod,
+  createListPromptsMethod,
+  promptChange,
+  PROMPTS_RELATION,
+  type PromptDependencies,
+} from './prompts/index.js';
+import {
   catalogSource,
+  catalogUri,
   deliveredChanges,
   type CatalogSource,
   type CollectionConfig,
@@ -51,6 +60,7 @@ import {
   createListTemplatesMethod,
   createReadResourceMethod,
   readableUris,
+  readContents,
   TTL_MS,
 } from './resources/index.js';
 import {
@@ -128,12 +138,14 @@ const INSTRUCTIONS =
   'resources/templates/list shows the URI patterns (notes:///{tag}/{slug}, file:///{+path}, pg://…); ' +
   'completion/complete suggests their variables from the resources you can read. ' +
   'subscriptions/listen delivers notifications/resources/updated for subscribed URIs (a file:///…/ ' +
-  'directory covers what is under it) and notifications/resources/list_changed as changes commit.';
+  'directory covers what is under it) and notifications/resources/list_changed as changes commit. ' +
+  'prompts/list shows the prompts stored for your role (digest, explain-table, write-query in the demo).';
 
 /** What a 2025-11-25 session is offered (legacy digest §3.4): no `extensions`, plus logging. */
 const LEGACY_CAPABILITIES = {
   resources: { subscribe: true, listChanged: true },
   tools: {},
+  prompts: { listChanged: true },
   completions: {},
   logging: {},
 };
@@ -148,6 +160,12 @@ export function createApp(options: AppOptions): App {
     cursors,
     pageSize: options.pageSize,
   };
+  const readDeps = {
+    db: options.db,
+    sources: options.sources,
+    maxDirectoryEntries: options.maxDirectoryEntries,
+  };
+  const promptDeps = promptDependencies(options, cursors, readDeps);
   const fanout = new StreamRegistry({
     serverInfo: SERVER_INFO,
     maxStreams: options.live.maxStreams,
@@ -165,6 +183,7 @@ export function createApp(options: AppOptions): App {
         capabilities: {
           resources: { subscribe: true, listChanged: true },
           tools: {},
+          prompts: { listChanged: true },
           completions: {},
         },
         instructions: INSTRUCTIONS,
@@ -173,18 +192,18 @@ export function createApp(options: AppOptions): App {
     ],
     ['resources/list', createListResourcesMethod(listDeps)],
     ['resources/templates/list', createListTemplatesMethod(listDeps)],
-    [
-      'resources/read',
-      createReadResourceMethod({
-        db: options.db,
-        sources: options.sources,
-        maxDirectoryEntries: options.maxDirectoryEntries,
-      }),
-    ],
+    ['resources/read', createReadResourceMethod(readDeps)],
     [
       'completion/complete',
-      createCompleteMethod({ db: options.db, sources: options.sources }),
+      createCompleteMethod({
+        db: options.db,
+        sources: options.sources,
+        completePrompt: (name, argument, ctx) =>
+          completePromptArgument(promptDeps, ctx, name, argument),
+      }),
     ],
+    ['prompts/list', createListPromptsMethod(promptDeps)],
+    ['prompts/get', createGetPromptMethod(promptDeps)],
     [
       'subscriptions/listen',
       createListenMethod({
@@ -211,7 +230,11 @@ export function createApp(options: AppOptions): App {
       startChangePath({
         sources: options.sources,
         streams: fanout,
-        deliveredChanges,
+        // Prompts live in the main database (sources[0]); its log's prompt rows are theirs.
+        deliveredChanges: (source, change) =>
+          source === options.sources[0] && change.relation === PROMPTS_RELATION
+            ? [promptChange(change)]
+            : deliveredChanges(source, change),
         forgetCatalog: (source) => forgetCatalog(source, options.roleDecisions),
         retentionSeconds: options.live.changeRetentionSeconds,
         log: tuning?.log ?? ((line) => options.logger.info(line)),
@@ -226,6 +249,28 @@ function serverTools(options: AppOptions): Tool[] {
   const tools: Tool[] = [];
   if (settings.conformanceFixtures) tools.push(...conformanceFixtureTools());
   return tools.filter((tool) => !settings.disabled.includes(tool.name));
+}
+
+/** What prompts/ renders with: the main database, its catalog, and reads as the caller. */
+function promptDependencies(
+  options: AppOptions,
+  cursors: PromptDependencies['cursors'],
+  readDeps: Parameters<typeof readContents>[0],
+): PromptDependencies {
+  const main = options.sources[0];
+  return {
+    db: options.db,
+    cursors,
+    pageSize: options.pageSize,
+    ttlMs: TTL_MS.list,
+    catalog: {
+      include: main?.scope.include ?? null,
+      exclude: main?.scope.exclude ?? [],
+      tableUri: (schema, relation) =>
+        catalogUri(main?.name ?? '', schema, relation),
+    },
+    read: (uri, ctx) => readContents(readDeps, uri, ctx.principal, ctx),
+  };
 }
 
 /**

@@ -144,6 +144,31 @@ export const CATALOG_NAMES: PreparedQuery<
   ],
 };
 
+/**
+ * Tables and views the role holds a privilege on, in the catalog's scope, as (schema, relation)
+ * whose "schema.relation" starts with `prefix`, in order, at most `limit` (prompt arguments and
+ * their completion).
+ */
+export const VISIBLE_TABLES: PreparedQuery<
+  {
+    prefix: string;
+    limit: number;
+    include: readonly string[] | null;
+    exclude: readonly string[];
+  },
+  { schema: string; relation: string; comment: string | null }
+> = {
+  name: 'pgmcp_visible_tables',
+  text: `select n.nspname::text as schema, c.relname::text as relation,
+                obj_description(c.oid, 'pg_class') as comment
+           from pg_class c join pg_namespace n on n.oid = c.relnamespace
+          where ${VISIBLE_RELATION} and ${IN_SCOPE(3, 4)}
+            and starts_with(n.nspname || '.' || c.relname, $1)
+          order by n.nspname, c.relname
+          limit $2`,
+  values: (args) => [args.prefix, args.limit, args.include, args.exclude],
+};
+
 // Only cheap filters run before the sort; the privilege checks run above it (OFFSET 0 keeps the
 // planner from pushing them down) in key order, so a page checks about as many entries as it
 // returns instead of every relation after the key, and the comments are looked up only for the

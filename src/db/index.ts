@@ -75,7 +75,15 @@ export {
   DESCRIBE_SCHEMA_RELATIONS,
   LIST_CATALOG_PAGE,
   DESCRIBE_SCHEMA,
+  VISIBLE_TABLES,
 } from './catalog-statements.js';
+export {
+  GET_PROMPT,
+  LIST_PROMPTS_PAGE,
+  RESOURCE_TAGS,
+  TAGGED_RESOURCES,
+  type PromptListingRow,
+} from './prompt-statements.js';
 export {
   inspectCollection,
   LIST_COLLECTION_ROWS,

@@ -68,7 +68,7 @@ export class LegacySubscriptions {
 
   /**
    * (Re)register `session` with its current URIs, as `principal`, if it has a channel; it always
-   * hears list_changed. Throws TOO_MANY_STREAMS when the registry's caps are reached.
+   * hears both list_changed notifications (resources and prompts). Throws TOO_MANY_STREAMS when the registry's caps are reached.
    */
   attach(session: LegacySession, principal: Principal): void {
     this.detach(session);
@@ -80,6 +80,8 @@ export class LegacySubscriptions {
       [...session.subscriptions],
       true,
       this.#sinkOf(session),
+      // The legacy initialize offers prompts with listChanged.
+      true,
     );
     this.#registered.set(session, subscriber);
     this.streams.add(subscriber, release);

@@ -31,6 +31,20 @@ export interface ListenDependencies {
   ) => Promise<string[]>;
 }
 
+/** Only what this server can send: no tools, so that opt-in is left out. */
+function honoredFilter(
+  requested: SubscriptionFilter,
+  honoredUris: string[],
+): SubscriptionFilter {
+  const honored: SubscriptionFilter = {};
+  if (requested.promptsListChanged === true) honored.promptsListChanged = true;
+  if (requested.resourcesListChanged === true)
+    honored.resourcesListChanged = true;
+  if (requested.resourceSubscriptions !== undefined)
+    honored.resourceSubscriptions = honoredUris;
+  return honored;
+}
+
 export function createListenMethod(
   deps: ListenDependencies,
 ): MethodHandler<ListenParams> {
@@ -57,12 +71,7 @@ export function createListenMethod(
         release();
         throw error;
       }
-      // Only what this server can send: no tools or prompts, so those opt-ins are left out.
-      const honored: SubscriptionFilter = {};
-      if (requested.resourcesListChanged === true)
-        honored.resourcesListChanged = true;
-      if (requested.resourceSubscriptions !== undefined)
-        honored.resourceSubscriptions = honoredUris;
+      const honored = honoredFilter(requested, honoredUris);
       const messages = new SubscriptionMessages(ctx.id);
       let subscriber: StreamQueue | undefined;
       let cancelled = false;
@@ -75,6 +84,7 @@ export function createListenMethod(
             honoredUris,
             honored.resourcesListChanged === true,
             sink,
+            honored.promptsListChanged === true,
           );
           // The acknowledgement goes out before the stream can receive anything (§7.2).
           sink.write(messages.acknowledged(honored));

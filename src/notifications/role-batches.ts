@@ -16,6 +16,11 @@ export interface PublishedChange {
   readonly kind: 'created' | 'updated' | 'deleted' | 'schema';
   /** Whether it can change resources/list (default true; false for rows of unlisted tables). */
   readonly listed?: boolean;
+  /**
+   * A stored prompt changed (`uri` null): it can change prompts/list, never resources/list, and
+   * is heard by the streams that asked for prompts' list changes.
+   */
+  readonly prompt?: boolean;
 }
 
 /** What one role may hear of, per change seq: readable before it, readable after it. */
@@ -109,7 +114,14 @@ export async function enqueueHeard(
   hearing: Hearing | undefined,
 ): Promise<void> {
   if (hearing === undefined) return;
-  const listChanged = listChangedByRole(hearing);
+  const listChanged = listChangedByRole(
+    hearing,
+    (change) => change.listed !== false && change.prompt !== true,
+  );
+  const promptsChanged = listChangedByRole(
+    hearing,
+    (change) => change.prompt === true,
+  );
   const uriJson = new Map<string, string>();
   const jsonOf = (uri: string): string => {
     let json = uriJson.get(uri);
@@ -132,6 +144,11 @@ export async function enqueueHeard(
       enqueueUpdates(stream, { changes, seen, jsonOf });
     if (stream.listChanged && listChanged.get(stream.roleKey) === true)
       stream.enqueue(undefined, true);
+    if (
+      stream.promptsListChanged &&
+      promptsChanged.get(stream.roleKey) === true
+    )
+      stream.enqueuePromptsList();
     stream.deliver(streams.limits);
     written += 1;
     // Let ordinary requests through between slices of a large broadcast.
@@ -171,12 +188,16 @@ function enqueueUpdates(
   }
 }
 
-/** Per role: whether a change it may see (before or after) in this batch can alter its list. */
-function listChangedByRole(hearing: Hearing): Map<string, boolean> {
+/**
+ * Per role: whether a change it may see (before or after) in this batch can alter a list, the
+ * list whose changes `alters` picks (resources/list or prompts/list).
+ */
+function listChangedByRole(
+  hearing: Hearing,
+  alters: (change: PublishedChange) => boolean,
+): Map<string, boolean> {
   const listedSeqs = new Set(
-    hearing.changes
-      .filter((change) => change.listed !== false)
-      .map((change) => change.seq),
+    hearing.changes.filter(alters).map((change) => change.seq),
   );
   const changed = new Map<string, boolean>();
   for (const [key, seen] of hearing.visibility) {

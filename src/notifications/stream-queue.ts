@@ -32,6 +32,7 @@ export class StreamQueue {
   /** URIs queued for notifications/resources/updated; a Set, so repeats coalesce while pending. */
   readonly #pendingUris = new Set<string>();
   #pendingList = false;
+  #pendingPromptsList = false;
   #blockedSince: number | undefined;
   #ended = false;
   readonly #onEnd: (() => void)[] = [];
@@ -43,6 +44,8 @@ export class StreamQueue {
     readonly uris: readonly string[],
     readonly listChanged: boolean,
     readonly sink: StreamSink,
+    /** Whether it hears notifications/prompts/list_changed (asked for, or a legacy session). */
+    readonly promptsListChanged = false,
   ) {
     this.roleKey = roleKey(principal);
   }
@@ -55,6 +58,11 @@ export class StreamQueue {
     if (this.#ended) return;
     if (uriJson !== undefined) this.#pendingUris.add(uriJson);
     if (list) this.#pendingList = true;
+  }
+
+  /** Queue one notifications/prompts/list_changed (repeats coalesce while pending). */
+  enqueuePromptsList(): void {
+    if (!this.#ended) this.#pendingPromptsList = true;
   }
 
   /** Write what is pending; a client that leaves too much unread is ended as stalled at once. */
@@ -75,6 +83,10 @@ export class StreamQueue {
     if (this.#pendingList) {
       this.#pendingList = false;
       open = this.sink.write(this.messages.listChanged());
+    }
+    if (open && this.#pendingPromptsList) {
+      this.#pendingPromptsList = false;
+      open = this.sink.write(this.messages.promptsListChanged());
     }
     for (const uriJson of this.#pendingUris) {
       if (!open) break;

@@ -103,7 +103,8 @@ export class StreamRegistry {
       if (set === undefined) this.#byUri.set(uri, (set = new Set()));
       set.add(stream);
     }
-    if (stream.listChanged) this.#listStreams.add(stream);
+    if (stream.listChanged || stream.promptsListChanged)
+      this.#listStreams.add(stream);
     stream.onEnd(() => this.remove(stream));
   }
 
@@ -153,6 +154,7 @@ export class StreamRegistry {
       if (stream.ended) continue;
       for (const uri of stream.uris) stream.enqueue(JSON.stringify(uri), false);
       if (stream.listChanged) stream.enqueue(undefined, true);
+      if (stream.promptsListChanged) stream.enqueuePromptsList();
       stream.deliver(this.#options);
     }
   }

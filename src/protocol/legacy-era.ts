@@ -34,6 +34,8 @@ const SHARED_METHODS = new Set([
   'completion/complete',
   'tools/list',
   'tools/call',
+  'prompts/list',
+  'prompts/get',
 ]);
 /** Result fields 2025-11-25 does not have (legacy digest §6.4). */
 const MODERN_ONLY_FIELDS = ['resultType', 'ttlMs', 'cacheScope', '_meta'];

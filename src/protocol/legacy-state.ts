@@ -89,6 +89,10 @@ export class LegacyNotificationMessages {
     return LegacyNotificationMessages.LIST_CHANGED;
   }
 
+  promptsListChanged(): string {
+    return '{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}';
+  }
+
   result(): undefined {
     return undefined;
   }

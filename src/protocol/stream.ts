@@ -58,6 +58,7 @@ export type ListenParams = z.infer<typeof ListenParamsSchema>;
 export interface FanoutMessages {
   updated(uriJson: string): string;
   listChanged(): string;
+  promptsListChanged(): string;
   result(serverInfo: Implementation): string | undefined;
   error(
     code: number,
@@ -72,6 +73,7 @@ export class SubscriptionMessages implements FanoutMessages {
   readonly #id: RequestId;
   readonly #idJson: string;
   readonly #listChanged: string;
+  readonly #promptsListChanged: string;
 
   constructor(id: RequestId) {
     RequestIdSchema.parse(id);
@@ -79,6 +81,7 @@ export class SubscriptionMessages implements FanoutMessages {
     this.#idJson = JSON.stringify(id);
     this.#meta = `{"${META_SUBSCRIPTION_ID}":${this.#idJson}}`;
     this.#listChanged = `{"jsonrpc":"2.0","method":"notifications/resources/list_changed","params":{"_meta":${this.#meta}}}`;
+    this.#promptsListChanged = `{"jsonrpc":"2.0","method":"notifications/prompts/list_changed","params":{"_meta":${this.#meta}}}`;
   }
 
   /** notifications/subscriptions/acknowledged with the honored filter (always first, §7.2). */
@@ -93,6 +96,10 @@ export class SubscriptionMessages implements FanoutMessages {
 
   listChanged(): string {
     return this.#listChanged;
+  }
+
+  promptsListChanged(): string {
+    return this.#promptsListChanged;
   }
 
   /** The graceful end: SubscriptionsListenResult (§7.4). */

@@ -65,6 +65,14 @@ export const CallToolParamsSchema = z.object({
   requestState: clientString().optional(),
 });
 export type CallToolParams = z.infer<typeof CallToolParamsSchema>;
+/** prompts/get (spec §8.2): a prompt by name, its arguments' values as strings. */
+export const GetPromptParamsSchema = z.object({
+  name: clientString(),
+  arguments: z.record(clientString(), clientString()).optional(),
+  inputResponses: z.record(clientString(), z.unknown()).optional(),
+  requestState: clientString().optional(),
+});
+export type GetPromptParams = z.infer<typeof GetPromptParamsSchema>;
 
 /** completion/complete (spec §9): a prompt or a resource template, one argument, earlier ones. */
 export const CompleteParamsSchema = z.object({

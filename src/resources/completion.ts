@@ -1,6 +1,6 @@
 // completion/complete (spec §9) for resource-template arguments: suggest the values a variable
 // takes in the stored resources the caller can read, matching what was typed and the arguments
-// already chosen. pgmcp has no prompts, so a prompt reference is an invalid ref (-32602).
+// already chosen. A prompt reference goes to the prompts' completion that app.ts hands in.
 import {
   CATALOG_NAMES,
   LIST_COLLECTION_ROWS,
@@ -15,6 +15,7 @@ import {
   createMethod,
   type CompleteParams,
   type MethodHandler,
+  type RequestContext,
 } from '../protocol/index.js';
 import { parseUriTemplate, type UriTemplate } from './uri-template.js';
 import { prefixUpperBound } from './uri.js';
@@ -35,6 +36,12 @@ export interface CompletionDependencies {
   readonly db: DatabaseHandle;
   /** The databases whose catalog and rows are pg:// resources (the first is `db`'s). */
   readonly sources: readonly CatalogSource[];
+  /** ref/prompt: complete a stored prompt's argument (prompts/, wired by app.ts). */
+  readonly completePrompt?: (
+    name: string,
+    argument: Argument,
+    ctx: RequestContext,
+  ) => Promise<Record<string, unknown>>;
 }
 
 type Argument = { readonly name: string; readonly value: string };
@@ -51,6 +58,8 @@ export function createCompleteMethod(
     params: CompleteParamsSchema,
     async handle(params, ctx) {
       const { ref, argument } = params;
+      if (ref.type === 'ref/prompt' && deps.completePrompt !== undefined)
+        return deps.completePrompt(ref.name, argument, ctx);
       if (ref.type === 'ref/prompt')
         throw new ProtocolError(
           'INVALID_PARAMS',

@@ -2,7 +2,12 @@
 export { createListResourcesMethod } from './list.js';
 export { type ListDependencies } from './keyset.js';
 export { createListTemplatesMethod } from './templates.js';
-export { createReadResourceMethod, type ReadDependencies } from './read.js';
+export {
+  createReadResourceMethod,
+  readContents,
+  type ReadDependencies,
+} from './read.js';
+export { catalogUri } from './catalog-uri.js';
 export { TTL_MS } from './cache-hints.js';
 export { isDirectoryUri, validateResourceUri } from './uri.js';
 export { parseUriTemplate, type UriTemplate } from './uri-template.js';

@@ -49,18 +49,7 @@ export function createReadResourceMethod(
   return createMethod({
     params: ReadResourceParamsSchema,
     async handle(params, ctx) {
-      const uri = validateResourceUri(params.uri);
-      const contents = isCatalogUri(uri)
-        ? await readCatalog(
-            deps.sources,
-            uri,
-            ctx.principal,
-            ctx,
-            deps.maxDirectoryEntries,
-          )
-        : isDirectoryUri(uri)
-          ? await readDirectory(deps, uri, ctx.principal, ctx)
-          : await readOne(deps, uri, ctx.principal, ctx);
+      const contents = await readContents(deps, params.uri, ctx.principal, ctx);
       if (contents.length === 0) {
         throw new ProtocolError('RESOURCE_NOT_FOUND', 'Resource not found.', {
           data: { uri: params.uri },
@@ -72,6 +61,30 @@ export function createReadResourceMethod(
       };
     },
   });
+}
+
+/**
+ * What resources/read answers for `requested` as `principal`: each content's JSON, none when the
+ * resource does not exist or the role cannot read it; an invalid URI throws INVALID_URI.
+ */
+export async function readContents(
+  deps: ReadDependencies,
+  requested: string,
+  principal: Principal,
+  cancellation: { readonly aborted: boolean },
+): Promise<string[]> {
+  const uri = validateResourceUri(requested);
+  if (isCatalogUri(uri))
+    return readCatalog(
+      deps.sources,
+      uri,
+      principal,
+      cancellation,
+      deps.maxDirectoryEntries,
+    );
+  return isDirectoryUri(uri)
+    ? readDirectory(deps, uri, principal, cancellation)
+    : readOne(deps, uri, principal, cancellation);
 }
 
 /** The contents JSON of one stored resource, or none. */

@@ -131,6 +131,7 @@ describe('subscriptions/listen', () => {
           'io.modelcontextprotocol/subscriptionId': match.any(String),
         },
         notifications: {
+          promptsListChanged: true,
           resourcesListChanged: true,
           resourceSubscriptions: [mine, 'file:///live-ack/'],
         },
@@ -188,6 +189,38 @@ describe('subscriptions/listen', () => {
     expect(streamB.updated()).toEqual([b1]);
     expect(streamB.listChanges()).toBe(1);
     expect(streamA.updated()).not.toContain(b1);
+  });
+
+  it('tells the streams that asked for prompt list changes of a committed prompt change, only when their role can read the prompt', async () => {
+    const promptChanges = (stream: ListenStream) =>
+      stream.messages.filter(
+        (message) => message.method === 'notifications/prompts/list_changed',
+      ).length;
+    const addPrompt = (name: string, role: string) =>
+      sql.query(
+        `insert into pgmcp.prompts (name, messages, readers)
+         values ($1, '[{"role": "user", "content": {"type": "text", "text": "hi"}}]', $2)`,
+        [name, [role]],
+      );
+    const promptsA = await open(serverA, { promptsListChanged: true });
+    const resourcesA = await open(serverA, { resourcesListChanged: true });
+    const promptsB = await open(serverB, { promptsListChanged: true });
+    await addPrompt('live-a-1', ROLE_A);
+    await promptsA.waitFor(() => promptChanges(promptsA) === 1);
+    await addPrompt('live-b-1', ROLE_B);
+    await promptsB.waitFor(() => promptChanges(promptsB) === 1);
+    // A's next change arrives after B's would have, had A been told of it.
+    await sql.query(
+      `update pgmcp.prompts set title = 'A' where name = 'live-a-1'`,
+    );
+    await promptsA.waitFor(() => promptChanges(promptsA) === 2);
+    expect(promptChanges(promptsB)).toBe(1);
+    // A prompt change is no resource list change.
+    expect(resourcesA.listChanges()).toBe(0);
+    expect(promptChanges(resourcesA)).toBe(0);
+    // A delete is heard by who could read the row.
+    await sql.query(`delete from pgmcp.prompts where name = 'live-b-1'`);
+    await promptsB.waitFor(() => promptChanges(promptsB) === 2);
   });
 
   it('stops telling a role about a resource it can no longer read, while its list shows the loss', async () => {

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   CallToolParamsSchema,
+  GetPromptParamsSchema,
   CancelledParamsSchema,
   CompleteParamsSchema,
   EmptyParamsSchema,
@@ -92,6 +93,24 @@ const PAIRS: Record<string, Pair> = {
       },
       droppedFields: {
         task: '2025-11-25 tasks; 2026-07-28 CallToolRequestParams has no task field',
+      },
+    },
+  },
+  'prompts/list': {
+    ours: PaginatedParamsSchema,
+    official: official.ListPromptsRequestSchema,
+    def: 'PaginatedRequestParams',
+  },
+  'prompts/get': {
+    ours: GetPromptParamsSchema,
+    official: official.GetPromptRequestSchema,
+    def: 'GetPromptRequestParams',
+    exceptions: {
+      extraFields: {
+        inputResponses:
+          '2026-07-28 GetPromptRequestParams defines it; the SDK schema does not yet',
+        requestState:
+          '2026-07-28 GetPromptRequestParams defines it; the SDK schema does not yet',
       },
     },
   },

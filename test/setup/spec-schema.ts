@@ -68,6 +68,14 @@ export const RESULT_SCHEMAS: Record<string, { sdk: z.ZodType; def: string }> = {
     sdk: official.CallToolResultSchema,
     def: 'CallToolResultResponse',
   },
+  'prompts/list': {
+    sdk: official.ListPromptsResultSchema,
+    def: 'ListPromptsResultResponse',
+  },
+  'prompts/get': {
+    sdk: official.GetPromptResultSchema,
+    def: 'GetPromptResultResponse',
+  },
 };
 
 /** The official schema of each notification the server may send. */
@@ -86,6 +94,10 @@ export const NOTIFICATION_SCHEMAS: Record<
   'notifications/resources/list_changed': {
     sdk: official.ResourceListChangedNotificationSchema,
     def: 'ResourceListChangedNotification',
+  },
+  'notifications/prompts/list_changed': {
+    sdk: official.PromptListChangedNotificationSchema,
+    def: 'PromptListChangedNotification',
   },
   'notifications/cancelled': {
     sdk: official.CancelledNotificationSchema,
@@ -123,6 +135,14 @@ const LEGACY_RESULT_SCHEMAS: Record<string, { sdk: z.ZodType; def: string }> = {
     sdk: legacySdk.CompleteResultSchema,
     def: 'CompleteResult',
   },
+  'prompts/list': {
+    sdk: legacySdk.ListPromptsResultSchema,
+    def: 'ListPromptsResult',
+  },
+  'prompts/get': {
+    sdk: legacySdk.GetPromptResultSchema,
+    def: 'GetPromptResult',
+  },
   'resources/subscribe': {
     sdk: legacySdk.EmptyResultSchema,
     def: 'EmptyResult',
@@ -156,6 +176,10 @@ const LEGACY_NOTIFICATION_SCHEMAS: Record<
   'notifications/resources/list_changed': {
     sdk: legacySdk.ResourceListChangedNotificationSchema,
     def: 'ResourceListChangedNotification',
+  },
+  'notifications/prompts/list_changed': {
+    sdk: legacySdk.PromptListChangedNotificationSchema,
+    def: 'PromptListChangedNotification',
   },
   'notifications/message': {
     sdk: legacySdk.LoggingMessageNotificationSchema,

@@ -185,6 +185,8 @@ describe('tools in a 2025-11-25 session', () => {
     expect(called.result).toMatchObject({
       content: [{ type: 'text', text: 'Progress tool completed.' }],
     });
+    // Asked for progress, so answered as SSE (legacy digest §5).
+    expect(called.headers.get('content-type')).toMatch(/^text\/event-stream/);
   });
 
   it('offers tools in the initialize capabilities', async () => {

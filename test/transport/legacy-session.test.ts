@@ -239,7 +239,7 @@ describe('legacy requests through the shared handlers', () => {
     for (const method of [
       'subscriptions/listen',
       'server/discover',
-      'tools/list',
+      'sampling/createMessage',
     ]) {
       const unknown = await legacyPost(server.url, { method }, headers);
       expect(unknown.status, method).toBe(200);
@@ -741,6 +741,25 @@ describe('legacy subscriptions', () => {
       jsonrpc: '2.0',
       method: 'notifications/resources/updated',
       params: { uri: 'notes:///legacy-sub/one' },
+    });
+  });
+
+  it('tells a session of a committed change to a prompt its role can read, as prompts/list_changed', async () => {
+    const id = await openSession(server.url, AS_A);
+    const events = await stream(id);
+    const promptChanges = () =>
+      events.messages.filter(
+        (message) => message.method === 'notifications/prompts/list_changed',
+      ).length;
+    await sql.query(
+      `insert into pgmcp.prompts (name, messages, readers)
+       values ('legacy-prompt', '[{"role": "user", "content": {"type": "text", "text": "hi"}}]', $1)`,
+      [[ROLE_A]],
+    );
+    await events.waitFor(() => promptChanges() === 1);
+    expect(events.messages).toContainEqual({
+      jsonrpc: '2.0',
+      method: 'notifications/prompts/list_changed',
     });
   });
 

@@ -1,0 +1,34 @@
+// What the prompt handlers need from the rest of the server, handed in by app.ts (prompts/ sits
+// beside resources/ and does not import it).
+import type { DatabaseHandle } from '../db/index.js';
+import type { CursorCodec, RequestContext } from '../protocol/index.js';
+
+export interface PromptDependencies {
+  /** The main database: pgmcp.prompts, the stored resources and the catalog templates render. */
+  readonly db: DatabaseHandle;
+  readonly cursors: CursorCodec;
+  readonly pageSize: number;
+  /** prompts/list's ttlMs (cacheScope follows the caller, as for resources/list). */
+  readonly ttlMs: number;
+  /** The main database's catalog: its configured scope, and a table's pg:// description URI. */
+  readonly catalog: {
+    readonly include: readonly string[] | null;
+    readonly exclude: readonly string[];
+    tableUri(schema: string, relation: string): string;
+  };
+  /**
+   * resources/read for `uri` as the caller: each content's JSON, none when it does not exist or
+   * the role cannot read it (an invalid URI throws INVALID_URI).
+   */
+  readonly read: (uri: string, ctx: RequestContext) => Promise<string[]>;
+}
+
+/** One stored argument (pgmcp.prompts.arguments; the migration's check keeps this shape). */
+export interface StoredArgument {
+  readonly name: string;
+  readonly title?: string;
+  readonly description?: string;
+  readonly required?: boolean;
+  /** What completion/complete suggests: readable tags, or visible tables. */
+  readonly complete?: 'tags' | 'tables';
+}

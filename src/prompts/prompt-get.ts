@@ -1,0 +1,92 @@
+// prompts/get (spec §8.2): one stored prompt the caller's role can read, its arguments checked
+// against the stored declaration, its messages rendered as the caller. Not cacheable.
+import { GET_PROMPT, runRequestQuery } from '../db/index.js';
+import { ProtocolError } from '../errors.js';
+import {
+  createMethod,
+  GetPromptParamsSchema,
+  type GetPromptParams,
+  type MethodHandler,
+  type RequestContext,
+} from '../protocol/index.js';
+import type {
+  PromptDependencies,
+  StoredArgument,
+} from './prompt-dependencies.js';
+import { renderMessages, type MessageTemplate } from './prompt-render.js';
+
+/** A stored prompt as prompts/get and completion read it. */
+export interface StoredPrompt {
+  readonly name: string;
+  readonly description: string | null;
+  readonly arguments: readonly StoredArgument[];
+  readonly messages: readonly MessageTemplate[];
+}
+
+/** The prompt `name` if the role can read it; otherwise -32602, as for one that does not exist. */
+export async function findPrompt(
+  deps: PromptDependencies,
+  ctx: RequestContext,
+  name: string,
+): Promise<StoredPrompt> {
+  const [row] = await runRequestQuery(deps.db, ctx.principal, ctx, GET_PROMPT, {
+    name,
+  });
+  if (row === undefined)
+    throw new ProtocolError(
+      'INVALID_PARAMS',
+      `Invalid params: unknown prompt ${JSON.stringify(name.slice(0, 128))}.`,
+      { data: { name: name.slice(0, 128) } },
+    );
+  return {
+    name: row.name,
+    description: row.description,
+    arguments: JSON.parse(row.arguments) as StoredArgument[],
+    messages: JSON.parse(row.messages) as MessageTemplate[],
+  };
+}
+
+/** Every declared argument's value ("" for an optional one not given); -32602 names what is wrong. */
+function argumentValues(
+  prompt: StoredPrompt,
+  given: Readonly<Record<string, string>>,
+): Map<string, string> {
+  const declared = new Set(prompt.arguments.map((argument) => argument.name));
+  const unknown = Object.keys(given).filter((name) => !declared.has(name));
+  if (unknown.length > 0)
+    throw new ProtocolError(
+      'INVALID_PARAMS',
+      `Invalid params: prompt ${prompt.name} has no argument ${JSON.stringify(unknown[0]?.slice(0, 100))}.`,
+    );
+  const values = new Map<string, string>();
+  for (const argument of prompt.arguments) {
+    const value = given[argument.name];
+    if (value === undefined && argument.required === true)
+      throw new ProtocolError(
+        'INVALID_PARAMS',
+        `Invalid params: prompt ${prompt.name} needs the argument ${argument.name}.`,
+        { data: { missing: argument.name } },
+      );
+    values.set(argument.name, value ?? '');
+  }
+  return values;
+}
+
+export function createGetPromptMethod(
+  deps: PromptDependencies,
+): MethodHandler<GetPromptParams> {
+  return createMethod({
+    params: GetPromptParamsSchema,
+    async handle(params, ctx) {
+      const prompt = await findPrompt(deps, ctx, params.name);
+      const values = argumentValues(prompt, params.arguments ?? {});
+      const messages = await renderMessages(deps, ctx, prompt.messages, values);
+      return {
+        ...(prompt.description === null
+          ? {}
+          : { description: prompt.description }),
+        messages,
+      };
+    },
+  });
+}
