@@ -1,4 +1,6 @@
-// Runs the official MCP conformance suite against a pgmcp server on the conformance seed.
+// Runs the official MCP conformance suite against a pgmcp server on the conformance seed, once per
+// era pgmcp serves on the same endpoint: the 2026-07-28 requirements, then the 2025-11-25 ones (the
+// suite's own --requirements set, run at the 2025-11-25 wire), each with its expected failures.
 // Usage: npm run conformance  (uses TEST_DATABASE_URL when set, else the embedded PostgreSQL).
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
@@ -25,12 +27,14 @@ const SUITE = path.join(
   'dist',
   'index.js',
 );
-const EXPECTED_FAILURES = path.join(
-  PROJECT_ROOT,
-  'test',
-  'conformance',
-  'expected-failures.yml',
-);
+/** Each requirement set, with the scenarios it may fail (features pgmcp does not have yet). */
+const RUNS: readonly { requirements: string; expectedFailures: string }[] = [
+  { requirements: '2026-07-28', expectedFailures: 'expected-failures.yml' },
+  {
+    requirements: '2025-11-25',
+    expectedFailures: 'expected-failures-2025-11-25.yml',
+  },
+];
 
 async function run(): Promise<number> {
   for (const file of [NODE22, SUITE]) {
@@ -64,26 +68,41 @@ async function run(): Promise<number> {
   const url = (server.url ?? '').replace('127.0.0.1', 'localhost');
   process.stderr.write(`conformance: server at ${url}\n`);
   try {
-    return await new Promise<number>((resolve) => {
-      const child = spawn(
-        NODE22,
-        [
-          SUITE,
-          'server',
-          '--url',
-          url,
-          '--requirements',
-          '2026-07-28',
-          '--expected-failures',
-          EXPECTED_FAILURES,
-        ],
-        { stdio: 'inherit' },
-      );
-      child.on('exit', (code) => resolve(code ?? 1));
-    });
+    let failed = 0;
+    for (const { requirements, expectedFailures } of RUNS) {
+      process.stderr.write(`conformance: --requirements ${requirements}\n`);
+      const code = await suite(url, requirements, expectedFailures);
+      if (code !== 0) failed = code;
+    }
+    return failed;
   } finally {
     await server.stop();
   }
+}
+
+/** One run of the suite against `url`; resolves with its exit code. */
+function suite(
+  url: string,
+  requirements: string,
+  expectedFailures: string,
+): Promise<number> {
+  return new Promise<number>((resolve) => {
+    const child = spawn(
+      NODE22,
+      [
+        SUITE,
+        'server',
+        '--url',
+        url,
+        '--requirements',
+        requirements,
+        '--expected-failures',
+        path.join(PROJECT_ROOT, 'test', 'conformance', expectedFailures),
+      ],
+      { stdio: 'inherit' },
+    );
+    child.on('exit', (code) => resolve(code ?? 1));
+  });
 }
 
 process.exitCode = await run();
