@@ -30,6 +30,7 @@ import {
   LegacySession,
   type Dispatcher,
   type LegacyAdapter,
+  StreamingResult,
   type MethodHandler,
   type StreamSink,
 } from './protocol/index.js';
@@ -66,7 +67,11 @@ import {
 import {
   conformanceFixtureTools,
   createCallToolMethod,
+  createExplainTool,
+  createFetchTool,
+  createQueryTool,
   createListToolsMethod,
+  type ReadResource,
   type Tool,
 } from './tools/index.js';
 import { SERVER_INFO } from './version.js';
@@ -156,6 +161,11 @@ export function createApp(options: AppOptions): App {
     stallTimeoutMs: options.live.stallTimeoutMs,
     log: (line) => options.logger.warn(line),
   });
+  const readMethod = createReadResourceMethod({
+    db: options.db,
+    sources: options.sources,
+    maxDirectoryEntries: options.maxDirectoryEntries,
+  });
   // `any`: a heterogeneous map; createMethod checked each handler against its params schema.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- see above
   const methods = new Map<string, MethodHandler<any>>([
@@ -173,14 +183,7 @@ export function createApp(options: AppOptions): App {
     ],
     ['resources/list', createListResourcesMethod(listDeps)],
     ['resources/templates/list', createListTemplatesMethod(listDeps)],
-    [
-      'resources/read',
-      createReadResourceMethod({
-        db: options.db,
-        sources: options.sources,
-        maxDirectoryEntries: options.maxDirectoryEntries,
-      }),
-    ],
+    ['resources/read', readMethod],
     [
       'completion/complete',
       createCompleteMethod({ db: options.db, sources: options.sources }),
@@ -195,7 +198,15 @@ export function createApp(options: AppOptions): App {
       }),
     ],
   ]);
-  const tools = serverTools(options);
+  const tools = serverTools(options, {
+    read: async (uri, ctx) => {
+      const result = await readMethod.handle({ uri }, ctx);
+      // resources/read never streams; the check keeps the types honest.
+      if (!(result instanceof StreamingResult)) return result;
+      result.stream.cancel();
+      throw new ProtocolError('INTERNAL', 'A read produced a stream.');
+    },
+  });
   methods.set('tools/list', createListToolsMethod(tools));
   methods.set('tools/call', createCallToolMethod(tools));
   const dispatcher = createDispatcher({
@@ -221,9 +232,22 @@ export function createApp(options: AppOptions): App {
 }
 
 /** The tools served (issue 15), minus those the config file switches off. */
-function serverTools(options: AppOptions): Tool[] {
+function serverTools(
+  options: AppOptions,
+  deps: { read: ReadResource },
+): Tool[] {
   const settings = options.tools ?? DEFAULT_TOOLS;
-  const tools: Tool[] = [];
+  const sql = {
+    db: options.db,
+    schemas: settings.schemas,
+    auditRetentionSeconds: options.live.auditRetentionSeconds,
+    log: (line: string) => options.logger.warn(line),
+  };
+  const tools: Tool[] = [
+    createFetchTool(deps.read),
+    createQueryTool(sql),
+    createExplainTool({ ...sql, analyzeAllowed: settings.explainAnalyze }),
+  ];
   if (settings.conformanceFixtures) tools.push(...conformanceFixtureTools());
   return tools.filter((tool) => !settings.disabled.includes(tool.name));
 }

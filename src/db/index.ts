@@ -8,6 +8,15 @@ export {
 export { withAdminClient, type AdminClient } from './admin-client.js';
 export { runRequestQuery } from './request-transaction.js';
 export {
+  explainSql,
+  runReadOnlySql,
+  SqlStatementError,
+  type AdHocSqlOptions,
+  type SqlColumn,
+  type SqlRows,
+} from './ad-hoc-sql.js';
+export { pruneAudit, writeAudit, type AuditEntry } from './audit-log.js';
+export {
   LIST_RESOURCES_PAGE,
   LIST_TEMPLATES_PAGE,
   READ_DIRECTORY,
