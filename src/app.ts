@@ -44,6 +44,7 @@ import {
 } from './notifications/index.js';
 import {
   catalogSource,
+  catalogUri,
   deliveredChanges,
   type CatalogSource,
   type CollectionConfig,
@@ -70,6 +71,7 @@ import {
   createExplainTool,
   createFetchTool,
   createQueryTool,
+  createSearchTool,
   createListToolsMethod,
   type ReadResource,
   type Tool,
@@ -243,7 +245,19 @@ function serverTools(
     auditRetentionSeconds: options.live.auditRetentionSeconds,
     log: (line: string) => options.logger.warn(line),
   };
+  const main = options.sources[0];
   const tools: Tool[] = [
+    ...(main === undefined
+      ? []
+      : [
+          createSearchTool({
+            db: options.db,
+            relationUri: (schema, relation) =>
+              catalogUri(main.name, schema, relation),
+            scope: main.scope,
+            limit: settings.searchLimit,
+          }),
+        ]),
     createFetchTool(deps.read),
     createQueryTool(sql),
     createExplainTool({ ...sql, analyzeAllowed: settings.explainAnalyze }),

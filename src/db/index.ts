@@ -17,6 +17,12 @@ export {
 } from './ad-hoc-sql.js';
 export { pruneAudit, writeAudit, type AuditEntry } from './audit-log.js';
 export {
+  SEARCH_CATALOG,
+  SEARCH_RESOURCES,
+  type CatalogMatchRow,
+  type SearchMatchRow,
+} from './search-statements.js';
+export {
   LIST_RESOURCES_PAGE,
   LIST_TEMPLATES_PAGE,
   READ_DIRECTORY,

@@ -5,6 +5,7 @@ export { createListTemplatesMethod } from './templates.js';
 export { createReadResourceMethod, type ReadDependencies } from './read.js';
 export { TTL_MS } from './cache-hints.js';
 export { isDirectoryUri, validateResourceUri } from './uri.js';
+export { catalogUri } from './catalog-uri.js';
 export { parseUriTemplate, type UriTemplate } from './uri-template.js';
 export { readableUris } from './subscriptions.js';
 export { createCompleteMethod } from './completion.js';
