@@ -64,6 +64,13 @@ begin
     exit when not found;
     return next (select array_agg(value) from json_each_text(row_to_json(r)));
   end loop;
+end $f$;
+create function pg_temp.pgmcp_tool_explain(arguments text) returns json
+language plpgsql security definer as $f$
+declare plan json;
+begin
+  execute 'EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE pgmcp_tool_statement' || arguments into plan;
+  return plan;
 end $f$`;
 const CURSOR = 'DECLARE pgmcp_tool_query NO SCROLL CURSOR FOR ';
 /** The prefix's length: PostgreSQL's error positions are reported relative to the caller's text. */
@@ -77,10 +84,7 @@ export async function runReadOnlySql(
 ): Promise<SqlRows> {
   return inRequestTransaction(db, principal, options, async (client) => {
     await checkSchemas(client, options);
-    await client.query({
-      text: CURSOR + options.sql,
-      values: [...options.params],
-    });
+    await client.query(single(CURSOR + options.sql, [...options.params]));
     // Zero rows: the columns' names and types, without running the statement.
     const described = await client.query(
       'FETCH FORWARD 0 FROM pgmcp_tool_query',
@@ -107,20 +111,50 @@ export async function explainSql(
 ): Promise<{ plan: unknown; text: string }> {
   return inRequestTransaction(db, principal, options, async (client) => {
     await checkSchemas(client, options);
-    const flags = options.analyze ? 'ANALYZE, ' : '';
-    const json = await client.query<{ 'QUERY PLAN': unknown }>({
-      text: `EXPLAIN (${flags}FORMAT JSON) ${options.sql}`,
-      values: [...options.params],
-    });
-    const text = await client.query<{ 'QUERY PLAN': string }>({
-      text: `EXPLAIN (${flags}FORMAT TEXT) ${options.sql}`,
-      values: [...options.params],
-    });
+    const text = await client.query<{ 'QUERY PLAN': string }>(
+      single(`EXPLAIN (FORMAT TEXT) ${options.sql}`, [...options.params]),
+    );
+    const plan = options.analyze
+      ? await explainAnalyzed(client, options)
+      : (
+          await client.query<{ 'QUERY PLAN': unknown }>(
+            single(`EXPLAIN (FORMAT JSON) ${options.sql}`, [...options.params]),
+          )
+        ).rows[0]?.['QUERY PLAN'];
     return {
-      plan: json.rows[0]?.['QUERY PLAN'],
+      plan,
       text: text.rows.map((row) => row['QUERY PLAN']).join('\n'),
     };
   });
+}
+
+/**
+ * EXPLAIN ANALYZE runs the statement, so it runs where query's FETCH does: inside the role's own
+ * security-definer function, where no role change is possible. The statement is PREPAREd (one
+ * statement, through the extended protocol) and EXECUTEd there with the parameters as literals,
+ * which PostgreSQL converts to the types it inferred; the prepared statement is always dropped.
+ */
+async function explainAnalyzed(
+  client: pg.PoolClient,
+  options: AdHocSqlOptions,
+): Promise<unknown> {
+  await client.query(
+    single(`PREPARE pgmcp_tool_statement AS ${options.sql}`, []),
+  );
+  try {
+    const literals = options.params.map((value) =>
+      value === null ? 'NULL' : client.escapeLiteral(String(value)),
+    );
+    const { rows } = await client.query<{ plan: unknown }>(
+      'select pg_temp.pgmcp_tool_explain($1) as plan',
+      [literals.length === 0 ? '' : `(${literals.join(', ')})`],
+    );
+    return rows[0]?.plan;
+  } finally {
+    await client
+      .query('DEALLOCATE pgmcp_tool_statement')
+      .catch(() => undefined);
+  }
 }
 
 /**
@@ -172,10 +206,9 @@ async function checkSchemas(
   options: AdHocSqlOptions,
 ): Promise<void> {
   if (options.schemas === null) return;
-  const { rows } = await client.query<{ 'QUERY PLAN': unknown }>({
-    text: `EXPLAIN (VERBOSE, FORMAT JSON) ${options.sql}`,
-    values: [...options.params],
-  });
+  const { rows } = await client.query<{ 'QUERY PLAN': unknown }>(
+    single(`EXPLAIN (VERBOSE, FORMAT JSON) ${options.sql}`, options.params),
+  );
   const outside = [...planSchemas(rows[0]?.['QUERY PLAN'])].filter(
     (schema) => !(options.schemas ?? []).includes(schema),
   );
@@ -200,6 +233,15 @@ function planSchemas(plan: unknown, found = new Set<string>()): Set<string> {
 
 /** format_type of (type oid, modifier) pairs seen so far: a handful in practice, so bounded loosely. */
 const typeNames = new Map<string, string>();
+
+/**
+ * A statement sent through the extended protocol even without parameters (pg would send a
+ * parameterless one as a simple query, which runs several statements): PostgreSQL then refuses a
+ * second statement. @types/pg does not declare `queryMode`; pg reads it.
+ */
+function single(text: string, values: readonly unknown[]): pg.QueryConfig {
+  return { text, values: [...values], queryMode: 'extended' } as pg.QueryConfig;
+}
 
 /** The PostgreSQL type name of each result column. */
 async function columnTypes(

@@ -139,6 +139,25 @@ describe('explain', () => {
   });
 });
 
+describe('explain with ANALYZE allowed', () => {
+  it("runs the statement inside the role's own function: set_config('role', …) is refused there too", async () => {
+    const result = await tool(limited, 'explain', {
+      sql: "select set_config('role', 'postgres', true), count(*) from support.tickets where id > $1",
+      params: [0],
+      analyze: true,
+    });
+    expect(firstText(result)).toContain('ERROR 42501:');
+  });
+
+  it('refuses a second statement', async () => {
+    const result = await tool(limited, 'explain', {
+      sql: 'select 1; select 2',
+      analyze: true,
+    });
+    expect(firstText(result)).toContain('ERROR 42601:');
+  });
+});
+
 describe('tools.schemas', () => {
   it('lets query read the named schemas and refuses a relation elsewhere', async () => {
     const inside = await tool(limited, 'query', {

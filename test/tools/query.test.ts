@@ -126,6 +126,11 @@ describe('query', () => {
     ['DDL', 'create table tool_probe.evil (id int)', '42601'],
     ['COMMIT; DROP', 'commit; drop schema tool_probe cascade', '42601'],
     ['BEGIN; …', 'begin; select 1', '42601'],
+    [
+      'a second statement after a SELECT',
+      'select 1; set role postgres',
+      '42601',
+    ],
     ['SET ROLE postgres', 'set role postgres', '42601'],
     ['RESET ROLE', 'reset role', '42601'],
     [
