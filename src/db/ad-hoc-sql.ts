@@ -46,7 +46,8 @@ export class SqlStatementError extends Error {
 
 export interface AdHocSqlOptions {
   readonly sql: string;
-  readonly params: readonly unknown[];
+  /** Parameter values as PostgreSQL text (null for NULL). */
+  readonly params: readonly (string | null)[];
   /** Schemas the statement may read (null: any the role may); also its search_path. */
   readonly schemas: readonly string[] | null;
 }
@@ -143,7 +144,7 @@ async function explainAnalyzed(
   );
   try {
     const literals = options.params.map((value) =>
-      value === null ? 'NULL' : client.escapeLiteral(String(value)),
+      value === null ? 'NULL' : client.escapeLiteral(value),
     );
     const { rows } = await client.query<{ plan: unknown }>(
       'select pg_temp.pgmcp_tool_explain($1) as plan',
