@@ -238,7 +238,7 @@ describe('legacy requests through the shared handlers', () => {
     for (const method of [
       'subscriptions/listen',
       'server/discover',
-      'tools/list',
+      'sampling/createMessage',
     ]) {
       const unknown = await legacyPost(server.url, { method }, headers);
       expect(unknown.status, method).toBe(200);
