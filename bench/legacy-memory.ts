@@ -157,6 +157,7 @@ async function main(): Promise<void> {
       maxPendingBytes: 1024 * 1024,
       stallTimeoutMs: 30_000,
       changeRetentionSeconds: 86_400,
+      auditRetentionSeconds: 7_776_000,
       legacySessionIdleSeconds: 1800,
       maxLegacySessions: caps,
       maxLegacySessionsPerRole: caps,

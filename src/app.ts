@@ -30,6 +30,7 @@ import {
   LegacySession,
   type Dispatcher,
   type LegacyAdapter,
+  StreamingResult,
   type MethodHandler,
   type StreamSink,
 } from './protocol/index.js';
@@ -77,7 +78,12 @@ import {
 import {
   conformanceFixtureTools,
   createCallToolMethod,
+  createExplainTool,
+  createFetchTool,
+  createQueryTool,
+  createSearchTool,
   createListToolsMethod,
+  type ReadResource,
   type Tool,
 } from './tools/index.js';
 import { SERVER_INFO } from './version.js';
@@ -182,6 +188,8 @@ export function createApp(options: AppOptions): App {
     stallTimeoutMs: options.live.stallTimeoutMs,
     log: (line) => options.logger.warn(line),
   });
+  // fetch (tools/) reads through the same method, so consent and errors are the same.
+  const readMethod = createReadResourceMethod(readDeps);
   // `any`: a heterogeneous map; createMethod checked each handler against its params schema.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- see above
   const methods = new Map<string, MethodHandler<any>>([
@@ -200,7 +208,7 @@ export function createApp(options: AppOptions): App {
     ],
     ['resources/list', createListResourcesMethod(listDeps)],
     ['resources/templates/list', createListTemplatesMethod(listDeps)],
-    ['resources/read', createReadResourceMethod(readDeps)],
+    ['resources/read', readMethod],
     [
       'completion/complete',
       createCompleteMethod({
@@ -222,7 +230,15 @@ export function createApp(options: AppOptions): App {
       }),
     ],
   ]);
-  const tools = serverTools(options);
+  const tools = serverTools(options, {
+    read: async (uri, ctx) => {
+      const result = await readMethod.handle({ uri }, ctx);
+      // resources/read never streams; the check keeps the types honest.
+      if (!(result instanceof StreamingResult)) return result;
+      result.stream.cancel();
+      throw new ProtocolError('INTERNAL', 'A read produced a stream.');
+    },
+  });
   methods.set('tools/list', createListToolsMethod(tools));
   methods.set('tools/call', createCallToolMethod(tools));
   const dispatcher = createDispatcher({
@@ -253,9 +269,34 @@ export function createApp(options: AppOptions): App {
 }
 
 /** The tools served (issue 15), minus those the config file switches off. */
-function serverTools(options: AppOptions): Tool[] {
+function serverTools(
+  options: AppOptions,
+  deps: { read: ReadResource },
+): Tool[] {
   const settings = options.tools ?? DEFAULT_TOOLS;
-  const tools: Tool[] = [];
+  const sql = {
+    db: options.db,
+    schemas: settings.schemas,
+    auditRetentionSeconds: options.live.auditRetentionSeconds,
+    log: (line: string) => options.logger.warn(line),
+  };
+  const main = options.sources[0];
+  const tools: Tool[] = [
+    ...(main === undefined
+      ? []
+      : [
+          createSearchTool({
+            db: options.db,
+            relationUri: (schema, relation) =>
+              catalogUri(main.name, schema, relation),
+            scope: main.scope,
+            limit: settings.searchLimit,
+          }),
+        ]),
+    createFetchTool(deps.read),
+    createQueryTool(sql),
+    createExplainTool({ ...sql, analyzeAllowed: settings.explainAnalyze }),
+  ];
   if (settings.conformanceFixtures) tools.push(...conformanceFixtureTools());
   return tools.filter((tool) => !settings.disabled.includes(tool.name));
 }

@@ -97,6 +97,7 @@ function liveSettings(env: Env) {
     maxPendingBytes: env['PGMCP_MAX_PENDING_BYTES'] ?? String(1024 * 1024),
     stallTimeoutMs: env['PGMCP_STALL_TIMEOUT_MS'] ?? '30000',
     changeRetentionSeconds: env['PGMCP_CHANGE_RETENTION_SECONDS'] ?? '86400',
+    auditRetentionSeconds: env['PGMCP_AUDIT_RETENTION_SECONDS'] ?? '7776000',
     legacySessionIdleSeconds:
       env['PGMCP_LEGACY_SESSION_IDLE_SECONDS'] ?? '1800',
     maxLegacySessions: env['PGMCP_MAX_LEGACY_SESSIONS'] ?? '10000',

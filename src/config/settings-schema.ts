@@ -105,6 +105,12 @@ export const SettingsSchema = z.object({
       60,
       365 * 86_400,
     ),
+    /** How long pgmcp.audit keeps query and explain calls (issue 15). */
+    auditRetentionSeconds: integer(
+      'PGMCP_AUDIT_RETENTION_SECONDS',
+      60,
+      10 * 365 * 86_400,
+    ),
     // Legacy (2025-11-25) HTTP sessions (issue 14): idle expiry and caps.
     legacySessionIdleSeconds: integer(
       'PGMCP_LEGACY_SESSION_IDLE_SECONDS',

@@ -8,6 +8,21 @@ export {
 export { withAdminClient, type AdminClient } from './admin-client.js';
 export { runRequestQuery, type Cancellation } from './request-transaction.js';
 export {
+  explainSql,
+  runReadOnlySql,
+  SqlStatementError,
+  type AdHocSqlOptions,
+  type SqlColumn,
+  type SqlRows,
+} from './ad-hoc-sql.js';
+export { pruneAudit, writeAudit, type AuditEntry } from './audit-log.js';
+export {
+  SEARCH_CATALOG,
+  SEARCH_RESOURCES,
+  type CatalogMatchRow,
+  type SearchMatchRow,
+} from './search-statements.js';
+export {
   LIST_RESOURCES_PAGE,
   LIST_TEMPLATES_PAGE,
   READ_DIRECTORY,
@@ -32,7 +47,6 @@ export {
   type SeedProgress,
 } from './seed.js';
 export { loadSharedSecret } from './secrets.js';
-export { writeAudit, type AuditEntry } from './audit.js';
 export { toDatabaseError } from './sqlstate.js';
 export {
   EmbeddedPostgresError,

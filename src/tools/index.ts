@@ -13,3 +13,8 @@ export {
   type ToolResult,
 } from './tool.js';
 export { conformanceFixtureTools } from './conformance-fixtures.js';
+export { createFetchTool, type ReadResource } from './fetch-tool.js';
+export { createQueryTool } from './query-tool.js';
+export { createExplainTool } from './explain-tool.js';
+export { type SqlToolDependencies } from './sql-audit.js';
+export { createSearchTool, type SearchDependencies } from './search-tool.js';

@@ -93,11 +93,19 @@ export function createCallToolMethod(
         return result instanceof StreamingResult ? result : { ...result };
       } catch (error) {
         if (error instanceof ProtocolError && CALLER_FAULTS.has(error.key))
-          return { ...toolError(error.message) };
+          return { ...toolError(faultText(error)) };
         throw error;
       }
     },
   });
+}
+
+/** The error's message, naming the URI it was about (resources/read puts it in `data`). */
+function faultText(error: ProtocolError): string {
+  const uri = error.data?.['uri'];
+  return typeof uri === 'string'
+    ? `${error.message} (${uri.slice(0, 500)})`
+    : error.message;
 }
 
 function checkNames(tools: readonly Tool[]): void {

@@ -44,6 +44,7 @@ export const TEST_LIVE: Config['live'] = {
   maxPendingBytes: 1024 * 1024,
   stallTimeoutMs: 30_000,
   changeRetentionSeconds: 86_400,
+  auditRetentionSeconds: 86_400,
   legacySessionIdleSeconds: 1800,
   maxLegacySessions: 100,
   maxLegacySessionsPerRole: 50,
@@ -85,6 +86,8 @@ export interface TestServerOptions {
   collections?: Config['collections'];
   /** Tables whose rows need consent (config file "sensitive"); none by default. */
   sensitive?: Config['sensitive'];
+  /** The request sessions' statement timeout (default 10 s). */
+  statementTimeoutMs?: number;
   /** Tool settings (config file "tools"); the defaults by default. */
   tools?: Partial<Config['tools']>;
 }
@@ -109,7 +112,7 @@ export async function startTestServer(
     connectionString: options.databaseUrl ?? testDatabaseUrl(),
     poolSize: options.poolSize ?? 4,
     poolWaitMs: options.poolWaitMs ?? 5000,
-    statementTimeoutMs: 10_000,
+    statementTimeoutMs: options.statementTimeoutMs ?? 10_000,
     onError: (message, error) => logger.error(message, error),
   });
   const source = await catalogSource(db, {

@@ -409,6 +409,7 @@ describe('protocol errors and their HTTP status', () => {
       'ping',
       'resources/subscribe',
       'sampling/createMessage',
+      'logging/setLevel',
       'unknown/method',
     ]) {
       const response = await postRaw(

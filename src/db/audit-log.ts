@@ -1,0 +1,93 @@
+// pgmcp.audit (migration 0013): query and explain tool calls, and consents asked, given or declined.
+// Written by the login through pgmcp.write_audit, outside the request's own transaction, so a call
+// that failed or a consent that was declined is on record either way.
+import type pg from 'pg';
+import type { DatabaseHandle } from './pool.js';
+import { toDatabaseError } from './sqlstate.js';
+
+/** One audit row; the columns are migration 0013's. */
+export interface AuditEntry {
+  /** The request's role; null: the login itself. */
+  readonly role: string | null;
+  /** The token's subject, when there was one. */
+  readonly subject: string | null;
+  /** 'query', 'explain', 'consent-asked', 'consent-given', 'consent-declined'. */
+  readonly action: string;
+  /** The statement text, or the URI read. */
+  readonly target: string;
+  readonly parameterCount?: number | null;
+  readonly rowCount?: number | null;
+  readonly durationMs?: number | null;
+  /** The PostgreSQL error's SQLSTATE when the call failed. */
+  readonly sqlstate?: string | null;
+  /** The reason a person gave (consent). */
+  readonly reason?: string | null;
+  readonly detail?: Record<string, unknown> | null;
+}
+
+/** Write one entry in its own read-write transaction (the pool's sessions default to read-only). */
+export async function writeAudit(
+  db: DatabaseHandle,
+  entry: AuditEntry,
+): Promise<void> {
+  await inWriteTransaction(db, (client) =>
+    client.query(
+      'select pgmcp.write_audit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
+      [
+        entry.role,
+        entry.subject,
+        entry.action,
+        entry.target,
+        entry.parameterCount ?? null,
+        entry.rowCount ?? null,
+        entry.durationMs ?? null,
+        entry.sqlstate ?? null,
+        entry.reason ?? null,
+        entry.detail === undefined || entry.detail === null
+          ? null
+          : JSON.stringify(entry.detail),
+      ],
+    ),
+  );
+}
+
+/** Delete entries older than the retention period (pgmcp.prune_audit); returns how many went. */
+export async function pruneAudit(
+  db: DatabaseHandle,
+  retentionSeconds: number,
+): Promise<number> {
+  const { rows } = await inWriteTransaction(db, (client) =>
+    client.query<{ pruned: string }>(
+      'select pgmcp.prune_audit(make_interval(secs => $1)) as pruned',
+      [retentionSeconds],
+    ),
+  );
+  return Number(rows[0]?.pruned ?? 0);
+}
+
+async function inWriteTransaction<T>(
+  db: DatabaseHandle,
+  work: (client: pg.PoolClient) => Promise<T>,
+): Promise<T> {
+  let client: pg.PoolClient;
+  try {
+    client = await db.pool.connect();
+  } catch (error) {
+    throw toDatabaseError(error);
+  }
+  let broken: Error | undefined;
+  try {
+    await client.query('begin read write');
+    const result = await work(client);
+    await client.query('commit');
+    return result;
+  } catch (error) {
+    await client.query('rollback').catch((rollbackError: unknown) => {
+      broken =
+        rollbackError instanceof Error ? rollbackError : new Error('rollback');
+    });
+    throw toDatabaseError(error);
+  } finally {
+    client.release(broken);
+  }
+}

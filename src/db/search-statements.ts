@@ -1,0 +1,113 @@
+// The search tool's statements (issue 15 point 1), run as the request role: row-level security
+// and privileges decide what can match, so no result, snippet or count comes from a row or a
+// relation the role cannot read.
+import type { PreparedQuery } from './prepared.js';
+
+/** One match: where it is, its title, a highlighted snippet, and how many matched in all. */
+export interface SearchMatchRow {
+  readonly uri: string;
+  readonly title: string;
+  readonly mime_type: string | null;
+  readonly snippet: string;
+  readonly rank: number;
+  readonly total: string;
+}
+
+/** ts_headline's options: one short fragment, matches in **bold** (Markdown). */
+const HEADLINE =
+  "'MaxFragments=1, MaxWords=24, MinWords=8, StartSel=**, StopSel=**'";
+
+/**
+ * Stored resources matching `query` (websearch syntax), best first. The WHERE is the indexed
+ * expression of migration 0014, so the GIN index serves it; RLS on pgmcp.resources keeps rows
+ * the role cannot read out of the matches and the count.
+ */
+export const SEARCH_RESOURCES: PreparedQuery<
+  { query: string; limit: number },
+  SearchMatchRow
+> = {
+  name: 'pgmcp_search_resources',
+  text: `with q as (select websearch_to_tsquery('english'::regconfig, $1) as q),
+matches as (
+  select r.uri, coalesce(r.title, r.name) as title, r.mime_type, r.description, r.text,
+         ts_rank(pgmcp.search_document(r.title, r.description, r.text), q.q) as rank
+  from pgmcp.resources r, q
+  where pgmcp.search_document(r.title, r.description, r.text) @@ q.q
+),
+ranked as (
+  select *, count(*) over () as total from matches order by rank desc, uri limit $2
+)
+select uri, title, mime_type, rank,
+       ts_headline('english'::regconfig,
+                   concat_ws(' — ', title, description, left(text, 20000)), q.q, ${HEADLINE}) as snippet,
+       total::text as total
+from ranked, q
+order by rank desc, uri`,
+  values: (args) => [args.query, args.limit],
+};
+
+/** A relation the role may read whose names or comments match. */
+export interface CatalogMatchRow {
+  readonly schema: string;
+  readonly relation: string;
+  readonly kind: string;
+  readonly snippet: string;
+  readonly rank: number;
+  readonly total: string;
+}
+
+/**
+ * Tables, views and their columns the role may read (a privilege on the relation or on one of
+ * its columns, and USAGE on its schema), matched on schema, relation and column names and
+ * comments. The catalog is small: its documents are built per query, not indexed.
+ */
+export const SEARCH_CATALOG: PreparedQuery<
+  {
+    query: string;
+    limit: number;
+    /** The catalog's scope (config file "catalog"): null includes every schema. */
+    include: readonly string[] | null;
+    exclude: readonly string[];
+  },
+  CatalogMatchRow
+> = {
+  name: 'pgmcp_search_catalog',
+  text: `with q as (select websearch_to_tsquery('english'::regconfig, $1) as q),
+docs as (
+  select n.nspname as schema, c.relname as relation, c.relkind::text as kind,
+         obj_description(c.oid, 'pg_class') as comment,
+         (select string_agg(concat_ws(' ', a.attname, col_description(c.oid, a.attnum)), ' ')
+          from pg_attribute a
+          where a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped) as columns
+  from pg_class c join pg_namespace n on n.oid = c.relnamespace
+  where c.relkind in ('r', 'p', 'v', 'm', 'f')
+    and n.nspname not in ('pg_catalog', 'information_schema', 'pgmcp')
+    and n.nspname not like 'pg\\_%'
+    and has_schema_privilege(n.oid, 'USAGE')
+    and (has_table_privilege(c.oid, 'SELECT') or has_any_column_privilege(c.oid, 'SELECT'))
+    and ($3::text[] is null or n.nspname = any($3::text[]))
+    and not (n.nspname = any($4::text[]))
+),
+vectors as (
+  -- Names weigh like a document's title, comments like its description, columns like its body.
+  select docs.*,
+         setweight(to_tsvector('english'::regconfig, schema || ' ' || relation), 'A')
+      || setweight(to_tsvector('english'::regconfig, coalesce(comment, '')), 'B')
+      || setweight(to_tsvector('english'::regconfig, coalesce(columns, '')), 'D') as vector
+  from docs
+),
+matches as (
+  select vectors.*, ts_rank(vector, q.q) as rank
+  from vectors, q
+  where vector @@ q.q
+),
+ranked as (
+  select *, count(*) over () as total from matches order by rank desc, schema, relation limit $2
+)
+select schema, relation, kind, rank,
+       ts_headline('english'::regconfig, concat_ws(' — ', schema || '.' || relation, comment, columns), q.q, ${HEADLINE}) as snippet,
+       total::text as total
+from ranked, q
+order by rank desc, schema, relation`,
+  values: (args) => [args.query, args.limit, args.include, args.exclude],
+};

@@ -1,0 +1,78 @@
+// explain (issue 15 point 4): a statement's plan as JSON and text, without running it; with ANALYZE
+// only when the operator allows it, and then in the same read-only, timed, role-bound transaction.
+import { z } from 'zod';
+import { explainSql, SqlStatementError } from '../db/index.js';
+import { asText, SqlParamsSchema, sqlError } from './query-tool.js';
+import { createAuditedRunner, type SqlToolDependencies } from './sql-audit.js';
+import { defineTool, textResult, type Tool } from './tool.js';
+
+const EXPLAIN_OUTPUT_SCHEMA = {
+  type: 'object',
+  properties: {
+    plan: { description: 'EXPLAIN (FORMAT JSON) output.' },
+    analyzed: { type: 'boolean' },
+  },
+  required: ['plan', 'analyzed'],
+};
+
+/** The explain tool; `analyze` only when the config file's tools.explainAnalyze allows it. */
+export function createExplainTool(
+  deps: SqlToolDependencies & { readonly analyzeAllowed: boolean },
+): Tool {
+  const audited = createAuditedRunner(deps);
+  const args = z
+    .object({
+      sql: z.string().min(1).max(100_000).describe('The statement to plan.'),
+      params: SqlParamsSchema.optional(),
+      ...(deps.analyzeAllowed
+        ? {
+            analyze: z
+              .boolean()
+              .optional()
+              .describe(
+                'Run the statement (read-only, under the timeout) and show actual times and rows.',
+              ),
+          }
+        : {}),
+    })
+    .strict();
+  return defineTool({
+    name: 'explain',
+    title: 'Explain a SQL statement',
+    description:
+      'Show how PostgreSQL would run one SQL statement (its plan, as JSON and text) without running it.',
+    args,
+    outputSchema: EXPLAIN_OUTPUT_SCHEMA,
+    async call(parsed, ctx) {
+      const { sql, params = [] } = parsed;
+      const analyze =
+        deps.analyzeAllowed &&
+        (parsed as { analyze?: boolean }).analyze === true;
+      try {
+        const result = await audited(
+          {
+            action: 'explain',
+            principal: ctx.principal,
+            sql,
+            parameterCount: params.length,
+          },
+          () =>
+            explainSql(deps.db, ctx.principal, {
+              sql,
+              params: params.map(asText),
+              schemas: deps.schemas,
+              analyze,
+            }),
+          () => null,
+        );
+        return textResult(result.text, {
+          plan: result.plan,
+          analyzed: analyze,
+        });
+      } catch (error) {
+        if (error instanceof SqlStatementError) return sqlError(error);
+        throw error;
+      }
+    },
+  });
+}

@@ -1,0 +1,106 @@
+// fetch (issue 15 point 2): one resource by URI, through resources/read itself, so it is authorized
+// and fails exactly as a read does. The answer follows the contract ChatGPT's connectors publish for
+// `fetch` (a JSON document id, title, text, url, metadata), plus the read's first contents embedded.
+import { z } from 'zod';
+import { RawJson, type RequestContext } from '../protocol/index.js';
+import { defineTool, type Tool } from './tool.js';
+
+/** resources/read's handler, as the composition root hands it over (result before resultType). */
+export type ReadResource = (
+  uri: string,
+  ctx: RequestContext,
+) => Promise<Record<string, unknown>>;
+
+interface Contents {
+  uri: string;
+  mimeType?: string;
+  text?: string;
+  blob?: string;
+  _meta?: Record<string, unknown>;
+}
+
+/** The fetched document's schema: the connector contract's fields (docs/tools.md "fetch"). */
+export const FETCH_OUTPUT_SCHEMA = {
+  type: 'object',
+  properties: {
+    id: { type: 'string', description: 'The resource URI (what fetch took).' },
+    title: { type: 'string' },
+    text: { type: 'string', description: 'The full text of the resource.' },
+    url: { type: 'string', description: 'The resource URI, for citation.' },
+    metadata: { type: 'object', additionalProperties: true },
+  },
+  required: ['id', 'title', 'text', 'url', 'metadata'],
+  additionalProperties: false,
+};
+
+const FetchArgsSchema = z
+  .object({
+    id: z
+      .string()
+      .min(1)
+      .describe(
+        'A resource URI: one a search result gave, or any URI resources/read accepts (notes:///…, file:///…, pg://database/schema/table, template instances).',
+      ),
+  })
+  .strict();
+
+/** The fetch tool over `read` (resources/read's handler). */
+export function createFetchTool(read: ReadResource): Tool {
+  return defineTool({
+    name: 'fetch',
+    title: 'Fetch a resource',
+    description:
+      'Fetch the full text of one resource by its URI (the id a search result gave). Returns the document as JSON: id, title, text, url, metadata.',
+    args: FetchArgsSchema,
+    outputSchema: FETCH_OUTPUT_SCHEMA,
+    async call({ id }, ctx) {
+      const contents = contentsOf(await read(id, ctx));
+      const first = contents[0] as Contents;
+      const document = {
+        id,
+        title: titleOf(first),
+        text: first.text ?? describeBlob(first),
+        url: id,
+        metadata: {
+          mimeType: first.mimeType ?? null,
+          ...(contents.length > 1
+            ? { children: contents.slice(1).map((entry) => entry.uri) }
+            : {}),
+        },
+      };
+      return {
+        content: [
+          { type: 'text', text: JSON.stringify(document) },
+          { type: 'resource', resource: first },
+        ],
+        structuredContent: document,
+      };
+    },
+  });
+}
+
+/** The contents array of a read result (pre-serialized by resources/ as RawJson). */
+function contentsOf(result: Record<string, unknown>): Contents[] {
+  const contents = result['contents'];
+  return (
+    contents instanceof RawJson ? JSON.parse(contents.json) : contents
+  ) as Contents[];
+}
+
+/** A title from the resource itself: its first Markdown heading, else the last segment of its URI. */
+function titleOf(contents: Contents): string {
+  const heading = /^#{1,6}\s+(.+)$/m.exec(contents.text?.slice(0, 2000) ?? '');
+  if (heading?.[1] !== undefined) return heading[1].trim();
+  const segments = contents.uri.split('/').filter((part) => part !== '');
+  const last = segments.at(-1) ?? contents.uri;
+  try {
+    return decodeURIComponent(last);
+  } catch {
+    return last;
+  }
+}
+
+function describeBlob(contents: Contents): string {
+  const bytes = Math.floor(((contents.blob?.length ?? 0) * 3) / 4);
+  return `(binary ${contents.mimeType ?? 'data'}, about ${bytes} bytes: the embedded resource carries it)`;
+}

@@ -1,0 +1,239 @@
+// The query tool: one read-only statement as the caller's role. Every attack issue 15 lists is
+// refused or stopped by PostgreSQL, changes nothing, and leaves the connection clean.
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  call,
+  startTestServer,
+  testDatabaseUrl,
+  type TestServer,
+} from '../setup/harness.js';
+
+/** One pool connection, so the request after an attack runs on the very connection it used. */
+let support: TestServer;
+let login: TestServer;
+let sql: pg.Client;
+
+beforeAll(async () => {
+  sql = new pg.Client({ connectionString: testDatabaseUrl() });
+  await sql.connect();
+  await sql.query(`
+    create schema if not exists tool_probe;
+    create table if not exists tool_probe.writes (id int);
+    create or replace function tool_probe.write_one() returns int volatile language sql
+      as 'insert into tool_probe.writes values (1) returning 1';
+  `);
+  support = await startTestServer({
+    principal: { role: 'support', claims: { sub: 'query-test' } },
+    poolSize: 1,
+    statementTimeoutMs: 1500,
+  });
+  login = await startTestServer({ poolSize: 1, statementTimeoutMs: 1500 });
+});
+
+afterAll(async () => {
+  await support.close();
+  await login.close();
+  await sql.query('drop schema tool_probe cascade');
+  await sql.end();
+});
+
+async function query(
+  server: TestServer,
+  args: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
+  const { result, error } = await call(server.url, 'tools/call', {
+    name: 'query',
+    arguments: args,
+  });
+  expect(error).toBeUndefined();
+  return result ?? {};
+}
+
+function text(result: Record<string, unknown>): string {
+  return (result['content'] as { text: string }[])[0]?.text ?? '';
+}
+
+/** The state an attack must not change: the probe table, the resources, and the roles. */
+async function state(): Promise<string> {
+  const { rows } = await sql.query<{ state: string }>(`
+    select format('%s/%s/%s', (select count(*) from tool_probe.writes),
+      (select count(*) from pgmcp.resources), (select count(*) from pg_roles)) as state`);
+  return rows[0]?.state ?? '';
+}
+
+/** The next request on the connection runs as support, read-only, with the default search_path. */
+async function expectCleanConnection(): Promise<void> {
+  const result = await query(support, {
+    sql: "select current_user::text, current_setting('transaction_read_only'), session_user::text = current_user::text as escaped",
+  });
+  expect(result['structuredContent']).toMatchObject({
+    rows: [['support', 'on', 'false']],
+  });
+}
+
+describe('query', () => {
+  it('returns columns with PostgreSQL types, rows as text, and a compact table', async () => {
+    const result = await query(support, {
+      sql: 'select $1::int + 1 as n, $2::text as word, null::date as d',
+      params: [41, 'hi'],
+    });
+    expect(result['isError']).toBeUndefined();
+    expect(result['structuredContent']).toEqual({
+      columns: [
+        { name: 'n', type: 'integer' },
+        { name: 'word', type: 'text' },
+        { name: 'd', type: 'date' },
+      ],
+      rows: [['42', 'hi', null]],
+      row_count: 1,
+      truncated: false,
+    });
+    expect(text(result)).toBe(
+      'n (integer)\tword (text)\td (date)\n42\thi\tNULL\n(1 row)',
+    );
+  });
+
+  it('reads only what the role may: RLS hides the rows of other teams', async () => {
+    const result = await query(support, {
+      sql: "select count(*) from pgmcp.resources where not (readers && array['support', 'public'])",
+    });
+    expect(result['structuredContent']).toMatchObject({ rows: [['0']] });
+  });
+
+  it('cuts a 10-million-row result at max_rows and says so, without computing the rest', async () => {
+    const result = await query(support, {
+      sql: 'select generate_series(1, 10000000) as g',
+      max_rows: 3,
+    });
+    expect(result['structuredContent']).toMatchObject({
+      rows: [['1'], ['2'], ['3']],
+      row_count: 3,
+      truncated: true,
+    });
+    expect(text(result)).toContain('truncated');
+  });
+
+  it('refuses max_rows above 10000 as an argument error', async () => {
+    const result = await query(support, { sql: 'select 1', max_rows: 10_001 });
+    expect(result['isError']).toBe(true);
+  });
+
+  const attacks: [string, string, string][] = [
+    ['INSERT', 'insert into tool_probe.writes values (1)', '42601'],
+    ['UPDATE', 'update tool_probe.writes set id = 2', '42601'],
+    ['DELETE', 'delete from pgmcp.resources', '42601'],
+    ['DDL', 'create table tool_probe.evil (id int)', '42601'],
+    ['COMMIT; DROP', 'commit; drop schema tool_probe cascade', '42601'],
+    ['BEGIN; …', 'begin; select 1', '42601'],
+    [
+      'a second statement after a SELECT',
+      'select 1; set role postgres',
+      '42601',
+    ],
+    ['SET ROLE postgres', 'set role postgres', '42601'],
+    ['RESET ROLE', 'reset role', '42601'],
+    [
+      "set_config('role', …) with a query run under the new role",
+      "select set_config('role', 'postgres', true), query_to_xml('select count(*) from pg_authid', true, false, '')",
+      '42501',
+    ],
+    [
+      'COPY … TO PROGRAM',
+      "copy (select 1) to program 'touch /tmp/pgmcp-pwned'",
+      '42601',
+    ],
+    [
+      'DO',
+      "do $$ begin perform set_config('role', 'postgres', false); end $$",
+      '42601',
+    ],
+    ['CALL', 'call tool_probe.nothing()', '42601'],
+    ['LISTEN', 'listen pgmcp_changes', '42601'],
+    [
+      'SELECT … FOR UPDATE',
+      'select * from pgmcp.resources for update',
+      '25006',
+    ],
+    [
+      'a VOLATILE function that writes',
+      'select tool_probe.write_one()',
+      '42501',
+    ],
+  ];
+
+  it.each(attacks)(
+    'refuses %s, changes nothing, and leaves the connection clean',
+    async (_name, statement, sqlstate) => {
+      const before = await state();
+      const result = await query(support, { sql: statement });
+      expect(result['isError']).toBe(true);
+      expect(text(result)).toContain(`ERROR ${sqlstate}:`);
+      expect(await state()).toBe(before);
+      await expectCleanConnection();
+    },
+  );
+
+  it("refuses pg_terminate_backend on another session's backend", async () => {
+    const { rows } = await sql.query<{ pid: number }>(
+      'select pg_backend_pid() as pid',
+    );
+    const result = await query(support, {
+      sql: 'select pg_terminate_backend($1)',
+      params: [rows[0]?.pid ?? 0],
+    });
+    expect(text(result)).toContain('ERROR 42501:');
+    expect((await sql.query('select 1 as alive')).rows).toEqual([{ alive: 1 }]);
+    await expectCleanConnection();
+  });
+
+  it('stops pg_sleep(60) at the statement timeout', async () => {
+    const result = await query(support, { sql: 'select pg_sleep(60)' });
+    expect(result['isError']).toBe(true);
+    expect(text(result)).toContain('ERROR 57014:');
+    await expectCleanConnection();
+  });
+
+  it('refuses a writing VOLATILE function even to a superuser login: the transaction is read-only', async () => {
+    const before = await state();
+    const result = await query(login, { sql: 'select tool_probe.write_one()' });
+    expect(text(result)).toContain('ERROR 25006:');
+    expect(await state()).toBe(before);
+  });
+
+  it('writes every call to pgmcp.audit, failed ones with their SQLSTATE', async () => {
+    const marker = `select 'audit-${Date.now()}' as m`;
+    await query(support, { sql: marker, params: [] });
+    await query(support, { sql: `${marker} from nowhere` });
+    const { rows } = await sql.query<{
+      role: string;
+      subject: string;
+      row_count: string | null;
+      sqlstate: string | null;
+    }>(
+      `select role, subject, row_count::text, sqlstate from pgmcp.audit where target like $1 order by id`,
+      [`${marker}%`],
+    );
+    expect(rows).toEqual([
+      {
+        role: 'support',
+        subject: 'query-test',
+        row_count: '1',
+        sqlstate: null,
+      },
+      {
+        role: 'support',
+        subject: 'query-test',
+        row_count: null,
+        sqlstate: '42P01',
+      },
+    ]);
+  });
+
+  it('keeps pgmcp.audit from request roles', async () => {
+    const result = await query(support, {
+      sql: 'select count(*) from pgmcp.audit',
+    });
+    expect(text(result)).toContain('ERROR 42501:');
+  });
+});
