@@ -6,6 +6,7 @@ export {
   type SessionConfig,
 } from './pool.js';
 export { withAdminClient, type AdminClient } from './admin-client.js';
+export { commitProbeResource } from './probe-resource.js';
 export { runRequestQuery } from './request-transaction.js';
 export {
   LIST_RESOURCES_PAGE,
