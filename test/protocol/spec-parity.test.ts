@@ -12,6 +12,7 @@ import {
   CancelledParamsSchema,
   CompleteParamsSchema,
   EmptyParamsSchema,
+  GetPromptParamsSchema,
   ListenParamsSchema,
   PaginatedParamsSchema,
   PROTOCOL_VERSION,
@@ -70,6 +71,24 @@ const PAIRS: Record<string, Pair> = {
     ours: CompleteParamsSchema,
     official: official.CompleteRequestSchema,
     def: 'CompleteRequestParams',
+  },
+  'prompts/list': {
+    ours: PaginatedParamsSchema,
+    official: official.ListPromptsRequestSchema,
+    def: 'PaginatedRequestParams',
+  },
+  'prompts/get': {
+    ours: GetPromptParamsSchema,
+    official: official.GetPromptRequestSchema,
+    def: 'GetPromptRequestParams',
+    exceptions: {
+      extraFields: {
+        inputResponses:
+          '2026-07-28 GetPromptRequestParams defines it; the SDK schema does not yet',
+        requestState:
+          '2026-07-28 GetPromptRequestParams defines it; the SDK schema does not yet',
+      },
+    },
   },
   'subscriptions/listen': {
     ours: ListenParamsSchema,

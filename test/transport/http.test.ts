@@ -409,7 +409,6 @@ describe('protocol errors and their HTTP status', () => {
       'ping',
       'resources/subscribe',
       'tools/list',
-      'prompts/list',
       'unknown/method',
     ]) {
       const response = await postRaw(
