@@ -16,6 +16,7 @@ const LAYERS = {
   db: ['errors.ts', 'auth', 'log.ts', 'version.ts'],
   config: ['errors.ts', 'version.ts'],
   resources: ['errors.ts', 'auth', 'protocol', 'db', 'log.ts', 'version.ts'],
+  tools: ['errors.ts', 'auth', 'protocol', 'db', 'log.ts', 'version.ts'],
   prompts: ['errors.ts', 'auth', 'protocol', 'db', 'log.ts', 'version.ts'],
   notifications: [
     'errors.ts',

@@ -73,6 +73,12 @@ import {
   type LegacyHttp,
   type StdioTransport,
 } from './transport/index.js';
+import {
+  conformanceFixtureTools,
+  createCallToolMethod,
+  createListToolsMethod,
+  type Tool,
+} from './tools/index.js';
 import { SERVER_INFO } from './version.js';
 
 export interface AppOptions {
@@ -90,7 +96,18 @@ export interface AppOptions {
    * reports a schema change or resyncs.
    */
   readonly roleDecisions?: { clear(): void };
+  /** Tool settings (config file "tools"); the defaults when absent. */
+  readonly tools?: Config['tools'];
 }
+
+/** The tool settings without a config file. */
+const DEFAULT_TOOLS: Config['tools'] = {
+  disabled: [],
+  schemas: null,
+  explainAnalyze: false,
+  searchLimit: 20,
+  conformanceFixtures: false,
+};
 
 export interface App {
   readonly dispatcher: Dispatcher;
@@ -127,6 +144,7 @@ const INSTRUCTIONS =
 /** What a 2025-11-25 session is offered (legacy digest §3.4): no `extensions`, plus logging. */
 const LEGACY_CAPABILITIES = {
   resources: { subscribe: true, listChanged: true },
+  tools: {},
   prompts: { listChanged: true },
   completions: {},
   logging: {},
@@ -164,6 +182,7 @@ export function createApp(options: AppOptions): App {
       createDiscoverMethod({
         capabilities: {
           resources: { subscribe: true, listChanged: true },
+          tools: {},
           prompts: { listChanged: true },
           completions: {},
         },
@@ -195,6 +214,9 @@ export function createApp(options: AppOptions): App {
       }),
     ],
   ]);
+  const tools = serverTools(options);
+  methods.set('tools/list', createListToolsMethod(tools));
+  methods.set('tools/call', createCallToolMethod(tools));
   const dispatcher = createDispatcher({
     serverInfo: SERVER_INFO,
     methods,
@@ -219,6 +241,14 @@ export function createApp(options: AppOptions): App {
         pollIntervalMs: tuning?.pollIntervalMs,
       }),
   };
+}
+
+/** The tools served (issue 15), minus those the config file switches off. */
+function serverTools(options: AppOptions): Tool[] {
+  const settings = options.tools ?? DEFAULT_TOOLS;
+  const tools: Tool[] = [];
+  if (settings.conformanceFixtures) tools.push(...conformanceFixtureTools());
+  return tools.filter((tool) => !settings.disabled.includes(tool.name));
 }
 
 /** What prompts/ renders with: the main database, its catalog, and reads as the caller. */
@@ -459,6 +489,7 @@ export function appOptions(
     live: config.live,
     logger,
     roleDecisions,
+    tools: config.tools,
   };
 }
 

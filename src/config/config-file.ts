@@ -34,6 +34,18 @@ const ConfigFileSchema = z
           .strict(),
       )
       .optional(),
+    tools: z
+      .object({
+        disabled: z
+          .array(z.enum(['search', 'fetch', 'query', 'explain']))
+          .optional(),
+        schemas: z.array(identifier).optional(),
+        explainAnalyze: z.boolean().optional(),
+        searchLimit: z.number().int().min(1).max(100).optional(),
+        conformanceFixtures: z.boolean().optional(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 
@@ -60,11 +72,29 @@ export interface FileCatalogScope {
   readonly exclude: readonly string[];
 }
 
+/** The tool settings (docs/tools.md "Configuration"). */
+export interface FileTools {
+  /** Tools not served. */
+  readonly disabled: readonly string[];
+  /** The only schemas query and explain may read (null: every schema the role may). */
+  readonly schemas: readonly string[] | null;
+  /** Whether explain may run EXPLAIN ANALYZE (executes the statement, read-only and timed). */
+  readonly explainAnalyze: boolean;
+  /** How many results search returns by default. */
+  readonly searchLimit: number;
+  /** Serve the official conformance suite's fixture tools (the conformance seed only). */
+  readonly conformanceFixtures: boolean;
+}
+
 /** What the config file says, checked against the databases given: defaults when there is none. */
 export function loadConfigFile(
   configFile: string | undefined,
   databases: readonly DatabaseConfig[],
-): { catalog: FileCatalogScope; collections: FileCollection[] } {
+): {
+  catalog: FileCatalogScope;
+  collections: FileCollection[];
+  tools: FileTools;
+} {
   const file = configFile === undefined ? {} : readConfigFile(configFile);
   return {
     catalog: {
@@ -72,6 +102,13 @@ export function loadConfigFile(
       exclude: file.catalog?.excludeSchemas ?? [],
     },
     collections: fileCollections(file, configFile, databases),
+    tools: {
+      disabled: file.tools?.disabled ?? [],
+      schemas: file.tools?.schemas ?? null,
+      explainAnalyze: file.tools?.explainAnalyze ?? false,
+      searchLimit: file.tools?.searchLimit ?? 20,
+      conformanceFixtures: file.tools?.conformanceFixtures ?? false,
+    },
   };
 }
 

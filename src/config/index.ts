@@ -1,7 +1,11 @@
 // Public surface of config/: flags and environment, the config file and more databases → one Config.
 export { loadConfig, type Config } from './load-config.js';
 export { type ConfigFlags } from './environment.js';
-export { type FileCatalogScope, type FileCollection } from './config-file.js';
+export {
+  type FileCatalogScope,
+  type FileCollection,
+  type FileTools,
+} from './config-file.js';
 export { redactConnectionString, type DatabaseConfig } from './databases.js';
 export {
   DEMO_CONFIG_FILE,

@@ -5,6 +5,7 @@ import {
   loadConfigFile,
   type FileCatalogScope,
   type FileCollection,
+  type FileTools,
 } from './config-file.js';
 import { parseDatabases, type DatabaseConfig } from './databases.js';
 import {
@@ -25,6 +26,7 @@ export type Config = Readonly<
     configFile: string | undefined;
     catalog: FileCatalogScope;
     collections: readonly FileCollection[];
+    tools: FileTools;
   }
 >;
 
@@ -57,7 +59,7 @@ function validSettings(flags: ConfigFlags, env: NodeJS.ProcessEnv): Settings {
       .map((issue) => `  - ${issue.message}`)
       .join('\n');
     throw new ConfigError(
-      `invalid configuration:\n${problems}\nSee README "Configuration" for every setting.`,
+      `invalid configuration:\n${problems}\nSee docs/operations.md "Configuration" for every setting.`,
     );
   }
   return parsed.data;

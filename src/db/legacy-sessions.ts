@@ -100,6 +100,44 @@ export async function touchLegacySession(
       };
 }
 
+/**
+ * The live session of these keys, read without writing; `renewDue` when its expiry is less than
+ * `renewBelowSeconds` away. undefined when unknown, expired or another principal's.
+ */
+export async function findLegacySession(
+  db: DatabaseHandle,
+  keys: LegacySessionKeys,
+  renewBelowSeconds: number,
+): Promise<(LegacySessionRow & { readonly renewDue: boolean }) | undefined> {
+  let rows;
+  try {
+    // One statement in the pool's read-only implicit transaction: no WAL, no dead row version.
+    ({ rows } = await db.pool.query<{
+      protocol_version: string;
+      client_info: unknown;
+      client_capabilities: unknown;
+      log_level: string | null;
+      renew_due: boolean;
+    }>({
+      name: 'pgmcp_find_legacy_session',
+      text: 'select * from pgmcp.find_legacy_session($1, $2, $3)',
+      values: [keys.idHash, keys.principalHash, renewBelowSeconds],
+    }));
+  } catch (error) {
+    throw toDatabaseError(error);
+  }
+  const row = rows[0];
+  return row === undefined
+    ? undefined
+    : {
+        protocolVersion: row.protocol_version,
+        clientInfo: row.client_info,
+        clientCapabilities: row.client_capabilities,
+        logLevel: row.log_level,
+        renewDue: row.renew_due,
+      };
+}
+
 export async function setLegacySessionLevel(
   db: DatabaseHandle,
   keys: LegacySessionKeys,
@@ -161,17 +199,31 @@ export function createLegacySessionStore(
       )
       .digest(),
   });
+  // Each request reads its session (a DELETE or expiry through any replica is seen at once) but
+  // pushes the expiry back only when less than the idle time remains, to 1.5× the idle time ahead:
+  // at most one UPDATE per half idle time per session, and a session always outlives its last
+  // request by at least the idle time (by at most 1.5× it).
+  const lease = Math.ceil(limits.idleSeconds * 1.5);
   return {
     open: (id, principal, session) =>
       openLegacySession(db, keys(id, principal), {
         ...session,
         logLevel: null,
         role: principal.role,
-        idleSeconds: limits.idleSeconds,
+        idleSeconds: lease,
         maxPerRole: limits.maxPerRole,
       }),
-    touch: (id, principal) =>
-      touchLegacySession(db, keys(id, principal), limits.idleSeconds),
+    touch: async (id, principal) => {
+      const sessionKeys = keys(id, principal);
+      const found = await findLegacySession(
+        db,
+        sessionKeys,
+        limits.idleSeconds,
+      );
+      if (found === undefined || !found.renewDue) return found;
+      // Renewal re-checks liveness: a session ended meanwhile is not brought back.
+      return touchLegacySession(db, sessionKeys, lease);
+    },
     setLevel: (id, principal, level) =>
       setLegacySessionLevel(db, keys(id, principal), level),
     close: (id, principal) => closeLegacySession(db, keys(id, principal)),

@@ -286,7 +286,8 @@ function validateMetaShape(value: unknown): RequestMeta {
   }
   throw new ProtocolError(
     'MISSING_META',
-    'Missing or invalid params._meta: requests must carry io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities.',
+    // Also the answer to a 2025-11-25 request sent before initialize (legacy digest §10.1 step 5).
+    'Missing or invalid params._meta: 2026-07-28 requests must carry io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities; a 2025-11-25 client sends initialize first.',
   );
 }
 

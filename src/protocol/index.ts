@@ -27,6 +27,7 @@ export {
   GetPromptParamsSchema,
   PROTOCOL_VERSION,
   PaginatedParamsSchema,
+  CallToolParamsSchema,
   ReadResourceParamsSchema,
   SUPPORTED_VERSIONS,
   expectedHttpHeaders,
@@ -38,6 +39,7 @@ export {
   type Implementation,
   type InboundMessage,
   type PaginatedParams,
+  type CallToolParams,
   type ReadResourceParams,
   type RequestId,
   type ResourceTemplate,
@@ -45,6 +47,7 @@ export {
 export {
   createLegacyAdapter,
   hasModernClaim,
+  isJsonRpcResponse,
   isModernVersion,
   type LegacyAdapter,
   type LegacyAdapterOptions,
@@ -57,6 +60,10 @@ export {
   type LogLevel,
 } from './legacy-state.js';
 export { createEraDispatcher } from './era-dispatcher.js';
+export {
+  streamedResponse,
+  type RequestStreamControl,
+} from './request-stream.js';
 export {
   ListenParamsSchema,
   type FanoutMessages,

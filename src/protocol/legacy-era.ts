@@ -32,6 +32,8 @@ const SHARED_METHODS = new Set([
   'resources/templates/list',
   'resources/read',
   'completion/complete',
+  'tools/list',
+  'tools/call',
   'prompts/list',
   'prompts/get',
 ]);
@@ -80,6 +82,21 @@ export function hasModernClaim(message: InboundMessage): boolean {
     typeof meta === 'object' &&
     meta !== null &&
     META_PROTOCOL_VERSION in (meta as Record<string, unknown>)
+  );
+}
+
+/**
+ * A parsed JSON-RPC response (no method, a result or an error): what a legacy client sends when it
+ * answers a server request (legacy digest §2, §10.1 step 1). Modern clients never send one.
+ */
+export function isJsonRpcResponse(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return false;
+  const record = value as Record<string, unknown>;
+  return (
+    record['jsonrpc'] === '2.0' &&
+    !('method' in record) &&
+    ('result' in record || 'error' in record)
   );
 }
 
@@ -257,16 +274,22 @@ function negotiate(
   };
 }
 
-/** The request with the envelope the shared handlers expect; the client's own `_meta` rides along. */
+/**
+ * The request with the envelope the shared handlers expect; the client's own `_meta` rides along,
+ * except `progressToken`: a legacy answer is one response, never a stream of progress.
+ */
 function asModern(message: InboundMessage): InboundMessage {
   const params = message.params ?? {};
-  const meta = params['_meta'];
+  const { progressToken: _unanswered, ...meta } =
+    typeof params['_meta'] === 'object' && params['_meta'] !== null
+      ? (params['_meta'] as Record<string, unknown>)
+      : {};
   return {
     ...message,
     params: {
       ...params,
       _meta: {
-        ...(typeof meta === 'object' && meta !== null ? meta : {}),
+        ...meta,
         [META_PROTOCOL_VERSION]: PROTOCOL_VERSION,
         [META_CLIENT_CAPABILITIES]: {},
       },

@@ -57,6 +57,14 @@ export type ReadResourceParams = z.infer<typeof ReadResourceParamsSchema>;
 
 export const EmptyParamsSchema = z.object({});
 
+/** tools/call (spec §6): the tool's name and its arguments, checked by the tool's own schema. */
+export const CallToolParamsSchema = z.object({
+  name: clientString(),
+  arguments: z.record(z.string(), z.unknown()).optional(),
+  inputResponses: z.record(clientString(), z.unknown()).optional(),
+  requestState: clientString().optional(),
+});
+export type CallToolParams = z.infer<typeof CallToolParamsSchema>;
 /** prompts/get (spec §8.2): a prompt by name, its arguments' values as strings. */
 export const GetPromptParamsSchema = z.object({
   name: clientString(),

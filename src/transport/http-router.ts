@@ -3,7 +3,11 @@
 import type http from 'node:http';
 import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
-import { readableId, type InboundMessage } from '../protocol/index.js';
+import {
+  isJsonRpcResponse,
+  readableId,
+  type InboundMessage,
+} from '../protocol/index.js';
 import { readBody } from './http-body.js';
 import {
   checkHostAndOrigin,
@@ -74,7 +78,7 @@ async function handle(
   // Authenticate before reading the body: an unauthenticated client costs no parsing.
   const principal = await authenticate(options, request, response);
   if (principal === undefined) return;
-  const message = await readMessage(options, request, response);
+  const message = await readMessage(options, request, response, principal);
   if (message === undefined) return;
   // Issue 14: a POST without the 2026-07-28 claim that initializes or names a session is legacy.
   if (options.legacy?.claims(message, request) === true) {
@@ -135,6 +139,7 @@ async function readMessage(
   options: ServingOptions,
   request: http.IncomingMessage,
   response: http.ServerResponse,
+  principal: Principal,
 ): Promise<InboundMessage | undefined> {
   const body = await readBody(request, options.maxBodyBytes);
   if (body === 'too-large') {
@@ -150,6 +155,16 @@ async function readMessage(
       key: 'PARSE_ERROR',
       message: 'Parse error: the body is not valid JSON.',
     });
+    return undefined;
+  }
+  // Issue 14: a legacy client may POST a JSON-RPC response in its session (legacy digest §5.2);
+  // without a session it is refused below like any other message without a method (400, -32600).
+  if (
+    options.legacy !== undefined &&
+    request.headers['mcp-session-id'] !== undefined &&
+    isJsonRpcResponse(value)
+  ) {
+    await options.legacy.postResponse(principal, request, response);
     return undefined;
   }
   try {

@@ -15,6 +15,7 @@ import {
   type InboundMessage,
   type LegacyAdapter,
   type LogLevel,
+  serializeMessage,
   type StreamSink,
 } from '../protocol/index.js';
 import { send } from './http-responses.js';
@@ -66,6 +67,12 @@ export interface LegacyHttp {
     request: http.IncomingMessage,
     response: http.ServerResponse,
   ): Promise<void>;
+  /** A JSON-RPC response POSTed with an Mcp-Session-Id (legacy digest §2): 202 in a live session. */
+  postResponse(
+    principal: Principal,
+    request: http.IncomingMessage,
+    response: http.ServerResponse,
+  ): Promise<void>;
   /** GET (the session's stream) or DELETE (end the session). */
   other(
     principal: Principal,
@@ -106,8 +113,11 @@ class LegacyHttpSessions implements LegacyHttp {
     if (hasModernClaim(message)) return false;
     const version = header(request, 'mcp-protocol-version');
     if (version !== undefined && isModernVersion(version)) return false;
+    // initialize and initialized exist only in the legacy era: without a session, the latter is
+    // refused (400) rather than accepted by the modern path.
     return (
       message.method === 'initialize' ||
+      message.method === 'notifications/initialized' ||
       header(request, 'mcp-session-id') !== undefined
     );
   }
@@ -130,25 +140,44 @@ class LegacyHttpSessions implements LegacyHttp {
         );
       return;
     }
-    const version = header(request, 'mcp-protocol-version');
-    if (version !== undefined && !LEGACY_VERSIONS.includes(version)) {
-      this.#refuse(
+    const entry = await this.#sessionOf(id, principal, request, response);
+    if (entry !== undefined)
+      await this.#inSession(
+        entry,
+        message,
+        principal,
         response,
-        'UNSUPPORTED_LEGACY_VERSION',
-        `Unsupported MCP-Protocol-Version ${version.slice(0, 40)}; supported: ${LEGACY_VERSIONS.join(', ')}.`,
+        answersWithSse(request, message),
       );
-      return;
-    }
+  }
+
+  async postResponse(
+    principal: Principal,
+    request: http.IncomingMessage,
+    response: http.ServerResponse,
+  ): Promise<void> {
+    const id = header(request, 'mcp-session-id') ?? '';
+    // This server sends clients no requests, so no response is awaited: accepted and dropped.
+    if ((await this.#sessionOf(id, principal, request, response)) !== undefined)
+      response.writeHead(202).end();
+  }
+
+  /** The session a request names, else undefined once the refusal (400, 404) has been sent. */
+  async #sessionOf(
+    id: string,
+    principal: Principal,
+    request: http.IncomingMessage,
+    response: http.ServerResponse,
+  ): Promise<Held | undefined> {
+    if (this.#refusesVersion(request, response)) return undefined;
     const entry = await this.#resume(id, principal);
-    if (entry === undefined) {
+    if (entry === undefined)
       this.#refuse(
         response,
         'SESSION_NOT_FOUND',
         'Session not found: it ended or expired; initialize a new one.',
       );
-      return;
-    }
-    await this.#inSession(entry, message, principal, response);
+    return entry;
   }
 
   /** GET (the session's stream) or DELETE (end the session). */
@@ -168,17 +197,12 @@ class LegacyHttpSessions implements LegacyHttp {
       return;
     }
     if (request.method === 'DELETE') {
-      await this.#delete(id, principal, response);
+      await this.#delete(id, principal, request, response);
       return;
     }
-    const entry = await this.#resume(id, principal);
-    if (entry === undefined)
-      this.#refuse(
-        response,
-        'SESSION_NOT_FOUND',
-        'Session not found: it ended or expired; initialize a new one.',
-      );
-    else if (entry.stream !== undefined)
+    const entry = await this.#sessionOf(id, principal, request, response);
+    if (entry === undefined) return;
+    if (entry.stream !== undefined)
       this.#refuse(
         response,
         'SESSION_STREAM_OPEN',
@@ -202,6 +226,25 @@ class LegacyHttpSessions implements LegacyHttp {
       response,
       this.#options.adapter.fail(new ProtocolError(key, message), id),
     );
+  }
+
+  /**
+   * MCP-Protocol-Version after initialize (legacy digest §5.8): a version this server does not
+   * speak is 400 naming those it does; absent means the session's negotiated one. True once refused.
+   */
+  #refusesVersion(
+    request: http.IncomingMessage,
+    response: http.ServerResponse,
+  ): boolean {
+    const version = header(request, 'mcp-protocol-version');
+    if (version === undefined || LEGACY_VERSIONS.includes(version))
+      return false;
+    this.#refuse(
+      response,
+      'UNSUPPORTED_LEGACY_VERSION',
+      `Unsupported MCP-Protocol-Version ${version.slice(0, 40)}; supported: ${LEGACY_VERSIONS.join(', ')}.`,
+    );
+    return true;
   }
 
   /** The live session `id` of `principal` (renewed), held here; undefined for anyone else's. */
@@ -279,6 +322,7 @@ class LegacyHttpSessions implements LegacyHttp {
     message: InboundMessage,
     principal: Principal,
     response: http.ServerResponse,
+    sse: boolean,
   ): Promise<void> {
     if (message.id === undefined) {
       if (message.method === 'notifications/cancelled') {
@@ -305,6 +349,7 @@ class LegacyHttpSessions implements LegacyHttp {
       );
       // A cancelled request gets no response (§8.4).
       if (controller.signal.aborted) response.writeHead(202).end();
+      else if (sse) sendOutcomeAsSse(response, outcome);
       else sendOutcome(response, outcome);
     } finally {
       if (entry.inFlight.get(key) === controller) entry.inFlight.delete(key);
@@ -314,8 +359,10 @@ class LegacyHttpSessions implements LegacyHttp {
   async #delete(
     id: string,
     principal: Principal,
+    request: http.IncomingMessage,
     response: http.ServerResponse,
   ): Promise<void> {
+    if (this.#refusesVersion(request, response)) return;
     if (!(await this.#options.records.close(id, principal))) {
       this.#refuse(
         response,
@@ -435,6 +482,43 @@ function sseSink(response: http.ServerResponse): StreamSink {
       if (!response.writableEnded) response.end();
     },
   };
+}
+
+/**
+ * Whether to answer a request as SSE rather than JSON; the digest lets the server choose (§5.2).
+ * JSON is one write and what every client reads, so it is the default; SSE when the client accepts
+ * nothing else, or when it asked for progress, whose notifications can only precede the response on
+ * the request's own stream (§5.3, §8.3).
+ */
+function answersWithSse(
+  request: http.IncomingMessage,
+  message: InboundMessage,
+): boolean {
+  const accept = header(request, 'accept') ?? '';
+  if (!/text\/event-stream/i.test(accept)) return false;
+  if (!/application\/json|\*\/\*|application\/\*/i.test(accept)) return true;
+  const meta = message.params?.['_meta'];
+  return (
+    typeof meta === 'object' &&
+    meta !== null &&
+    'progressToken' in (meta as Record<string, unknown>)
+  );
+}
+
+/** A request's answer as one SSE event, then the end of the stream (no event ids: §5.5). */
+function sendOutcomeAsSse(
+  response: http.ServerResponse,
+  outcome: DispatchOutcome,
+): void {
+  // Transport-level refusals (429, 503) keep their status and JSON body.
+  if (outcome.kind !== 'response' || outcome.httpStatus !== 200) {
+    sendOutcome(response, outcome);
+    return;
+  }
+  response.writeHead(200, [...SSE_HEADERS]);
+  response.end(
+    `event: message\ndata: ${serializeMessage(outcome.response)}\n\n`,
+  );
 }
 
 function sendOutcome(

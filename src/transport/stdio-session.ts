@@ -5,6 +5,7 @@ import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
 import {
   CancelledParamsSchema,
+  isJsonRpcResponse,
   readableId,
   serializeMessage,
   type DispatchOutcome,
@@ -69,6 +70,9 @@ export class StdioSession {
       );
       return;
     }
+    // A JSON-RPC response (a legacy client answering a server request, legacy digest §10.1 step 1):
+    // this server sends none, so there is nothing to match; a response is never answered.
+    if (isJsonRpcResponse(value)) return;
     let message;
     try {
       message = this.options.dispatcher.parse(value);

@@ -46,6 +46,13 @@ async function run(): Promise<number> {
   const env: NodeJS.ProcessEnv = {
     PGMCP_STATE_DIR: mkdtempSync(path.join(os.tmpdir(), 'pgmcp-conformance-')),
     PGMCP_AUTH: 'none',
+    // Its config serves the suite's fixture tools, which no other deployment has.
+    PGMCP_CONFIG: path.join(
+      PROJECT_ROOT,
+      'seeds',
+      'conformance',
+      'pgmcp.config.json',
+    ),
   };
   const base = process.env['TEST_DATABASE_URL'];
   if (base !== undefined && base !== '') {

@@ -13,28 +13,12 @@ import {
 import {
   freePort,
   listen,
+  readiness,
   startTestServer,
+  until,
   type TestServer,
 } from '../setup/harness.js';
 import { migrateDatabase } from '../setup/migrate-database.js';
-
-async function readiness(server: TestServer): Promise<number> {
-  const response = await fetch(new URL('/readyz', server.url));
-  await response.text();
-  return response.status;
-}
-
-async function until(
-  condition: () => Promise<boolean>,
-  timeoutMs: number,
-  what: string,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 it('reconnects after PostgreSQL restarts and delivers what commits afterwards', async () => {
   // The postgres OS user must reach the data folder: a fresh one under the system temp folder.

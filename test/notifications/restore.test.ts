@@ -15,7 +15,9 @@ import {
 import {
   listen,
   listenFresh,
+  readiness,
   startTestServer,
+  until,
   type ListenStream,
   type TestServer,
 } from '../setup/harness.js';
@@ -27,24 +29,6 @@ const URIS = Array.from(
   { length: 50 },
   (_, index) => `notes:///restore/n${String(index).padStart(2, '0')}`,
 );
-
-async function until(
-  condition: () => Promise<boolean>,
-  timeoutMs: number,
-  what: string,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-async function ready(server: TestServer): Promise<boolean> {
-  const response = await fetch(new URL('/readyz', server.url));
-  await response.text();
-  return response.status === 200;
-}
 
 /** Commit one statement per transaction, each with its own parameters. */
 async function commitEach(
@@ -148,7 +132,7 @@ it('notices a restore to an earlier copy, tells every stream it may be stale, an
     postgres = await start(port);
     expect(postgres.port).toBe(port);
     await until(
-      () => ready(server as TestServer),
+      async () => (await readiness(server as TestServer)) === 200,
       30_000,
       '/readyz after the restore',
     );

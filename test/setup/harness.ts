@@ -83,6 +83,8 @@ export interface TestServerOptions {
   catalogScope?: Config['catalog'];
   /** Row collections (config file "collections"); none by default. */
   collections?: Config['collections'];
+  /** Tool settings (config file "tools"); the defaults by default. */
+  tools?: Partial<Config['tools']>;
 }
 
 /** The test database URL global setup provided. */
@@ -121,6 +123,17 @@ export async function startTestServer(
     live: { ...TEST_LIVE, ...options.liveSettings, ...options.live },
     logger,
     roleDecisions: options.roleDecisions,
+    tools:
+      options.tools === undefined
+        ? undefined
+        : {
+            disabled: [],
+            schemas: null,
+            explainAnalyze: false,
+            searchLimit: 20,
+            conformanceFixtures: false,
+            ...options.tools,
+          },
   });
   const feed =
     options.live === undefined
@@ -236,7 +249,9 @@ export async function call(
   const name =
     method === 'resources/read' && typeof params['uri'] === 'string'
       ? params['uri']
-      : undefined;
+      : method === 'tools/call' && typeof params['name'] === 'string'
+        ? params['name']
+        : undefined;
   const response = await postRaw(
     url,
     JSON.stringify({
@@ -440,4 +455,24 @@ export async function freePort(): Promise<number> {
   const { port } = server.address() as net.AddressInfo;
   await new Promise((resolve) => server.close(resolve));
   return port;
+}
+
+/** Poll `condition` every 50 ms until it holds; past `timeoutMs` the test fails naming `what`. */
+export async function until(
+  condition: () => Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** The HTTP status of the server's GET /readyz. */
+export async function readiness(server: TestServer): Promise<number> {
+  const response = await fetch(new URL('/readyz', server.url));
+  await response.text();
+  return response.status;
 }

@@ -10,6 +10,8 @@ export interface LegacyAnswer {
   body: Record<string, unknown> | undefined;
   result?: Record<string, unknown>;
   error?: { code: number; message: string; data?: Record<string, unknown> };
+  /** Notifications that came before the answer when it was sent as SSE (e.g. progress). */
+  notifications: Record<string, unknown>[];
 }
 
 let nextId = 1;
@@ -40,16 +42,43 @@ export async function legacyPost(
     }),
   });
   const text = await response.text();
-  const body =
-    text === '' ? undefined : (JSON.parse(text) as Record<string, unknown>);
+  const sse = (response.headers.get('content-type') ?? '').startsWith(
+    'text/event-stream',
+  );
+  const messages = sse
+    ? sseMessages(text)
+    : text === ''
+      ? []
+      : [JSON.parse(text) as Record<string, unknown>];
+  const notifications = messages.filter(
+    (each) => 'method' in each && !('id' in each),
+  );
+  for (const each of notifications) assertValidNotification(each, 'legacy');
+  const body = messages.find((each) => !notifications.includes(each));
   if (body !== undefined) assertValidResponse(message.method, body, 'legacy');
   return {
     status: response.status,
     headers: response.headers,
     body,
+    notifications,
     result: body?.['result'] as Record<string, unknown> | undefined,
     error: body?.['error'] as LegacyAnswer['error'],
   };
+}
+
+/** The JSON-RPC messages of a whole SSE body, one per event's data lines. */
+function sseMessages(text: string): Record<string, unknown>[] {
+  return text
+    .split(/\r?\n\r?\n/)
+    .map((event) =>
+      event
+        .split(/\r?\n/)
+        .filter((line) => line.startsWith('data:'))
+        .map((line) => line.slice(5).trimStart())
+        .join('\n'),
+    )
+    .filter((data) => data !== '')
+    .map((data) => JSON.parse(data) as Record<string, unknown>);
 }
 
 /** initialize + notifications/initialized; returns the session id. */

@@ -60,6 +60,14 @@ export const RESULT_SCHEMAS: Record<string, { sdk: z.ZodType; def: string }> = {
     sdk: official.CompleteResultSchema,
     def: 'CompleteResultResponse',
   },
+  'tools/list': {
+    sdk: official.ListToolsResultSchema,
+    def: 'ListToolsResultResponse',
+  },
+  'tools/call': {
+    sdk: official.CallToolResultSchema,
+    def: 'CallToolResultResponse',
+  },
   'prompts/list': {
     sdk: official.ListPromptsResultSchema,
     def: 'ListPromptsResultResponse',
@@ -94,6 +102,10 @@ export const NOTIFICATION_SCHEMAS: Record<
   'notifications/cancelled': {
     sdk: official.CancelledNotificationSchema,
     def: 'CancelledNotification',
+  },
+  'notifications/progress': {
+    sdk: official.ProgressNotificationSchema,
+    def: 'ProgressNotification',
   },
 };
 
@@ -142,6 +154,14 @@ const LEGACY_RESULT_SCHEMAS: Record<string, { sdk: z.ZodType; def: string }> = {
   'logging/setLevel': {
     sdk: legacySdk.EmptyResultSchema,
     def: 'EmptyResult',
+  },
+  'tools/list': {
+    sdk: legacySdk.ListToolsResultSchema,
+    def: 'ListToolsResult',
+  },
+  'tools/call': {
+    sdk: legacySdk.CallToolResultSchema,
+    def: 'CallToolResult',
   },
 };
 

@@ -408,7 +408,7 @@ describe('protocol errors and their HTTP status', () => {
       'initialize',
       'ping',
       'resources/subscribe',
-      'tools/list',
+      'sampling/createMessage',
       'unknown/method',
     ]) {
       const response = await postRaw(

@@ -21,6 +21,7 @@ import {
   type SessionStream,
 } from '../setup/legacy-client.js';
 import { migrateDatabase } from '../setup/migrate-database.js';
+import { assertValidResponse } from '../setup/spec-schema.js';
 import { recreateDatabase } from '../setup/recreate-database.js';
 
 const ROLE_A = 'pgmcp_legacy_a';
@@ -238,7 +239,7 @@ describe('legacy requests through the shared handlers', () => {
     for (const method of [
       'subscriptions/listen',
       'server/discover',
-      'tools/list',
+      'sampling/createMessage',
     ]) {
       const unknown = await legacyPost(server.url, { method }, headers);
       expect(unknown.status, method).toBe(200);
@@ -339,6 +340,32 @@ describe('legacy sessions', () => {
     ).toBe(404);
   });
 
+  it('writes its row only when the idle expiry is due: a request reads it, and renews it once less than the idle time remains', async () => {
+    const id = await openSession(server.url, AS_A);
+    const row = async () =>
+      (
+        await sql.query<{ version: string; left: number }>(
+          `select xmin::text as version,
+                  extract(epoch from expires_at - now())::float8 as left
+             from pgmcp.legacy_sessions where id_hash = sha256(convert_to($1, 'UTF8'))`,
+          [id],
+        )
+      ).rows[0];
+    const opened = await row();
+    // The test server's idle time is 1800 s: a new session has more than that ahead of it.
+    expect(opened?.left).toBeGreaterThan(1800);
+    await expectAlive(id);
+    await expectAlive(id);
+    expect((await row())?.version).toBe(opened?.version);
+    await sql.query(
+      `update pgmcp.legacy_sessions set expires_at = now() + interval '60 seconds'
+        where id_hash = sha256(convert_to($1, 'UTF8'))`,
+      [id],
+    );
+    await expectAlive(id);
+    expect((await row())?.left).toBeGreaterThan(1800);
+  });
+
   it('stores only a digest of the session id', async () => {
     const id = await openSession(server.url, AS_A);
     const { rows } = await sql.query<{ found: boolean }>(
@@ -374,74 +401,165 @@ describe('legacy sessions', () => {
   });
 });
 
+const INITIALIZE = {
+  method: 'initialize',
+  params: {
+    protocolVersion: LEGACY_VERSION,
+    capabilities: {},
+    clientInfo: { name: 'c', version: '1' },
+  },
+};
+
+/** The session still answers its owner: a refusal never touches it. */
+async function expectAlive(id: string): Promise<void> {
+  const answer = await legacyPost(
+    server.url,
+    { method: 'ping' },
+    sessionHeaders(id, AS_A),
+  );
+  expect(answer.result).toEqual({});
+}
+
 describe('legacy bad input', () => {
-  it('answers each bad request with the status and code the digest names, and keeps the session', async () => {
-    const id = await openSession(server.url, AS_A);
-    const headers = sessionHeaders(id, AS_A);
-    // A second initialize in a session.
-    const again = await legacyPost(
-      server.url,
-      {
-        method: 'initialize',
-        params: {
-          protocolVersion: LEGACY_VERSION,
-          capabilities: {},
-          clientInfo: { name: 'c', version: '1' },
-        },
-      },
-      headers,
-    );
-    expect(again.error).toMatchObject({
-      code: -32600,
-      data: { code: 'ALREADY_INITIALIZED' },
-    });
-    // notifications/initialized twice: accepted, harmless.
-    const twice = await legacyPost(
-      server.url,
-      { method: 'notifications/initialized', id: null },
-      headers,
-    );
-    expect(twice.status).toBe(202);
-    // A version this server does not speak, in the header: 400 naming the ones it does.
-    const version = await legacyPost(
-      server.url,
-      { method: 'ping' },
-      { ...headers, 'MCP-Protocol-Version': '2024-01-01' },
-    );
-    expect(version.status).toBe(400);
-    expect(version.error?.message).toContain(
-      '2025-11-25, 2025-06-18, 2025-03-26',
-    );
-    // An unknown session id.
-    const unknown = await legacyPost(
-      server.url,
-      { method: 'ping' },
-      sessionHeaders('no-such-session', AS_A),
-    );
-    expect(unknown.status).toBe(404);
-    // A legacy request without a session (never initialized): 400.
-    const sessionless = await legacyPost(
+  it('answers a request before initialize (no session, no 2026-07-28 _meta) with 400 and the modern -32602 that names initialize', async () => {
+    // Without a session the request may be a broken 2026-07-28 one: the modern answer (digest §10.2).
+    const answer = await legacyPost(
       server.url,
       { method: 'resources/list' },
       AS_A,
     );
-    expect(sessionless.status).toBe(400);
-    // GET without a session, and with an unknown one.
-    expect(
-      (await fetch(server.url, { method: 'GET', headers: AS_A })).status,
-    ).toBe(400);
+    expect(answer.status).toBe(400);
+    expect(answer.error).toMatchObject({
+      code: -32602,
+      data: { code: 'MISSING_META' },
+    });
+    expect(answer.error?.message).toContain('initialize');
+    // A notification before initialize is refused the same way, never accepted silently.
+    const notification = await legacyPost(
+      server.url,
+      { method: 'notifications/initialized', id: null },
+      AS_A,
+    );
+    expect(notification.status).toBe(400);
+  });
+
+  it('answers a second initialize in a session with -32600, and keeps the session', async () => {
+    const id = await openSession(server.url, AS_A);
+    const again = await legacyPost(
+      server.url,
+      INITIALIZE,
+      sessionHeaders(id, AS_A),
+    );
+    expect(again.status).toBe(200);
+    expect(again.error).toMatchObject({
+      code: -32600,
+      data: { code: 'ALREADY_INITIALIZED' },
+    });
+    expect(again.headers.get('mcp-session-id')).toBeNull();
+    await expectAlive(id);
+  });
+
+  it('accepts notifications/initialized sent twice with 202, harmlessly', async () => {
+    const id = await openSession(server.url, AS_A);
+    const twice = await legacyPost(
+      server.url,
+      { method: 'notifications/initialized', id: null },
+      sessionHeaders(id, AS_A),
+    );
+    expect(twice.status).toBe(202);
+    expect(twice.body).toBeUndefined();
+    await expectAlive(id);
+  });
+
+  it('answers an unknown session id with 404 and -32600 on POST, GET and DELETE', async () => {
+    const headers = sessionHeaders('no-such-session', AS_A);
+    const post = await legacyPost(server.url, { method: 'ping' }, headers);
+    expect(post.status).toBe(404);
+    expect(post.error).toMatchObject({
+      code: -32600,
+      data: { code: 'SESSION_NOT_FOUND' },
+    });
+    for (const method of ['GET', 'DELETE'])
+      expect(
+        (await fetch(server.url, { method, headers })).status,
+        method,
+      ).toBe(404);
+  });
+
+  it('answers an expired session with 404, on every replica, and never brings it back', async () => {
+    const id = await openSession(server.url, AS_A);
+    await sql.query(
+      `update pgmcp.legacy_sessions set expires_at = now() - interval '1 second'
+        where id_hash = sha256(convert_to($1, 'UTF8'))`,
+      [id],
+    );
+    for (const url of [server.url, replica.url, server.url])
+      expect(
+        (await legacyPost(url, { method: 'ping' }, sessionHeaders(id, AS_A)))
+          .status,
+        url,
+      ).toBe(404);
+  });
+
+  it("answers another principal's session id with 404 and leaves the owner's session alone", async () => {
+    const id = await openSession(server.url, AS_A);
+    for (const method of ['GET', 'DELETE'])
+      expect(
+        (await fetch(server.url, { method, headers: sessionHeaders(id, AS_B) }))
+          .status,
+        method,
+      ).toBe(404);
     expect(
       (
-        await fetch(server.url, {
-          method: 'GET',
-          headers: sessionHeaders('nope', AS_A),
-        })
+        await legacyPost(
+          server.url,
+          { method: 'resources/list' },
+          sessionHeaders(id, AS_B),
+        )
       ).status,
     ).toBe(404);
-    // The session is untouched by all of it.
-    expect(
-      (await legacyPost(server.url, { method: 'ping' }, headers)).result,
-    ).toEqual({});
+    await expectAlive(id);
+  });
+
+  it('answers an MCP-Protocol-Version it does not speak with 400 listing the versions it does, on POST, GET and DELETE', async () => {
+    const id = await openSession(server.url, AS_A);
+    const headers = {
+      ...sessionHeaders(id, AS_A),
+      'MCP-Protocol-Version': '2024-01-01',
+    };
+    const post = await legacyPost(server.url, { method: 'ping' }, headers);
+    expect(post.status).toBe(400);
+    expect(post.error).toMatchObject({
+      code: -32600,
+      data: { code: 'UNSUPPORTED_LEGACY_VERSION' },
+    });
+    expect(post.error?.message).toContain('2025-11-25, 2025-06-18, 2025-03-26');
+    for (const method of ['GET', 'DELETE'])
+      expect(
+        (await fetch(server.url, { method, headers })).status,
+        method,
+      ).toBe(400);
+    await expectAlive(id);
+  });
+
+  it('takes a request without MCP-Protocol-Version at the version the session negotiated', async () => {
+    const id = await openSession(server.url, AS_A, '2025-06-18');
+    const { 'MCP-Protocol-Version': _, ...headers } = sessionHeaders(id, AS_A);
+    const answer = await legacyPost(server.url, { method: 'ping' }, headers);
+    expect(answer.result).toEqual({});
+  });
+
+  it('answers GET or DELETE without a session with 400', async () => {
+    for (const method of ['GET', 'DELETE']) {
+      const answer = await fetch(server.url, {
+        method,
+        headers: { Accept: 'text/event-stream', ...AS_A },
+      });
+      expect(answer.status, method).toBe(400);
+      expect(await answer.json()).toMatchObject({
+        error: { code: -32600, data: { code: 'SESSION_REQUIRED' } },
+      });
+    }
   });
 
   it('refuses a second GET stream on the same session with 409', async () => {
@@ -452,6 +570,148 @@ describe('legacy bad input', () => {
       headers: sessionHeaders(id, AS_A),
     });
     expect(second.status).toBe(409);
+  });
+});
+
+/** POST one raw body in session `id` with `accept`; the answer's status, type and text. */
+async function rawPost(
+  id: string | undefined,
+  body: object,
+  accept = 'application/json, text/event-stream',
+): Promise<{ status: number; type: string; text: string }> {
+  const response = await fetch(server.url, {
+    method: 'POST',
+    headers: {
+      'Content-Type': 'application/json',
+      Accept: accept,
+      ...(id === undefined ? AS_A : sessionHeaders(id, AS_A)),
+    },
+    body: JSON.stringify(body),
+  });
+  return {
+    status: response.status,
+    type: response.headers.get('content-type') ?? '',
+    text: await response.text(),
+  };
+}
+
+/** The JSON-RPC messages of an SSE body, each validated as a 2025-11-25 response. */
+function sseMessages(text: string, method: string): Record<string, unknown>[] {
+  return text
+    .split('\n\n')
+    .map((event) =>
+      event
+        .split('\n')
+        .filter((line) => line.startsWith('data:'))
+        .map((line) => line.slice(5).trimStart())
+        .join('\n'),
+    )
+    .filter((data) => data !== '')
+    .map((data) => {
+      const message = JSON.parse(data) as Record<string, unknown>;
+      assertValidResponse(method, message, 'legacy');
+      return message;
+    });
+}
+
+describe('legacy HTTP answers', () => {
+  it('answers a POSTed notification with 202 and no body', async () => {
+    const id = await openSession(server.url, AS_A);
+    for (const method of [
+      'notifications/roots/list_changed',
+      'notifications/cancelled',
+    ]) {
+      const answer = await rawPost(id, {
+        jsonrpc: '2.0',
+        method,
+        params: method === 'notifications/cancelled' ? { requestId: 999 } : {},
+      });
+      expect(answer, method).toEqual({ status: 202, type: '', text: '' });
+    }
+    await expectAlive(id);
+  });
+
+  it('answers a POSTed JSON-RPC response with 202 and no body, and refuses one outside a live session', async () => {
+    const id = await openSession(server.url, AS_A);
+    for (const body of [
+      { jsonrpc: '2.0', id: 'server-1', result: {} },
+      { jsonrpc: '2.0', id: 'server-2', error: { code: -1, message: 'no' } },
+    ])
+      expect(await rawPost(id, body)).toEqual({
+        status: 202,
+        type: '',
+        text: '',
+      });
+    const response = { jsonrpc: '2.0', id: 'server-3', result: {} };
+    expect((await rawPost(undefined, response)).status).toBe(400);
+    expect((await rawPost('no-such-session', response)).status).toBe(404);
+    await expectAlive(id);
+  });
+
+  it('answers a request as JSON when the client accepts JSON, and as SSE when it accepts only SSE', async () => {
+    const id = await openSession(server.url, AS_A);
+    const request = { jsonrpc: '2.0', id: 41, method: 'resources/list' };
+    for (const accept of [
+      'application/json',
+      'application/json, text/event-stream',
+    ]) {
+      const answer = await rawPost(id, request, accept);
+      expect(answer.status, accept).toBe(200);
+      expect(answer.type, accept).toBe('application/json');
+      const body = JSON.parse(answer.text) as Record<string, unknown>;
+      assertValidResponse('resources/list', body, 'legacy');
+      expect(body).toMatchObject({
+        id: 41,
+        result: { resources: expect.any(Array) as unknown },
+      });
+    }
+    const sse = await rawPost(id, request, 'text/event-stream');
+    expect(sse.status).toBe(200);
+    expect(sse.type).toBe('text/event-stream');
+    // One event, the response, with no event id (the server keeps no event store: digest §5.5).
+    expect(sse.text).not.toMatch(/^id:/m);
+    const messages = sseMessages(sse.text, 'resources/list');
+    expect(messages).toHaveLength(1);
+    expect(messages[0]).toMatchObject({
+      id: 41,
+      result: { resources: expect.any(Array) as unknown },
+    });
+  });
+
+  it('answers a request carrying a progressToken as SSE when the client accepts it', async () => {
+    const id = await openSession(server.url, AS_A);
+    const sse = await rawPost(id, {
+      jsonrpc: '2.0',
+      id: 'p-1',
+      method: 'resources/templates/list',
+      params: { _meta: { progressToken: 'tok-1' } },
+    });
+    expect(sse.type).toBe('text/event-stream');
+    const messages = sseMessages(sse.text, 'resources/templates/list');
+    expect(messages.at(-1)).toMatchObject({
+      id: 'p-1',
+      result: { resourceTemplates: expect.any(Array) as unknown },
+    });
+    const errored = await rawPost(
+      id,
+      {
+        jsonrpc: '2.0',
+        id: 'p-2',
+        method: 'resources/read',
+        params: {
+          uri: 'notes:///legacy-sse/none',
+          _meta: { progressToken: 2 },
+        },
+      },
+      'text/event-stream',
+    );
+    expect(errored.status).toBe(200);
+    expect(sseMessages(errored.text, 'resources/read')).toEqual([
+      expect.objectContaining({
+        id: 'p-2',
+        error: expect.objectContaining({ code: -32002 }) as unknown,
+      }),
+    ]);
   });
 });
 

@@ -113,6 +113,24 @@ describe('stdio, legacy era', () => {
     });
   });
 
+  it('ignores a JSON-RPC response from the client: no answer, and the next request is served', async () => {
+    const child = await initialized();
+    child.send(JSON.stringify({ jsonrpc: '2.0', id: 'srv-1', result: {} }));
+    child.send(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'srv-2',
+        error: { code: -32601, message: 'no' },
+      }),
+    );
+    expect((await ask(child, 7, 'ping'))['result']).toEqual({});
+    expect(
+      child.lines.filter(
+        (message) => message['id'] === 'srv-1' || message['id'] === 'srv-2',
+      ),
+    ).toEqual([]);
+  });
+
   it('keeps serving 2026-07-28 requests in the same process, unchanged', async () => {
     const child = await initialized();
     child.send(

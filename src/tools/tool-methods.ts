@@ -1,0 +1,124 @@
+// tools/list and tools/call over a fixed set of tools. The list is the same for every caller and
+// the life of the process (tools are switched off in the config file, not per role), so it is
+// serialized once and cacheable by anyone; each call runs as the caller's principal.
+import { ProtocolError } from '../errors.js';
+import {
+  CallToolParamsSchema,
+  createMethod,
+  PaginatedParamsSchema,
+  RawJson,
+  StreamingResult,
+  type CallToolParams,
+  type MethodHandler,
+  type PaginatedParams,
+} from '../protocol/index.js';
+import { jsonSchemaOf, toolError, type Tool } from './tool.js';
+
+/** How long a tools/list answer stays fresh: the list changes only with a restart. */
+export const TOOLS_TTL_MS = 300_000;
+
+/** Every pgmcp tool only reads, and only the databases it serves (issue 15 point 5). */
+const ANNOTATIONS = { readOnlyHint: true, openWorldHint: false } as const;
+
+/** ProtocolErrors a tool's work may raise that the model should see and can act on. */
+const CALLER_FAULTS = new Set([
+  'INVALID_PARAMS',
+  'INVALID_URI',
+  'RESOURCE_NOT_FOUND',
+  'FORBIDDEN',
+  'TIMEOUT',
+]);
+
+/** tools/list: one page, in registration order (deterministic, spec §10). */
+export function createListToolsMethod(
+  tools: readonly Tool[],
+): MethodHandler<PaginatedParams> {
+  checkNames(tools);
+  const list = new RawJson(
+    JSON.stringify(
+      tools.map((tool) => ({
+        name: tool.name,
+        title: tool.title,
+        description: tool.description,
+        inputSchema: jsonSchemaOf(tool.args),
+        ...(tool.outputSchema === undefined
+          ? {}
+          : { outputSchema: tool.outputSchema }),
+        annotations: { title: tool.title, ...ANNOTATIONS },
+      })),
+    ),
+  );
+  return createMethod({
+    params: PaginatedParamsSchema,
+    handle(params) {
+      // There is only ever one page: a cursor cannot have come from this server.
+      if (params.cursor !== undefined)
+        throw new ProtocolError(
+          'INVALID_CURSOR',
+          'Invalid cursor: tools/list has a single page.',
+        );
+      return Promise.resolve({
+        tools: list,
+        ttlMs: TOOLS_TTL_MS,
+        cacheScope: 'public',
+      });
+    },
+  });
+}
+
+/**
+ * tools/call: an unknown tool is -32602 (a protocol error, spec §6); arguments its schema refuses
+ * and the caller faults of its work (a URI not found, a denied read) are results with isError, so
+ * the model sees them and can correct the call.
+ */
+export function createCallToolMethod(
+  tools: readonly Tool[],
+): MethodHandler<CallToolParams> {
+  const byName = new Map(tools.map((tool) => [tool.name, tool]));
+  return createMethod({
+    params: CallToolParamsSchema,
+    async handle(params, ctx) {
+      const tool = byName.get(params.name);
+      if (tool === undefined)
+        throw new ProtocolError(
+          'INVALID_PARAMS',
+          `Unknown tool: ${params.name.slice(0, 100)}.`,
+          { data: { name: params.name.slice(0, 100) } },
+        );
+      const parsed = tool.args.safeParse(params.arguments ?? {});
+      if (!parsed.success)
+        return { ...toolError(`Invalid arguments: ${issues(parsed.error)}.`) };
+      try {
+        const result = await tool.call(parsed.data, ctx);
+        return result instanceof StreamingResult ? result : { ...result };
+      } catch (error) {
+        if (error instanceof ProtocolError && CALLER_FAULTS.has(error.key))
+          return { ...toolError(error.message) };
+        throw error;
+      }
+    },
+  });
+}
+
+function checkNames(tools: readonly Tool[]): void {
+  const seen = new Set<string>();
+  for (const { name } of tools) {
+    // A programming error, caught by the first test that builds the list.
+    if (!/^[A-Za-z0-9_.-]{1,128}$/.test(name) || seen.has(name))
+      throw new Error(`tool name ${name} is invalid or repeated`);
+    seen.add(name);
+  }
+}
+
+function issues(error: {
+  issues: readonly { path: readonly PropertyKey[]; message: string }[];
+}): string {
+  return error.issues
+    .slice(0, 3)
+    .map((issue) =>
+      issue.path.length === 0
+        ? issue.message
+        : `${issue.path.map(String).join('.')}: ${issue.message}`,
+    )
+    .join('; ');
+}
