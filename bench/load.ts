@@ -20,6 +20,7 @@ export type Workload =
   | { kind: 'list-first' }
   | { kind: 'list-after'; afterId: number; cursorSecret: string }
   | { kind: 'discover' }
+  | { kind: 'prompts-list' }
   | { kind: 'read'; rows: number }
   | { kind: 'read-uris'; uris: string[] };
 
@@ -149,6 +150,8 @@ function builder(workload: Workload): Build {
     }
     case 'discover':
       return (_, caller) => request(caller, 'server/discover', {});
+    case 'prompts-list':
+      return (_, caller) => request(caller, 'prompts/list', {});
     case 'read':
       // Rows the caller's role reads, spread over the table.
       return (i, caller) => {

@@ -147,6 +147,10 @@ const REQUEST_PATH: Record<string, Measure> = {
     'server/discover req/s vs a bare node:http JSON echo',
     atLeast(0.6),
   ),
+  prompts_list_vs_echo: throughput(
+    'prompts/list req/s vs a bare node:http JSON echo',
+    atLeast(0.6),
+  ),
   read_vs_point_read: throughput(
     'resources/read req/s vs the raw point read',
     atLeast(0.7),

@@ -328,6 +328,18 @@ async function requestFigures(context: RequestFiguresContext): Promise<void> {
     record('discover_vs_echo', result);
   }
 
+  // 3b. prompts/list (one keyset page of pgmcp.prompts as the caller's role) vs the same echo.
+  if (runs('prompts_list_vs_echo')) {
+    const echo = await startBareServer((body) => body);
+    const result = await compare(
+      () => load(echo.url, 10, { kind: 'prompts-list' }, mix),
+      () => load(url, 10, { kind: 'prompts-list' }, mix),
+      throughputRatio,
+    );
+    await echo.close();
+    record('prompts_list_vs_echo', result);
+  }
+
   // 4. resources/read vs the raw point read on the same pool, 10 callers.
   if (runs('read_vs_point_read'))
     record(

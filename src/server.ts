@@ -20,6 +20,7 @@ import {
   inspectRequestLogin,
   withAdminClient,
   type DatabaseHandle,
+  type RoleChecker,
 } from './db/index.js';
 import type { Logger } from './log.js';
 import type { ChangeFeed } from './notifications/index.js';
@@ -80,12 +81,70 @@ export async function startServer(
   }
 }
 
+/** An app with its change feeds and no transport: `pgmcp selftest` sends it requests itself. */
+export interface RunningApp {
+  readonly app: App;
+  /** The administrative login's database (the self-test commits its probe change there). */
+  readonly adminDb: DatabaseHandle;
+  stop(): Promise<void>;
+}
+
+/** Start what serving starts (databases, migrations, seed, app, change feeds), but no transport. */
+export async function startApp(
+  config: Config,
+  logger: Logger,
+): Promise<RunningApp> {
+  const started: Started = {
+    open: await openDatabase(config, logger),
+    requestDb: undefined,
+    moreDbs: [],
+    feeds: [],
+  };
+  try {
+    const { app } = await prepareApp(config, started, logger, {
+      serving: false,
+    });
+    return {
+      app,
+      adminDb: started.open.db,
+      stop: () =>
+        stopServer(app, { http: undefined, stdio: undefined }, started),
+    };
+  } catch (error) {
+    await abandon(started);
+    throw error;
+  }
+}
+
 /** Prepare the databases, build the app, start its feeds and transports, in that order. */
 async function serve(
   config: Config,
   started: Started,
   logger: Logger,
 ): Promise<{ app: App; transports: Transports }> {
+  const { app, roleDecisions } = await prepareApp(config, started, logger, {
+    serving: true,
+  });
+  const transports = await startTransports(
+    config,
+    app,
+    roleDecisions,
+    started.feeds,
+    logger,
+  );
+  return { app, transports };
+}
+
+/**
+ * Prepare the databases, build the app and start its change feeds. `serving`: HTTP will be
+ * served, so a login that bypasses row-level security is refused.
+ */
+async function prepareApp(
+  config: Config,
+  started: Started,
+  logger: Logger,
+  { serving }: { serving: boolean },
+): Promise<{ app: App; roleDecisions: RoleChecker }> {
   const { open } = started;
   const { cursorSecret } = await prepareDatabase(open.db, logger, {
     migrate: config.migrate,
@@ -97,7 +156,8 @@ async function serve(
       ? open.db
       : await authenticatorDatabase(config, open, logger);
   started.requestDb = requestDb;
-  if (!config.stdio) await refuseUnsafeLogin(config, requestDb, logger);
+  if (serving && !config.stdio)
+    await refuseUnsafeLogin(config, requestDb, logger);
   const more = await openMoreDatabases(config, started.moreDbs, logger);
   const sources = await createSources(
     config,
@@ -109,14 +169,7 @@ async function serve(
     appOptions(config, requestDb, sources, cursorSecret, logger, roleDecisions),
   );
   await startChangeFeeds(app, sources, started.feeds, logger);
-  const transports = await startTransports(
-    config,
-    app,
-    roleDecisions,
-    started.feeds,
-    logger,
-  );
-  return { app, transports };
+  return { app, roleDecisions };
 }
 
 /** Every listen stream gets its graceful result before the transports close; the pools close last. */

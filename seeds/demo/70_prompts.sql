@@ -1,5 +1,11 @@
--- The demo's stored prompts (docs/prompts.md "Built-ins"): rendered as the caller's role, so each
--- team gets links and descriptions only of what it can read.
+-- The demo's stored prompts (docs/prompts.md "Built-in prompts"): rendered as the caller's role,
+-- so each team gets links and descriptions only of what it can read. Skipped on a database from
+-- before migration 0015 (test/db/upgrade.test.ts seeds one at 0007, then migrates it).
+do $$
+begin
+  if to_regclass('pgmcp.prompts') is null then
+    return;
+  end if;
 insert into pgmcp.prompts (name, title, description, arguments, messages, readers)
 values
   ('digest', 'Digest of a tag',
@@ -22,3 +28,4 @@ values
      {"role": "user", "content": {"type": "pgmcp:links", "tables": "{{tables}}", "match": "{{question}}"}}]',
    array['engineering', 'support', 'finance'])
 on conflict (name) do nothing;
+end $$;

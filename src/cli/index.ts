@@ -4,6 +4,7 @@ import type { CliCommand } from './flags.js';
 import { MIGRATE_COMMAND } from './migrate-command.js';
 import { ROLE_COMMAND } from './role-command.js';
 import { SEED_COMMAND } from './seed-command.js';
+import { SELFTEST_COMMAND } from './selftest-command.js';
 import { SERVE_COMMAND } from './serve-command.js';
 import { TOKEN_COMMAND } from './token-command.js';
 
@@ -17,6 +18,7 @@ export const COMMANDS: ReadonlyMap<string, CliCommand> = new Map([
   ['seed', SEED_COMMAND],
   ['token', TOKEN_COMMAND],
   ['role', ROLE_COMMAND],
+  ['selftest', SELFTEST_COMMAND],
   ['expose', EXPOSE_COMMAND],
   ['unexpose', EXPOSE_COMMAND],
 ]);

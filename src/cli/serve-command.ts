@@ -10,12 +10,13 @@ import {
   type CliCommand,
   type ParsedFlags,
 } from './flags.js';
+import { selftest } from './selftest-command.js';
 import { serveBanner } from './serve-banner.js';
 
 const HELP = `Usage: pgmcp serve [--port N] [--host H] [--stdio] [--role R] [--no-migrate] [--seed DATASET] [--allow-unsafe-login]
                    [--config FILE] [--database NAME=URL]…
 
-Serve MCP 2026-07-28. Over HTTP the endpoint is http://HOST:PORT/mcp and every request needs a
+Serve MCP 2026-07-28 (with SELFTEST=1 in the environment: run pgmcp selftest instead). Over HTTP the endpoint is http://HOST:PORT/mcp and every request needs a
 bearer token (README "Authorization"); over stdio every request runs as --role.
   --port N               HTTP port (env PORT; default 3000; 0 picks a free port)
   --host H               HTTP bind address (env HOST; default 127.0.0.1)
@@ -70,6 +71,11 @@ async function serve(flags: ParsedFlags, logger: Logger): Promise<void> {
       `serve takes no arguments (got ${flags.positionals.join(' ')})`,
     );
   const config = loadConfig(configFlags(flags), process.env);
+  // SELFTEST=1 npm start: the self-test instead of serving (the same flags, nothing served).
+  if (process.env['SELFTEST'] === '1') {
+    await selftest(config, logger);
+    return;
+  }
   // Signals are handled from before start-up: a Ctrl-C while the embedded PostgreSQL starts, or
   // one sent the moment the banner appears, must still stop everything (a second one exits now).
   const signals = handleSignals(logger);

@@ -12,6 +12,7 @@ Commands:
   token --role R    print a development bearer token signed with the HS256 secret
   role grant <role> let pgmcp_authenticator switch to <role> for requests
   expose <table>    capture a table's row changes for live updates (unexpose removes it)
+  selftest          check a deployment as a client would (--role R) and exit; serves nothing
 
 Run \`pgmcp <command> --help\` for a command's options.
 Without DATABASE_URL (or PG* variables) pgmcp runs an embedded PostgreSQL with data in .pgmcp/.

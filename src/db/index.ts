@@ -6,6 +6,7 @@ export {
   type SessionConfig,
 } from './pool.js';
 export { withAdminClient, type AdminClient } from './admin-client.js';
+export { commitProbeResource } from './probe-resource.js';
 export { runRequestQuery, type Cancellation } from './request-transaction.js';
 export {
   explainSql,

@@ -37,7 +37,7 @@ export interface CompletionDependencies {
   /** The databases whose catalog and rows are pg:// resources (the first is `db`'s). */
   readonly sources: readonly CatalogSource[];
   /** ref/prompt: complete a stored prompt's argument (prompts/, wired by app.ts). */
-  readonly completePrompt?: (
+  readonly completePrompt: (
     name: string,
     argument: Argument,
     ctx: RequestContext,
@@ -58,13 +58,8 @@ export function createCompleteMethod(
     params: CompleteParamsSchema,
     async handle(params, ctx) {
       const { ref, argument } = params;
-      if (ref.type === 'ref/prompt' && deps.completePrompt !== undefined)
-        return deps.completePrompt(ref.name, argument, ctx);
       if (ref.type === 'ref/prompt')
-        throw new ProtocolError(
-          'INVALID_PARAMS',
-          'Invalid params: unknown prompt (this server has no prompts).',
-        );
+        return deps.completePrompt(ref.name, argument, ctx);
       const template = templateOf(ref.uri, argument.name);
       const chosen = params.context?.arguments ?? {};
       if (CATALOG_TEMPLATES.has(ref.uri))

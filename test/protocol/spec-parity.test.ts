@@ -10,10 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   CallToolParamsSchema,
-  GetPromptParamsSchema,
   CancelledParamsSchema,
   CompleteParamsSchema,
   EmptyParamsSchema,
+  GetPromptParamsSchema,
   ListenParamsSchema,
   PaginatedParamsSchema,
   PROTOCOL_VERSION,

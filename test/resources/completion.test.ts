@@ -199,8 +199,8 @@ describe('completion/complete', () => {
 
   it.each([
     [
-      'a prompt (there are none)',
-      { type: 'ref/prompt', name: 'digest' },
+      'an unknown prompt',
+      { type: 'ref/prompt', name: 'no-such-prompt' },
       'tag',
       /unknown prompt/,
     ],
