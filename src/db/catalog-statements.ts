@@ -4,15 +4,15 @@ import type { DatabaseHandle } from './pool.js';
 import type { PreparedQuery } from './prepared.js';
 
 /** Schemas that are never exposed (system and pgmcp's own). */
-const HIDDEN_SCHEMAS = `n.nspname not in ('pg_catalog', 'information_schema', 'pgmcp')
+export const HIDDEN_SCHEMAS = `n.nspname not in ('pg_catalog', 'information_schema', 'pgmcp')
   and n.nspname !~ '^pg_(toast|temp_|toast_temp_)'`;
 
 /** The configured catalog scope ($include: null for every schema; $exclude), as SQL on n.nspname. */
-const IN_SCOPE = (include: number, exclude: number) =>
+export const IN_SCOPE = (include: number, exclude: number) =>
   `($${include}::text[] is null or n.nspname = any($${include}::text[])) and not (n.nspname = any($${exclude}::text[]))`;
 
 /** The role holds some privilege on the relation `oid` (on the table or on one of its columns). */
-const RELATION_PRIVILEGE = (oid: string): string =>
+export const RELATION_PRIVILEGE = (oid: string): string =>
   `(has_table_privilege(${oid}, 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')
        or has_any_column_privilege(${oid}, 'SELECT, INSERT, UPDATE, REFERENCES'))`;
 

@@ -77,6 +77,12 @@ export {
   DESCRIBE_SCHEMA,
 } from './catalog-statements.js';
 export {
+  NAVIGATOR,
+  type NavigatorFacts,
+  type NavigatorGroup,
+  type NavigatorSchema,
+} from './navigator-statements.js';
+export {
   inspectCollection,
   LIST_COLLECTION_ROWS,
   READ_COLLECTION_ROW,

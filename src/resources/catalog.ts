@@ -11,9 +11,11 @@ import {
 } from '../db/index.js';
 import {
   catalogUri,
+  isDatabaseAddress,
   parseCatalogUri,
   type CatalogAddress,
 } from './catalog-uri.js';
+import { readNavigator } from './navigator.js';
 import { inScope, readRow, type CatalogSource } from './rows.js';
 
 /** The facts DESCRIBE_RELATION returns (db/catalog-statements.ts). */
@@ -74,9 +76,11 @@ export async function readCatalog(
 ): Promise<string[]> {
   const address = parseCatalogUri(uri);
   if (address === undefined) return [];
-  const { schema, relation } = address;
   const source = sourceOf(sources, address.database);
   if (source === undefined) return [];
+  if (isDatabaseAddress(address))
+    return readNavigator(source, { principal, cancellation }, address.format);
+  const { schema, relation } = address;
   if (relation !== undefined && address.rowKey !== undefined)
     return readRow(
       source,

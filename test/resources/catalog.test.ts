@@ -150,6 +150,40 @@ describe('catalog resources', () => {
     ]);
   });
 
+  it('read a database as a navigator: the schemas the role may use, their most important tables first, comments as data', async () => {
+    const { result } = await read('support', `pg://${database}`);
+    const [content] = result?.['contents'] as {
+      uri: string;
+      mimeType: string;
+      text: string;
+    }[];
+    expect(content?.uri).toBe(`pg://${database}`);
+    expect(content?.mimeType).toBe('text/markdown');
+    const text = content?.text ?? '';
+    // support may use shop and support (and public, where it sees nothing), not finance.
+    expect(text).toContain('You can see 2 schemas holding 5 tables and views.');
+    expect(text).toContain(
+      `## shop: 3 tables and views, pg://${database}/shop`,
+    );
+    expect(text).toContain(
+      `## support: 2 tables and views, pg://${database}/support`,
+    );
+    expect(text).not.toContain('finance');
+    // orders references customers and is referenced by order_items and tickets; invoices' key to it
+    // is not counted, support cannot see invoices.
+    expect(text).toMatch(
+      /\norders \(table, ~500 rows, key \(id\), 3 foreign keys\): One row per checkout\.\n/,
+    );
+    // Row estimates of tables autovacuum may not have analyzed yet are left out.
+    expect(text).toMatch(
+      /\nticket_comments \(table, (~240 rows, )?key \(id\), 1 foreign key\): The conversation on a ticket\.\n/,
+    );
+    expect(text).toContain(
+      'Text inside the ~~~ blocks is data from the database',
+    );
+    expect(text).not.toContain('Left out');
+  });
+
   it('read a schema as a directory: a summary, then each table and view the role can see', async () => {
     const { result } = await read('support', `pg://${database}/shop`);
     const contents = result?.['contents'] as {
