@@ -46,6 +46,16 @@ export const DESCRIBE_SCHEMA_RELATIONS: PreparedQuery<
   values: (args) => [args.database, args.schema, args.limit],
 };
 
+/** DESCRIBE_RELATION for the named relations of the schema (a directory page's representatives). */
+export const DESCRIBE_NAMED_RELATIONS: PreparedQuery<
+  { database: string; schema: string; names: readonly string[] },
+  { description: string }
+> = {
+  name: 'pgmcp_describe_named_relations',
+  text: describeRelations('and c.relname = any($3::name[])', '10000'),
+  values: (args) => [args.database, args.schema, args.names],
+};
+
 function describeRelations(relation: string, limit: string): string {
   return `select json_build_object(
     'database', current_database(),

@@ -71,11 +71,16 @@ export { TEMPLATE_COMPLETION_CANDIDATES } from './completion-statements.js';
 export {
   CATALOG_NAMES,
   currentDatabaseName,
+  DESCRIBE_NAMED_RELATIONS,
   DESCRIBE_RELATION,
   DESCRIBE_SCHEMA_RELATIONS,
   LIST_CATALOG_PAGE,
   DESCRIBE_SCHEMA,
 } from './catalog-statements.js';
+export {
+  DIRECTORY_ENTRIES,
+  type DirectoryEntry,
+} from './directory-statements.js';
 export {
   NAVIGATOR,
   type NavigatorFacts,

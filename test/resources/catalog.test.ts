@@ -195,9 +195,13 @@ describe('catalog resources', () => {
       uri: `pg://${database}/shop`,
       mimeType: 'inode/directory',
     });
-    expect(contents[0]?.text).toMatch(
-      /^# Schema shop\n\nOnline shop: customers, catalogue and orders\.\n/,
+    expect(contents[0]?.text).toContain(
+      '~~~text\nOnline shop: customers, catalogue and orders.\n~~~\n',
     );
+    expect(contents[0]?.text).toContain(
+      '~~~text\ncustomers (table): People and companies who buy from the shop.\norder_items (table): Order lines; the price is copied from the product when ordered.\norders (table): One row per checkout.\n~~~\n',
+    );
+    expect(contents[0]?.text).not.toContain('More entries');
     // support holds privileges on customers, orders and order_items, not on products.
     expect(contents.slice(1).map((content) => content.uri)).toEqual(
       ['customers', 'order_items', 'orders'].map(
@@ -219,6 +223,109 @@ describe('catalog resources', () => {
     const missing = await read('support', `pg://${database}/nowhere`);
     expect(hidden.error?.code).toBe(-32602);
     expect(hidden.error?.message).toBe(missing.error?.message);
+  });
+
+  it('read a schema within its byte budget, continuing at a readable ?after= URI until every entry was read once', async () => {
+    const small = await startTestServer({
+      principal: { role: 'engineering', claims: {} },
+      catalogScope: { include: null, exclude: [], directoryBytes: 2048 },
+    });
+    try {
+      const seen: string[] = [];
+      let uri: string | undefined = `pg://${database}/shop`;
+      let pages = 0;
+      while (uri !== undefined) {
+        const { result, error } = await call(small.url, 'resources/read', {
+          uri,
+        });
+        expect(error).toBeUndefined();
+        const contents = result?.['contents'] as {
+          uri: string;
+          text: string;
+        }[];
+        // One description may exceed a tiny budget alone; two never share such a page.
+        const bytes = contents.reduce(
+          (sum, content) => sum + Buffer.byteLength(JSON.stringify(content)),
+          0,
+        );
+        if (contents.length > 2) expect(bytes).toBeLessThanOrEqual(2048);
+        seen.push(...contents.slice(1).map((content) => content.uri));
+        const next = /More entries after \S+ \(in name order\): (\S+)/.exec(
+          contents[0]?.text ?? '',
+        );
+        uri = next?.[1];
+        pages += 1;
+      }
+      expect(pages).toBeGreaterThan(1);
+      expect(seen).toEqual(
+        ['customers', 'order_items', 'orders', 'products'].map(
+          (name) => `pg://${database}/shop/${name}`,
+        ),
+      );
+      // The JSON form carries the continuation as a field.
+      const { result } = await call(small.url, 'resources/read', {
+        uri: `pg://${database}/shop?format=json&after=order_items`,
+      });
+      const entry = JSON.parse(
+        (result?.['contents'] as { text: string }[])[0]?.text ?? '{}',
+      ) as {
+        relations: { name: string }[];
+        next: string | null;
+      };
+      expect(entry.relations[0]?.name).toBe('orders');
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('show a partitioned table once, its partitions as a group, and look-alike tables as one entry', async () => {
+    await sql.query(`create schema if not exists alike`);
+    await sql.query(
+      `create table if not exists alike.events (id int, at date not null) partition by range (at)`,
+    );
+    for (let month = 1; month <= 12; month += 1) {
+      const from = `2024-${String(month).padStart(2, '0')}-01`;
+      await sql.query(
+        `create table if not exists alike.events_2024_${String(month).padStart(2, '0')} partition of alike.events for values from ('${from}') to ('${from}'::date + interval '1 month')`,
+      );
+    }
+    for (let index = 1; index <= 30; index += 1)
+      await sql.query(
+        `create table if not exists alike.log_${String(index).padStart(3, '0')} (id int, line text)`,
+      );
+    // Same name pattern, other columns: not a look-alike.
+    await sql.query(
+      `create table if not exists alike.log_999 (id int, other text)`,
+    );
+    const { result } = await call(
+      servers['engineering']?.url ?? '',
+      'resources/read',
+      { uri: `pg://${database}/alike` },
+    );
+    expect(result).toBeUndefined();
+    const login = await startTestServer();
+    try {
+      const read = await call(login.url, 'resources/read', {
+        uri: `pg://${database}/alike`,
+      });
+      const contents = read.result?.['contents'] as {
+        uri: string;
+        text: string;
+      }[];
+      expect(contents.slice(1).map((content) => content.uri)).toEqual(
+        ['events', 'log_001', 'log_999'].map(
+          (name) => `pg://${database}/alike/${name}`,
+        ),
+      );
+      expect(contents[0]?.text).toContain(
+        'events (partitioned table; 12 partitions like events_####_##)\nlog_001 and 29 more (table; stands for 30 tables like log_###, all having the same columns (# a digit))\nlog_999 (table)\n',
+      );
+      expect(contents[0]?.text).toContain(
+        '32 tables and views you can see, as 3 entries',
+      );
+    } finally {
+      await login.close();
+    }
   });
 
   it('give the same facts as JSON with ?format=json', async () => {

@@ -125,5 +125,15 @@ describe('a catalog of 10,000 and then 100,000 tables', () => {
     expect(text).toContain(
       't_000001 and 89999 more like t_###### (# a digit) (table)',
     );
+    // A read of the schema: one entry for the 90,000, its first table described.
+    const schema = await read(`pg://${NAME}/wide`);
+    expect(schema.map((content) => content.uri)).toEqual([
+      `pg://${NAME}/wide`,
+      `pg://${NAME}/wide/t_000001`,
+    ]);
+    expect(schema[0]?.text).toContain(
+      't_000001 and 89999 more (table; stands for 90000 tables like t_######, all having the same columns (# a digit))',
+    );
+    expect(schema[0]?.text).not.toContain('More entries');
   }, 600_000);
 });
