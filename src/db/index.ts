@@ -76,6 +76,8 @@ export {
   DESCRIBE_SCHEMA_RELATIONS,
   LIST_CATALOG_PAGE,
   DESCRIBE_SCHEMA,
+  SAMPLE_VALUES,
+  type SampledColumn,
 } from './catalog-statements.js';
 export {
   DIRECTORY_ENTRIES,

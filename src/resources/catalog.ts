@@ -10,7 +10,11 @@ import {
   type CatalogAddress,
 } from './catalog-uri.js';
 import { readNavigator } from './navigator.js';
-import { described, relationContent } from './relation-content.js';
+import {
+  described,
+  relationContent,
+  withValueHints,
+} from './relation-content.js';
 import { readSchema } from './schema-directory.js';
 import { inScope, readRow, type CatalogSource } from './rows.js';
 
@@ -78,7 +82,9 @@ async function readRelation(
     DESCRIBE_RELATION,
     { database: source.databaseName, schema: address.schema, relation },
   );
-  return described(source, rows.slice(0, 1)).map((entry) =>
+  const relations = described(source, rows.slice(0, 1));
+  await withValueHints(source, relations, request);
+  return relations.map((entry) =>
     relationContent(source, entry, address.format),
   );
 }

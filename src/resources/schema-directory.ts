@@ -19,6 +19,7 @@ import { dataBlock, DATA_NOTICE } from './data-block.js';
 import {
   described,
   relationContent,
+  withValueHints,
   type DescribedRelation,
 } from './relation-content.js';
 import type { CatalogSource } from './rows.js';
@@ -86,6 +87,7 @@ export async function readSchema(
           names: page.map((entry) => entry.name),
         }),
   );
+  await withValueHints(source, relations, request);
   const shown = fitEntries(source, page, relations, {
     budget,
     format: address.format,
