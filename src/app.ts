@@ -160,6 +160,8 @@ export function createApp(options: AppOptions): App {
         db: options.db,
         sources: options.sources,
         maxDirectoryEntries: options.maxDirectoryEntries,
+        pageSize: options.pageSize,
+        changeRetentionSeconds: options.live.changeRetentionSeconds,
       }),
     ],
     [

@@ -56,6 +56,8 @@ export {
   type RoleVerdict,
 } from './login.js';
 export {
+  CHANGES_SINCE,
+  type PulledChangeRow,
   CHANGE_VISIBILITY,
   READABLE_URIS,
   currentHorizon,

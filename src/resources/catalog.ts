@@ -9,6 +9,7 @@ import {
   parseCatalogUri,
   type CatalogAddress,
 } from './catalog-uri.js';
+import { readChanges } from './catalog-changes.js';
 import { readNavigator } from './navigator.js';
 import {
   described,
@@ -32,6 +33,16 @@ interface CatalogRequest {
   readonly cancellation: { readonly aborted: boolean };
 }
 
+/** Limits of a catalog read. */
+export interface CatalogReadOptions {
+  /** Most entries a schema read returns (PGMCP_MAX_DIRECTORY_ENTRIES). */
+  readonly maxEntries: number;
+  /** Most changes one read of pg://{database}?changes_since= returns (PGMCP_PAGE_SIZE). */
+  readonly pageSize?: number | undefined;
+  /** How long the change log keeps changes (PGMCP_CHANGE_RETENTION_SECONDS). */
+  readonly changeRetentionSeconds?: number | undefined;
+}
+
 /**
  * The contents JSON of one catalog resource, or none. A relation is one content; a schema is a
  * directory: a short summary, then one content per table and view the role can see in it (at
@@ -42,14 +53,24 @@ export async function readCatalog(
   uri: string,
   principal: Principal,
   cancellation: { readonly aborted: boolean },
-  maxEntries: number,
+  options: CatalogReadOptions,
 ): Promise<string[]> {
   const address = parseCatalogUri(uri);
   if (address === undefined) return [];
   const source = sourceOf(sources, address.database);
   if (source === undefined) return [];
   if (isDatabaseAddress(address))
-    return readNavigator(source, { principal, cancellation }, address.format);
+    return address.changesSince === undefined
+      ? readNavigator(source, { principal, cancellation }, address.format)
+      : readChanges(
+          source,
+          { principal, cancellation },
+          {
+            token: address.changesSince,
+            pageSize: options.pageSize ?? 100,
+            retentionSeconds: options.changeRetentionSeconds ?? 86_400,
+          },
+        );
   const { schema, relation } = address;
   if (relation !== undefined && address.rowKey !== undefined)
     return readRow(
@@ -64,7 +85,7 @@ export async function readCatalog(
   if (!inScope(source.scope, schema)) return [];
   const request = { principal, cancellation };
   return relation === undefined
-    ? readSchema(source, uri, address, request, maxEntries)
+    ? readSchema(source, uri, address, request, options.maxEntries)
     : readRelation(source, address, relation, request);
 }
 

@@ -37,6 +37,10 @@ export interface ReadDependencies {
   readonly sources: readonly CatalogSource[];
   /** Most children a directory read returns (the directory entry says when it cut). */
   readonly maxDirectoryEntries: number;
+  /** Most changes a read of pg://{database}?changes_since= returns (default 100). */
+  readonly pageSize?: number | undefined;
+  /** The change log's retention: older change tokens are refused (default one day). */
+  readonly changeRetentionSeconds?: number | undefined;
 }
 
 /**
@@ -51,13 +55,11 @@ export function createReadResourceMethod(
     async handle(params, ctx) {
       const uri = validateResourceUri(params.uri);
       const contents = isCatalogUri(uri)
-        ? await readCatalog(
-            deps.sources,
-            uri,
-            ctx.principal,
-            ctx,
-            deps.maxDirectoryEntries,
-          )
+        ? await readCatalog(deps.sources, uri, ctx.principal, ctx, {
+            maxEntries: deps.maxDirectoryEntries,
+            pageSize: deps.pageSize,
+            changeRetentionSeconds: deps.changeRetentionSeconds,
+          })
         : isDirectoryUri(uri)
           ? await readDirectory(deps, uri, ctx.principal, ctx)
           : await readOne(deps, uri, ctx.principal, ctx);

@@ -59,3 +59,15 @@ $$;
 comment on function pgmcp.sample_values(regclass, text[], integer) is
   'Value hints from a bounded sample, read as the caller: per column the sampled rows, nulls, distinct values, the five most common and min/max.';
 grant execute on function pgmcp.sample_values(regclass, text[], integer) to public;
+
+-- The navigator and the pull path for changes (docs/databases.md), listed beside the catalog's
+-- other templates; "changes" in the name so clients and agents find it.
+insert into pgmcp.resource_templates (uri_template, name, title, description, mime_type, readers)
+values
+  ('pg://{database}', 'database', 'Database navigator',
+   'A compact overview of a company database: each schema you can use and its most important tables, under a byte budget, saying what it left out.',
+   'text/markdown', array['public']),
+  ('pg://{database}{?changes_since}', 'changes', 'Changes since a token',
+   'The URIs you can read that changed since a token (empty: the current token), and the next token. For hosts without live notifications.',
+   'application/json', array['public'])
+on conflict (uri_template) do nothing;
