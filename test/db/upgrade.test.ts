@@ -141,7 +141,11 @@ async function templates(url: string): Promise<unknown[]> {
     entries.push(...(result['resourceTemplates'] as unknown[]));
     cursor = result['nextCursor'] as string | undefined;
   } while (cursor !== undefined);
-  return entries;
+  // Templates list in insertion order: a later migration's templates follow the seeds' on an
+  // upgraded database and precede them on a fresh one. The same set is what must hold.
+  return entries.sort((a, b) =>
+    JSON.stringify(a) < JSON.stringify(b) ? -1 : 1,
+  );
 }
 
 /** Every resource the login lists, one in 25, plus ones no demo role reads and one that is missing. */
