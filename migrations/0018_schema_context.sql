@@ -1,8 +1,7 @@
 -- Value hints for tables the caller reads under row-level security
 -- (docs/databases.md "Value hints"): pg_stats hides such tables, so pgmcp samples them AS THE
 -- CALLER (SECURITY INVOKER), a bounded TABLESAMPLE with a LIMIT, within the request's statement
--- timeout. Policies and column
--- privileges apply as to any query the caller runs, so no value they hide can appear.
+-- timeout. Policies and column privileges apply as to any query the caller runs, so no value they hide can appear.
 create function pgmcp.sample_values(target regclass, column_names text[], max_rows integer)
 returns jsonb
 language plpgsql
