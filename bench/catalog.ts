@@ -9,13 +9,16 @@ import { loadConfig } from '../src/config/index.js';
 import {
   createDatabase,
   LIST_CATALOG_PAGE,
+  loadSeed,
   runMigrations,
+  seedLoaded,
   type DatabaseHandle,
 } from '../src/db/index.js';
 import type { Logger } from '../src/log.js';
-import { catalogUri } from '../src/resources/catalog-uri.js';
+import { catalogUri, databaseUri } from '../src/resources/catalog-uri.js';
+import { readCatalog } from '../src/resources/catalog.js';
 import { catalogSource } from '../src/resources/index.js';
-import { MIGRATIONS_DIRECTORY } from '../src/config/index.js';
+import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../src/config/index.js';
 import type { LoadCaller, Run, Workload } from './load.js';
 import { serve } from './serve.js';
 import type { TokenIssuer } from './token-issuer.js';
@@ -220,6 +223,118 @@ async function walkRaw(db: DatabaseHandle): Promise<Walk> {
   }
 }
 
+/** The demo dataset's own database, for the context sizes of docs/databases.md (made once). */
+const DEMO_DATABASE = 'pgmcp_bench_demo';
+
+/** Bytes (and approximate tokens, bytes / 4) of one read's text contents, read as `role`. */
+async function contextSize(
+  db: DatabaseHandle,
+  uri: string,
+  role: string,
+): Promise<{ uri: string; bytes: number; tokens: number }> {
+  const source = await catalogSource(db);
+  const contents = await readCatalog(
+    [source],
+    uri,
+    { role, claims: {} },
+    { aborted: false },
+    { maxEntries: 500 },
+  );
+  const bytes = contents.reduce(
+    (sum, content) =>
+      sum +
+      Buffer.byteLength((JSON.parse(content) as { text?: string }).text ?? ''),
+    0,
+  );
+  return { uri, bytes, tokens: Math.round(bytes / 4) };
+}
+
+/** The demo database, migrated and seeded (once), on the bench server. */
+async function prepareDemoDatabase(
+  serverUrl: string,
+  log: (line: string) => void,
+): Promise<string> {
+  const server = new pg.Client({ connectionString: serverUrl });
+  await server.connect();
+  try {
+    const { rowCount } = await server.query(
+      'select 1 from pg_database where datname = $1',
+      [DEMO_DATABASE],
+    );
+    if (rowCount === 0) await server.query(`create database ${DEMO_DATABASE}`);
+  } finally {
+    await server.end();
+  }
+  const url = new URL(serverUrl);
+  url.pathname = `/${DEMO_DATABASE}`;
+  const admin = new pg.Client({ connectionString: url.toString() });
+  await admin.connect();
+  try {
+    await runMigrations(admin, MIGRATIONS_DIRECTORY, log);
+    if (!(await seedLoaded(admin, 'demo'))) {
+      await loadSeed(admin, SEEDS_DIRECTORY, 'demo', () => undefined);
+      await admin.query('analyze');
+    }
+  } finally {
+    await admin.end();
+  }
+  return url.toString();
+}
+
+/**
+ * What an agent's context takes: the navigator, one schema read and one table description, on the
+ * demo database (as engineering, which sees all of it) and on the 10,000-table catalog.
+ */
+async function contextSizes(
+  serverUrl: string,
+  catalog: DatabaseHandle,
+  log: (line: string) => void,
+): Promise<Record<string, unknown>> {
+  const demoUrl = await prepareDemoDatabase(serverUrl, log);
+  const demo = createDatabase({
+    connectionString: demoUrl,
+    poolSize: 2,
+    statementTimeoutMs: 60_000,
+    onError: (message) => log(message),
+  });
+  try {
+    return {
+      demo: {
+        navigator: await contextSize(
+          demo,
+          databaseUri(DEMO_DATABASE),
+          'engineering',
+        ),
+        schema: await contextSize(
+          demo,
+          catalogUri(DEMO_DATABASE, 'shop'),
+          'engineering',
+        ),
+        table: await contextSize(
+          demo,
+          catalogUri(DEMO_DATABASE, 'shop', 'orders'),
+          'engineering',
+        ),
+      },
+      catalog_10k: {
+        navigator: await contextSize(catalog, databaseUri(DATABASE), ROLE),
+        schema: await contextSize(
+          catalog,
+          catalogUri(DATABASE, schemaName(1)),
+          ROLE,
+        ),
+        table: await contextSize(
+          catalog,
+          catalogUri(DATABASE, schemaName(1), tableName(5)),
+          ROLE,
+        ),
+      },
+    };
+  } finally {
+    await demo.close();
+  }
+}
+
 const median = (values: number[]): number =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 
@@ -304,6 +419,20 @@ export async function catalogBenchmarks(
     // 3. One table's description (Markdown), tables spread over the catalog.
     const read = await p50Of({ kind: 'read-uris', uris });
     results['catalog_read'] = read;
+
+    // 4. The navigator of the 10,000 tables (pg://{database}), as the role that sees them all.
+    const navigator = await p50Of({
+      kind: 'read-uris',
+      uris: [databaseUri(DATABASE)],
+    });
+    results['catalog_navigator'] = navigator;
+
+    // 5. Bytes and approximate tokens an agent's context takes, demo database and this catalog.
+    results['catalog_context_sizes'] = await contextSizes(
+      context.serverUrl,
+      db,
+      (line) => logger.info(line),
+    );
 
     // Context: a role that sees 10 tables, so the page checks privileges on the whole catalog.
     const fewFirst = await p50Of({ kind: 'list-first' }, fewCallers);

@@ -173,6 +173,8 @@ export function createApp(options: AppOptions): App {
     db: options.db,
     sources: options.sources,
     maxDirectoryEntries: options.maxDirectoryEntries,
+    pageSize: options.pageSize,
+    changeRetentionSeconds: options.live.changeRetentionSeconds,
     consent: createConsentGate({
       db: options.db,
       secrets: options.cursorSecrets,

@@ -10,6 +10,23 @@ const identifier = z
   .min(1, 'names must not be empty')
   .max(63, 'PostgreSQL names are at most 63 bytes');
 
+/** catalog.tables[]: one table's value hints and sensitive columns (docs/databases.md "The config file"). */
+const CatalogTableSchema = z
+  .object({
+    schema: identifier,
+    table: identifier,
+    valueHints: z.boolean().optional(),
+    sensitive: z.boolean().optional(),
+    columns: z
+      .array(
+        z
+          .object({ name: identifier, sensitive: z.boolean().optional() })
+          .strict(),
+      )
+      .optional(),
+  })
+  .strict();
+
 /** The config file's shape (docs/databases.md "The config file"); unknown keys are mistakes, not ignored. */
 const ConfigFileSchema = z
   .object({
@@ -18,6 +35,21 @@ const ConfigFileSchema = z
       .object({
         includeSchemas: z.array(identifier).optional(),
         excludeSchemas: z.array(identifier).optional(),
+        navigatorBytes: z
+          .number()
+          .int()
+          .min(2048)
+          .max(1024 * 1024)
+          .optional(),
+        directoryBytes: z
+          .number()
+          .int()
+          .min(2048)
+          .max(16 * 1024 * 1024)
+          .optional(),
+        valueHints: z.boolean().optional(),
+        policyExpressions: z.boolean().optional(),
+        tables: z.array(CatalogTableSchema).optional(),
       })
       .strict()
       .optional(),
@@ -94,6 +126,11 @@ export interface FileSensitive {
 export interface FileCatalogScope {
   readonly include: readonly string[] | null;
   readonly exclude: readonly string[];
+  readonly navigatorBytes?: number | undefined;
+  readonly directoryBytes?: number | undefined;
+  readonly valueHints?: boolean | undefined;
+  readonly policyExpressions?: boolean | undefined;
+  readonly tables?: z.infer<typeof CatalogTableSchema>[] | undefined;
 }
 
 /** The tool settings (docs/tools.md "Configuration"). */
@@ -125,6 +162,11 @@ export function loadConfigFile(
     catalog: {
       include: file.catalog?.includeSchemas ?? null,
       exclude: file.catalog?.excludeSchemas ?? [],
+      navigatorBytes: file.catalog?.navigatorBytes,
+      directoryBytes: file.catalog?.directoryBytes,
+      valueHints: file.catalog?.valueHints,
+      policyExpressions: file.catalog?.policyExpressions,
+      tables: file.catalog?.tables,
     },
     collections: fileCollections(file, configFile, databases),
     sensitive: (file.sensitive ?? []).map((entry) => ({

@@ -4,20 +4,48 @@ import type { DatabaseHandle } from './pool.js';
 import type { PreparedQuery } from './prepared.js';
 
 /** Schemas that are never exposed (system and pgmcp's own). */
-const HIDDEN_SCHEMAS = `n.nspname not in ('pg_catalog', 'information_schema', 'pgmcp')
+export const HIDDEN_SCHEMAS = `n.nspname not in ('pg_catalog', 'information_schema', 'pgmcp')
   and n.nspname !~ '^pg_(toast|temp_|toast_temp_)'`;
 
 /** The configured catalog scope ($include: null for every schema; $exclude), as SQL on n.nspname. */
-const IN_SCOPE = (include: number, exclude: number) =>
+export const IN_SCOPE = (include: number, exclude: number) =>
   `($${include}::text[] is null or n.nspname = any($${include}::text[])) and not (n.nspname = any($${exclude}::text[]))`;
 
 /** The role holds some privilege on the relation `oid` (on the table or on one of its columns). */
-const RELATION_PRIVILEGE = (oid: string): string =>
+export const RELATION_PRIVILEGE = (oid: string): string =>
   `(has_table_privilege(${oid}, 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')
        or has_any_column_privilege(${oid}, 'SELECT, INSERT, UPDATE, REFERENCES'))`;
 
 const VISIBLE_RELATION = `c.relkind in ('r', 'p', 'v', 'm', 'f') and ${HIDDEN_SCHEMAS}
   and ${RELATION_PRIVILEGE('c.oid')}`;
+
+// Row security as the caller meets it (the SELECT policies that apply to its roles), one join
+// condition per foreign key either way (to relations it can see), and pg_stats' figures, which
+// show only columns it may select of tables it reads without row-level security.
+const EXTRA_FACTS = `'policies', (select coalesce(json_agg(json_build_object(
+        'name', p.polname,
+        'command', case p.polcmd when 'r' then 'SELECT' else 'ALL' end,
+        'permissive', p.polpermissive,
+        'using', pg_get_expr(p.polqual, p.polrelid)) order by p.polname), '[]')
+      from pg_policy p
+      where p.polrelid = c.oid and p.polcmd in ('r', '*')
+        and (p.polroles = '{0}' or exists (select from unnest(p.polroles) r where pg_has_role(r, 'USAGE')))),
+    'joins', (select coalesce(json_agg(j.condition order by j.condition), '[]') from (
+        select (select string_agg(format('%I.%I.%I = %I.%I.%I', fn.nspname, f.relname, fa.attname,
+                                         tn.nspname, t.relname, ta.attname), ' and ' order by u.ord)
+                  from unnest(k.conkey, k.confkey) with ordinality u(a, b, ord)
+                  join pg_attribute fa on fa.attrelid = k.conrelid and fa.attnum = u.a
+                  join pg_attribute ta on ta.attrelid = k.confrelid and ta.attnum = u.b) as condition
+          from pg_constraint k
+          join pg_class f on f.oid = k.conrelid join pg_namespace fn on fn.oid = f.relnamespace
+          join pg_class t on t.oid = k.confrelid join pg_namespace tn on tn.oid = t.relnamespace
+         where k.contype = 'f' and k.conparentid = 0 and (k.conrelid = c.oid or k.confrelid = c.oid)
+           and ${RELATION_PRIVILEGE('case when k.conrelid = c.oid then k.confrelid else k.conrelid end')}) j),
+    'statistics', (select json_object_agg(st.attname, json_build_object(
+        'nullFraction', st.null_frac, 'distinct', st.n_distinct,
+        'common', st.most_common_vals::text::text[], 'frequencies', st.most_common_freqs,
+        'bounds', st.histogram_bounds::text::text[]))
+      from pg_stats st where st.schemaname = n.nspname and st.tablename = c.relname),`;
 
 /**
  * A relation's facts as JSON (columns with types, nullability, defaults, comments and enum
@@ -46,6 +74,16 @@ export const DESCRIBE_SCHEMA_RELATIONS: PreparedQuery<
   values: (args) => [args.database, args.schema, args.limit],
 };
 
+/** DESCRIBE_RELATION for the named relations of the schema (a directory page's representatives). */
+export const DESCRIBE_NAMED_RELATIONS: PreparedQuery<
+  { database: string; schema: string; names: readonly string[] },
+  { description: string }
+> = {
+  name: 'pgmcp_describe_named_relations',
+  text: describeRelations('and c.relname = any($3::name[])', '10000'),
+  values: (args) => [args.database, args.schema, args.names],
+};
+
 function describeRelations(relation: string, limit: string): string {
   return `select json_build_object(
     'database', current_database(),
@@ -55,7 +93,15 @@ function describeRelations(relation: string, limit: string): string {
                            when 'm' then 'materialized view' else 'foreign table' end,
     'comment', obj_description(c.oid, 'pg_class'),
     'rowLevelSecurity', c.relrowsecurity,
-    'approximateRows', case when c.reltuples < 0 then null else c.reltuples::bigint end,
+    'forceRowLevelSecurity', c.relforcerowsecurity,
+    'rowSecurityActive', c.relrowsecurity and row_security_active(c.oid),
+    'approximateRows', case when c.reltuples < 0 or (c.relrowsecurity and row_security_active(c.oid)) then null
+                            else c.reltuples::bigint end,
+    'sizeBytes', case when c.relkind in ('r', 'p', 'm') and not (c.relrowsecurity and row_security_active(c.oid))
+                      then pg_total_relation_size(c.oid) end,
+    'lastAnalyzed', to_char(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid))
+                            at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+    ${EXTRA_FACTS}
     'columns', (select coalesce(json_agg(json_build_object(
         'name', a.attname,
         'type', format_type(a.atttypid, a.atttypmod),
@@ -240,4 +286,33 @@ export async function currentDatabaseName(db: DatabaseHandle): Promise<string> {
     'select current_database() as name',
   );
   return rows[0]?.name ?? '';
+}
+
+/**
+ * Value hints of a table the role reads under row-level security: a bounded sample read as the
+ * role (pgmcp.sample_values, SECURITY INVOKER, migration 0018), per column of `columns` it may
+ * select: rows sampled, nulls, distinct values, the most common ones, min and max (as text).
+ */
+export const SAMPLE_VALUES: PreparedQuery<
+  {
+    schema: string;
+    relation: string;
+    columns: readonly string[];
+    maxRows: number;
+  },
+  { sample: Record<string, SampledColumn> | null }
+> = {
+  name: 'pgmcp_sample_values',
+  text: `select pgmcp.sample_values(format('%I.%I', $1::text, $2::text)::regclass, $3::text[], $4) as sample`,
+  values: (args) => [args.schema, args.relation, args.columns, args.maxRows],
+};
+
+/** One column's figures in a sample (SAMPLE_VALUES). */
+export interface SampledColumn {
+  readonly sampled: number;
+  readonly nulls: number;
+  readonly distinct: number;
+  readonly common: { value: string; count: number }[] | null;
+  readonly min: string | null;
+  readonly max: string | null;
 }

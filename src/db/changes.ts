@@ -246,3 +246,37 @@ export const READABLE_URIS: PreparedQuery<
           order by x.position`,
   values: (args) => [args.uris, args.upperBounds],
 };
+
+/** One page of the pull path's change log, as the request role may read it (CHANGES_SINCE). */
+export interface PulledChangeRow {
+  /** The database's clock (epoch seconds) and snapshot xmin when the page was read. */
+  readonly now: string;
+  readonly xmin: string;
+  readonly seq: string | null;
+  readonly txid: string | null;
+  readonly uri: string | null;
+  readonly kind: ChangeKind | null;
+  readonly detail: unknown;
+}
+
+/**
+ * Changes the request role may read (the log's row-level security decides, as for the fan-out)
+ * by transactions at or after `horizon`, after (`afterTxid`, `afterSeq`) in (txid, seq) order, at
+ * most `limit`; always one row at least, carrying the clock and snapshot xmin.
+ */
+export const CHANGES_SINCE: PreparedQuery<
+  { horizon: string; afterTxid: string; afterSeq: string; limit: number },
+  PulledChangeRow
+> = {
+  name: 'pgmcp_changes_since',
+  text: `select extract(epoch from now())::bigint::text as now,
+                pg_snapshot_xmin(pg_current_snapshot())::text as xmin,
+                c.seq::text, c.txid::text, c.uri, c.kind, c.detail
+           from (select) one
+           left join lateral (
+             select seq, txid, uri, kind, detail from pgmcp.changes
+              where txid >= $1::xid8 and (txid, seq) > ($2::xid8, $3::bigint)
+              order by txid, seq
+              limit $4) c on true`,
+  values: (args) => [args.horizon, args.afterTxid, args.afterSeq, args.limit],
+};

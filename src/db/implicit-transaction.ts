@@ -234,6 +234,20 @@ export class ImplicitTransaction {
     // execute() asks for every row (rows: 0): the portal never suspends.
   }
 
+  /**
+   * After an error left `unsafeToReuse`: drop every prepared statement on the server and in pg's
+   * table of them, so the next use parses afresh and the connection can be kept (a cancel during a
+   * statement's first run is the common case). Rejects when the connection cannot do even that.
+   */
+  async forgetPreparedStatements(client: {
+    query(text: string): Promise<unknown>;
+  }): Promise<void> {
+    await client.query('deallocate all');
+    const table = this.#connection?.parsedStatements;
+    if (table !== undefined)
+      for (const name of Object.keys(table)) delete table[name];
+  }
+
   /** pg calls this for an ErrorResponse and then forgets this query, so settle now. */
   handleError(error: unknown): void {
     // Which of this transaction's Parse messages took effect is unknown after an error.

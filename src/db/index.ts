@@ -72,6 +72,8 @@ export {
   type RoleVerdict,
 } from './login.js';
 export {
+  CHANGES_SINCE,
+  type PulledChangeRow,
   CHANGE_VISIBILITY,
   READABLE_URIS,
   currentHorizon,
@@ -87,11 +89,14 @@ export { TEMPLATE_COMPLETION_CANDIDATES } from './completion-statements.js';
 export {
   CATALOG_NAMES,
   currentDatabaseName,
+  DESCRIBE_NAMED_RELATIONS,
   DESCRIBE_RELATION,
   DESCRIBE_SCHEMA_RELATIONS,
   LIST_CATALOG_PAGE,
   DESCRIBE_SCHEMA,
+  SAMPLE_VALUES,
   VISIBLE_TABLES,
+  type SampledColumn,
 } from './catalog-statements.js';
 export {
   GET_PROMPT,
@@ -100,6 +105,16 @@ export {
   TAGGED_RESOURCES,
   type PromptListingRow,
 } from './prompt-statements.js';
+export {
+  DIRECTORY_ENTRIES,
+  type DirectoryEntry,
+} from './directory-statements.js';
+export {
+  NAVIGATOR,
+  type NavigatorFacts,
+  type NavigatorGroup,
+  type NavigatorSchema,
+} from './navigator-statements.js';
 export {
   inspectCollection,
   LIST_COLLECTION_ROWS,

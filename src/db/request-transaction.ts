@@ -86,9 +86,7 @@ export async function runRequestQuery<TArgs, TRow>(
       return observe(rows.at(-1) ?? []);
     } finally {
       if (transaction.unsafeToReuse)
-        broken = new Error(
-          'a prepared statement may be half-made after an error',
-        );
+        broken = await keepAfterError(client, transaction, watch);
     }
   } catch (error) {
     if (isConnectionError(error))
@@ -122,6 +120,28 @@ function observer<TRow>(
  * backend. `stop` ends the watch and resolves with whether a cancel sent was delivered (undefined
  * when none was sent).
  */
+/**
+ * A connection whose transaction failed with a statement half-parsed (a cancel during a first run)
+ * is kept once the cancel has landed and its prepared statements are dropped; the error returned
+ * says why it cannot be kept.
+ */
+async function keepAfterError(
+  client: pg.PoolClient,
+  transaction: ImplicitTransaction,
+  watch: { stop(): Promise<boolean | undefined> },
+): Promise<Error | undefined> {
+  if ((await watch.stop()) === false)
+    return new Error('a cancel request could not be delivered');
+  try {
+    await transaction.forgetPreparedStatements(client);
+    return undefined;
+  } catch (error) {
+    return error instanceof Error
+      ? error
+      : new Error('a prepared statement may be half-made');
+  }
+}
+
 function watchCancel(
   client: pg.PoolClient,
   cancellation: Cancellation | { readonly aborted: boolean },

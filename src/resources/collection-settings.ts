@@ -13,10 +13,40 @@ export interface CollectionConfig {
   readonly titleColumn: string | undefined;
 }
 
-/** Which schemas the catalog shows: `include` (all when null) minus `exclude`. */
+/**
+ * Which schemas the catalog shows (`include`, all when null, minus `exclude`), and how it
+ * describes them (config file "catalog"; docs/databases.md): budgets, value hints, policies.
+ */
 export interface CatalogScope {
   readonly include: readonly string[] | null;
   readonly exclude: readonly string[];
+  /** The navigator's (pg://{database}) budget in bytes; 16 KB when unset. */
+  readonly navigatorBytes?: number | undefined;
+  /** A schema read's budget in bytes; 64 KB when unset. */
+  readonly directoryBytes?: number | undefined;
+  /** Whether descriptions carry value hints (default true); per table in `tables`. */
+  readonly valueHints?: boolean | undefined;
+  /** Whether descriptions show policies' USING expressions (default true). */
+  readonly policyExpressions?: boolean | undefined;
+  /** Per-table settings. */
+  readonly tables?: readonly CatalogTableSettings[] | undefined;
+}
+
+/** One table's catalog settings (config file "catalog.tables"). */
+export interface CatalogTableSettings {
+  readonly schema: string;
+  readonly table: string;
+  /** false: no value hints for this table. */
+  readonly valueHints?: boolean | undefined;
+  /** true: no value of any column of this table is ever shown. */
+  readonly sensitive?: boolean | undefined;
+  /** Columns whose values are never shown. */
+  readonly columns?:
+    | readonly {
+        readonly name: string;
+        readonly sensitive?: boolean | undefined;
+      }[]
+    | undefined;
 }
 
 /**

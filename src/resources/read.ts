@@ -44,6 +44,10 @@ export interface ReadDependencies {
   readonly maxDirectoryEntries: number;
   /** Asks a person before sensitive data is read (consent.ts). */
   readonly consent: ConsentGate;
+  /** Most changes a read of pg://{database}?changes_since= returns (default 100). */
+  readonly pageSize?: number | undefined;
+  /** The change log's retention: older change tokens are refused (default one day). */
+  readonly changeRetentionSeconds?: number | undefined;
 }
 
 /** What a read found: contents JSON, and whether reading it needs a person's consent. */
@@ -141,7 +145,11 @@ async function find(
         uri,
         reader.principal,
         reader.cancellation,
-        deps.maxDirectoryEntries,
+        {
+          maxEntries: deps.maxDirectoryEntries,
+          pageSize: deps.pageSize,
+          changeRetentionSeconds: deps.changeRetentionSeconds,
+        },
       ),
       sensitive: isSensitiveRowUri(deps.sources, uri),
     };

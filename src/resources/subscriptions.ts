@@ -43,7 +43,13 @@ export async function readableUris(
   // Catalog entries and rows: as resources/read would answer (a directory read lists one entry).
   await Promise.all(
     normalized.filter(isCatalogUri).map(async (uri) => {
-      if ((await readCatalog(sources, uri, principal, signal, 1)).length > 0)
+      if (
+        (
+          await readCatalog(sources, uri, principal, signal, {
+            maxEntries: 1,
+          })
+        ).length > 0
+      )
         readable.add(uri);
     }),
   );

@@ -269,6 +269,8 @@ describe('authorization by readers (RLS)', () => {
       'pg://{database}/{schema}',
       'pg://{database}/{schema}/{table}',
       'pg://{database}/{schema}/{table}/rows/{key}',
+      'pg://{database}',
+      'pg://{database}{?changes_since}',
       'test://template/{id}/data',
     ]);
   });

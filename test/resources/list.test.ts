@@ -220,11 +220,19 @@ describe('resources/templates/list', () => {
           (t) => t.uriTemplate,
         ),
       ).toEqual([
+        'pg://{database}',
+        'pg://{database}{?changes_since}',
         'notes:///{tag}/{slug}',
-        'file:///{+path}',
-        'test://template/{id}/data',
       ]);
-      expect(second.result).not.toHaveProperty('nextCursor');
+      const third = await call(small.url, 'resources/templates/list', {
+        cursor: second.result?.['nextCursor'],
+      });
+      expect(
+        (third.result?.['resourceTemplates'] as { uriTemplate: string }[]).map(
+          (t) => t.uriTemplate,
+        ),
+      ).toEqual(['file:///{+path}', 'test://template/{id}/data']);
+      expect(third.result).not.toHaveProperty('nextCursor');
       // A resources/list cursor is not a templates cursor.
       const list = await call(small.url, 'resources/list');
       const wrong = await call(small.url, 'resources/templates/list', {

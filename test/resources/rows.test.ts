@@ -398,8 +398,8 @@ describe('live rows and schema', () => {
         a.listChanges() >= 1,
     );
     const { result } = await read(ROLE_A, table);
-    expect((result?.['contents'] as { text: string }[])[0]?.text).toContain(
-      '| tags | text[] | yes |',
+    expect((result?.['contents'] as { text: string }[])[0]?.text).toMatch(
+      /\ntags text\[\](\n| -- )/,
     );
     // B cannot see the odd table: a change to it is not heard of on B's list stream. Sentinels
     // on a row of an unlisted collection bracket it: all before the second arrived before it.
