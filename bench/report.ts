@@ -504,16 +504,43 @@ export function renderResults(summary: BenchSummary): string {
   return [caption(summary), ...tables].join('\n\n');
 }
 
-/** README's short table: the figures that have a target. */
+/**
+ * README's short table: the figures that have a target, a request-path measure once with each
+ * token scheme's figure side by side (met only when every scheme met it).
+ */
 export function renderReadmeResults(summary: BenchSummary): string {
-  const body = benchmarkRows(summary)
-    .filter((row) => row.target !== undefined)
-    .map((row) => [
-      row.measure,
-      row.ratio === undefined ? row.figure : row.ratio.toFixed(2),
-      row.target ?? '',
-      result(row),
-    ]);
+  const merged = new Map<
+    string,
+    { figures: string[]; target: string; met: boolean | undefined }
+  >();
+  for (const row of benchmarkRows(summary)) {
+    if (row.target === undefined) continue;
+    const scheme = TOKEN_SCHEMES.find(([, label]) =>
+      row.measure.endsWith(` (${label})`),
+    );
+    const measure =
+      scheme === undefined
+        ? row.measure
+        : `${row.measure.slice(0, -(scheme[1].length + 3))} (${TOKEN_SCHEMES.map(([, label]) => label).join(' / ')})`;
+    const figure = row.ratio === undefined ? row.figure : row.ratio.toFixed(2);
+    const seen = merged.get(measure);
+    if (seen === undefined)
+      merged.set(measure, {
+        figures: [figure],
+        target: row.target,
+        met: row.met,
+      });
+    else {
+      seen.figures.push(figure);
+      if (row.met !== undefined) seen.met = (seen.met ?? true) && row.met;
+    }
+  }
+  const body = [...merged].map(([measure, row]) => [
+    measure,
+    row.figures.join(' / '),
+    row.target,
+    row.met === undefined ? '' : row.met ? 'met' : 'not met',
+  ]);
   return [
     `${caption(summary)} Ratios are pgmcp against a baseline measured alongside it; method, context ` +
       'rows and per-round figures in [docs/benchmarks.md](docs/benchmarks.md).',

@@ -134,6 +134,33 @@ describe('bench report', () => {
     );
   });
 
+  it('shows a request measure once in README, each scheme side by side, not met when one scheme misses', () => {
+    const { read_vs_point_read } = summary.results as Record<
+      string,
+      { ratio: number }
+    >;
+    const missed = { ...(read_vs_point_read as object), ratio: 0.5 };
+    const tokens: BenchSummary = {
+      ...summary,
+      results: {
+        read_vs_point_read_hs256: read_vs_point_read,
+        read_vs_point_read_jwks: missed,
+      },
+    };
+    const readme = renderReadmeResults(tokens);
+    const rows = readme
+      .split('\n')
+      .filter((line) => line.startsWith('| resources/read'));
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toContain(
+      'resources/read req/s vs the raw point read (HS256 tokens / ES256 tokens from a JWKS)',
+    );
+    expect(rows[0]).toContain(
+      `${(read_vs_point_read as { ratio: number }).ratio.toFixed(2)} / 0.50`,
+    );
+    expect(rows[0]).toContain('| not met |');
+  });
+
   it('writes tables that prettier leaves as they are', async () => {
     for (const text of [renderResults(summary), renderReadmeResults(summary)])
       expect(await format(text, { parser: 'markdown' })).toBe(`${text}\n`);
