@@ -4,7 +4,7 @@
 // description p50; a role that sees 10 tables as context. Requests carry bearer tokens (serve.ts).
 import { Worker } from 'node:worker_threads';
 import pg from 'pg';
-import { createApp } from '../src/app.js';
+import { createApp } from '../src/app/index.js';
 import { loadConfig } from '../src/config/index.js';
 import {
   createDatabase,

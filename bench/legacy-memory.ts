@@ -6,7 +6,7 @@
 // of the clients together, so an upper bound on the server's share), and RSS per session.
 import http from 'node:http';
 import net from 'node:net';
-import { createApp } from '../src/app.js';
+import { createApp } from '../src/app/index.js';
 import { LOGIN_PRINCIPAL } from '../src/auth/index.js';
 import { MIGRATIONS_DIRECTORY } from '../src/config/index.js';
 import { createDatabase, runMigrations } from '../src/db/index.js';

@@ -8,7 +8,7 @@ import http from 'node:http';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import type pg from 'pg';
-import { createApp } from '../src/app.js';
+import { createApp } from '../src/app/index.js';
 import { loadConfig } from '../src/config/index.js';
 import type { DatabaseHandle } from '../src/db/index.js';
 import type { Logger } from '../src/log.js';

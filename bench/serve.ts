@@ -1,6 +1,6 @@
 // The bench's HTTP endpoint: pgmcp's own transport on a free loopback port, each request
 // authenticated as in production (bearer token verified, role checked against the database).
-import { createAuthenticate, createRoleDecisions } from '../src/app.js';
+import { createAuthenticate, createRoleDecisions } from '../src/app/index.js';
 import { loadConfig } from '../src/config/index.js';
 import type { DatabaseHandle } from '../src/db/index.js';
 import type { Logger } from '../src/log.js';

@@ -1,5 +1,5 @@
 // Server lifecycle: open the databases (embedded or configured), migrate, seed, build the app
-// (app.ts wires it), start the transports, and stop everything in order.
+// (app/ wires it), start the transports, and stop everything in order.
 import {
   appOptions,
   createApp,
@@ -10,7 +10,7 @@ import {
   startTransports,
   type App,
   type Transports,
-} from './app.js';
+} from './app/index.js';
 import { jwtSecret, stateSecret } from './auth/index.js';
 import { redactConnectionString, type Config } from './config/index.js';
 import { ConfigError } from './errors.js';

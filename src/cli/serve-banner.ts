@@ -1,5 +1,5 @@
 // What `pgmcp serve` prints once HTTP is up: a curl that works as printed.
-import { serverAudience, signingSecretSettings } from '../app.js';
+import { serverAudience, signingSecretSettings } from '../app/index.js';
 import { jwtSecret, mintToken, tokenIssuer } from '../auth/index.js';
 import type { Config } from '../config/index.js';
 import { AUTHENTICATOR_ROLE } from '../db/index.js';

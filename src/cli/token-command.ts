@@ -1,6 +1,6 @@
 // pgmcp token: a development bearer token (HS256) for a role the server would accept.
 import path from 'node:path';
-import { serverAudience, signingSecretSettings } from '../app.js';
+import { serverAudience, signingSecretSettings } from '../app/index.js';
 import {
   developmentSecretFile,
   isAllowedRoleName,

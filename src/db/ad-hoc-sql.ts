@@ -191,10 +191,27 @@ async function inRequestTransaction<T>(
   } catch (error) {
     throw statementError(error);
   } finally {
-    await client.query('ROLLBACK').catch((error: unknown) => {
-      broken = error instanceof Error ? error : new Error(String(error));
-    });
+    broken = await cleanUp(client);
     client.release(broken);
+  }
+}
+
+/**
+ * End the caller's transaction and undo what outlives a ROLLBACK: session-level advisory locks the
+ * statement took (pg_advisory_lock is allowed read-only) and the explain statement prepared by
+ * name. An error says the connection cannot be trusted and must not go back to the pool.
+ */
+async function cleanUp(client: pg.PoolClient): Promise<Error | undefined> {
+  try {
+    await client.query('ROLLBACK');
+    await client.query('select pg_advisory_unlock_all()');
+    await client.query('DEALLOCATE pgmcp_tool_statement').catch((error) => {
+      // 26000: nothing was prepared (the usual case).
+      if ((error as { code?: string }).code !== '26000') throw error;
+    });
+    return undefined;
+  } catch (error) {
+    return error instanceof Error ? error : new Error(String(error));
   }
 }
 

@@ -116,11 +116,6 @@ function observer<TRow>(
 }
 
 /**
- * While a statement runs, a cancel of the request sends PostgreSQL's cancel for the client's
- * backend. `stop` ends the watch and resolves with whether a cancel sent was delivered (undefined
- * when none was sent).
- */
-/**
  * A connection whose transaction failed with a statement half-parsed (a cancel during a first run)
  * is kept once the cancel has landed and its prepared statements are dropped; the error returned
  * says why it cannot be kept.
@@ -142,6 +137,11 @@ async function keepAfterError(
   }
 }
 
+/**
+ * While a statement runs, a cancel of the request sends PostgreSQL's cancel for the client's
+ * backend. `stop` ends the watch and resolves with whether a cancel sent was delivered (undefined
+ * when none was sent).
+ */
 function watchCancel(
   client: pg.PoolClient,
   cancellation: Cancellation | { readonly aborted: boolean },

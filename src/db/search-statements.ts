@@ -33,6 +33,7 @@ matches as (
          ts_rank(pgmcp.search_document(r.title, r.description, r.text), q.q) as rank
   from pgmcp.resources r, q
   where pgmcp.search_document(r.title, r.description, r.text) @@ q.q
+    and not r.sensitive -- never a snippet of what needs a person's consent
 ),
 ranked as (
   select *, count(*) over () as total from matches order by rank desc, uri limit $2

@@ -1,4 +1,4 @@
-// What the prompt handlers need from the rest of the server, handed in by app.ts (prompts/ sits
+// What the prompt handlers need from the rest of the server, handed in by app/ (prompts/ sits
 // beside resources/ and does not import it).
 import type { DatabaseHandle } from '../db/index.js';
 import type { CursorCodec, RequestContext } from '../protocol/index.js';

@@ -1,5 +1,5 @@
 // JSON-RPC framing and method dispatch for MCP 2026-07-28. Transports hand it parsed messages;
-// handlers are registered by app.ts, so this module never imports resources/.
+// handlers are registered by app/, so this module never imports resources/.
 import type { z } from 'zod';
 import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';

@@ -1,6 +1,6 @@
 // completion/complete (spec §9) for resource-template arguments: suggest the values a variable
 // takes in the stored resources the caller can read, matching what was typed and the arguments
-// already chosen. A prompt reference goes to the prompts' completion that app.ts hands in.
+// already chosen. A prompt reference goes to the prompts' completion that app/ hands in.
 import {
   CATALOG_NAMES,
   LIST_COLLECTION_ROWS,
@@ -36,7 +36,7 @@ export interface CompletionDependencies {
   readonly db: DatabaseHandle;
   /** The databases whose catalog and rows are pg:// resources (the first is `db`'s). */
   readonly sources: readonly CatalogSource[];
-  /** ref/prompt: complete a stored prompt's argument (prompts/, wired by app.ts). */
+  /** ref/prompt: complete a stored prompt's argument (prompts/, wired by app/). */
   readonly completePrompt: (
     name: string,
     argument: Argument,

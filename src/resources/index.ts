@@ -1,4 +1,4 @@
-// Public surface of resources/: the handlers app.ts registers, plus URI helpers.
+// Public surface of resources/: the handlers app/ registers, plus URI helpers.
 export { createListResourcesMethod } from './list.js';
 export { type ListDependencies } from './keyset.js';
 export { createListTemplatesMethod } from './templates.js';

@@ -2,8 +2,9 @@
 // and fails exactly as a read does. The answer follows the contract ChatGPT's connectors publish for
 // `fetch` (a JSON document id, title, text, url, metadata), plus the read's first contents embedded.
 import { z } from 'zod';
+import { ProtocolError } from '../errors.js';
 import { RawJson, type RequestContext } from '../protocol/index.js';
-import { defineTool, type Tool } from './tool.js';
+import { defineTool, toolError, type Tool } from './tool.js';
 
 /** resources/read's handler, as the composition root hands it over (result before resultType). */
 export type ReadResource = (
@@ -54,7 +55,13 @@ export function createFetchTool(read: ReadResource): Tool {
     args: FetchArgsSchema,
     outputSchema: FETCH_OUTPUT_SCHEMA,
     async call({ id }, ctx) {
-      const contents = contentsOf(await read(id, ctx));
+      const result = await readUnlessSensitive(read, id, ctx);
+      // Sensitive data is read only after a person gave a reason, which resources/read asks for.
+      if (result === undefined)
+        return toolError(
+          `${id} is marked sensitive: read it with resources/read, which asks the person for a reason first.`,
+        );
+      const contents = contentsOf(result);
       const first = contents[0] as Contents;
       const document = {
         id,
@@ -80,6 +87,25 @@ export function createFetchTool(read: ReadResource): Tool {
 }
 
 /** The contents array of a read result (pre-serialized by resources/ as RawJson). */
+/** The read's result, or undefined when the resource needs a person's consent (issue 17). */
+async function readUnlessSensitive(
+  read: ReadResource,
+  id: string,
+  ctx: RequestContext,
+): Promise<Record<string, unknown> | undefined> {
+  try {
+    const result = await read(id, ctx);
+    return result['resultType'] === 'input_required' ? undefined : result;
+  } catch (error) {
+    if (
+      error instanceof ProtocolError &&
+      error.key === 'MISSING_CLIENT_CAPABILITY'
+    )
+      return undefined;
+    throw error;
+  }
+}
+
 function contentsOf(result: Record<string, unknown>): Contents[] {
   const contents = result['contents'];
   return (

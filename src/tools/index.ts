@@ -1,4 +1,4 @@
-// Public surface of tools/: the tools/list and tools/call handlers app.ts registers, and the tools.
+// Public surface of tools/: the tools/list and tools/call handlers app/ registers, and the tools.
 export {
   createCallToolMethod,
   createListToolsMethod,

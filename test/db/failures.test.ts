@@ -66,7 +66,7 @@ describe('database failures', () => {
     unreachable.port = '1';
     const server = await startTestServer();
     // A second server built the same way, its pool pointed at a closed port.
-    const { createApp } = await import('../../src/app.js');
+    const { createApp } = await import('../../src/app/index.js');
     const { createLogger } = await import('../../src/log.js');
     const { startHttpTransport } = await import('../../src/transport/index.js');
     const db = createDatabase({

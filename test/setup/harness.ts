@@ -3,7 +3,7 @@
 import net from 'node:net';
 import { catalogSource } from '../../src/resources/index.js';
 import { inject } from 'vitest';
-import { createApp } from '../../src/app.js';
+import { createApp } from '../../src/app/index.js';
 import { LOGIN_PRINCIPAL, type Principal } from '../../src/auth/index.js';
 import { createDatabase, type DatabaseHandle } from '../../src/db/index.js';
 import type { Config } from '../../src/config/index.js';

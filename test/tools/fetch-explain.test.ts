@@ -88,6 +88,25 @@ describe('fetch', () => {
     expect(firstText(result)).not.toContain('payroll note text');
   });
 
+  it('answers a resource marked sensitive with a tool error pointing at resources/read, never its text', async () => {
+    const uri = 'notes:///customer-faq/legacy-contract-refund-1';
+    await sql.query(
+      'update pgmcp.resources set sensitive = true where uri = $1',
+      [uri],
+    );
+    try {
+      const result = await tool(support, 'fetch', { id: uri });
+      expect(result['isError']).toBe(true);
+      expect(firstText(result)).toContain('marked sensitive');
+      expect(result['structuredContent']).toBeUndefined();
+    } finally {
+      await sql.query(
+        'update pgmcp.resources set sensitive = false where uri = $1',
+        [uri],
+      );
+    }
+  });
+
   it('reaches a pg:// table description, which hosts without templates cannot discover', async () => {
     const result = await tool(support, 'fetch', {
       id: 'pg://pgmcp_test/support/tickets',

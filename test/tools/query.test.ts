@@ -201,6 +201,18 @@ describe('query', () => {
     expect(await state()).toBe(before);
   });
 
+  it('releases session advisory locks a statement took, so no lock outlives the call', async () => {
+    const result = await query(support, {
+      sql: 'select pg_advisory_lock(4242) is null as locked',
+    });
+    expect(result['isError']).toBeUndefined();
+    const { rows } = await sql.query<{ held: string }>(
+      "select count(*)::text as held from pg_locks where locktype = 'advisory' and objid = 4242",
+    );
+    expect(rows[0]?.held).toBe('0');
+    await expectCleanConnection();
+  });
+
   it('writes every call to pgmcp.audit, failed ones with their SQLSTATE', async () => {
     const marker = `select 'audit-${Date.now()}' as m`;
     await query(support, { sql: marker, params: [] });

@@ -134,3 +134,31 @@ describe('search', () => {
     ).not.toContain(invoices);
   });
 });
+
+describe('search and sensitive data', () => {
+  it('never returns a resource marked sensitive, nor a snippet of it, even to a role that may read it', async () => {
+    await sql.query(
+      `insert into pgmcp.resources (uri, name, text, readers, sensitive)
+       values ('notes:///search-test/payroll', 'payroll', 'quarzite payroll figures', '{finance}', true)`,
+    );
+    try {
+      const { structured, content } = await search(finance, 'quarzite payroll');
+      expect(structured.results.map((found) => found.id)).not.toContain(
+        'notes:///search-test/payroll',
+      );
+      expect(JSON.stringify(content)).not.toContain('quarzite');
+      // The same row, not sensitive, is found: the filter is what kept it out.
+      await sql.query(
+        "update pgmcp.resources set sensitive = false where uri = 'notes:///search-test/payroll'",
+      );
+      const plain = await search(finance, 'quarzite payroll');
+      expect(plain.structured.results.map((found) => found.id)).toContain(
+        'notes:///search-test/payroll',
+      );
+    } finally {
+      await sql.query(
+        "delete from pgmcp.resources where uri = 'notes:///search-test/payroll'",
+      );
+    }
+  });
+});

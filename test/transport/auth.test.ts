@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAuthenticate } from '../../src/app.js';
+import { createAuthenticate } from '../../src/app/index.js';
 import { mintToken } from '../../src/auth/index.js';
 import { loadConfig } from '../../src/config/index.js';
 import { createRoleChecker } from '../../src/db/index.js';

@@ -1,26 +1,9 @@
-// Composition root: the only file that wires modules together. From the config and the open
-// databases it builds the sources, the dispatcher, authentication, the change feeds and the
-// transports; server.ts runs them in order, and the CLI asks it for the token settings.
-import {
-  AuthenticationError,
-  LOGIN_PRINCIPAL,
-  createTokenVerifier,
-  jwtSecret,
-  protectedResourceMetadata,
-  tokenAudience,
-  type Principal,
-  type SigningSecretSettings,
-} from './auth/index.js';
-import type { Config } from './config/index.js';
-import {
-  createLegacySessionStore,
-  createRoleChecker,
-  inspectCollection,
-  type DatabaseHandle,
-  type RoleChecker,
-} from './db/index.js';
-import { ConfigError, ProtocolError } from './errors.js';
-import type { Logger } from './log.js';
+// The composition root's method table: from the open databases and the config it builds the
+// sources' handlers, the dispatcher with every method, both protocol eras and the change path.
+import type { Config } from '../config/index.js';
+import { createLegacySessionStore, type DatabaseHandle } from '../db/index.js';
+import { ProtocolError } from '../errors.js';
+import type { Logger } from '../log.js';
 import {
   createCursorCodec,
   createDiscoverMethod,
@@ -33,7 +16,7 @@ import {
   StreamingResult,
   type MethodHandler,
   type StreamSink,
-} from './protocol/index.js';
+} from '../protocol/index.js';
 import {
   createListenMethod,
   LegacySubscriptions,
@@ -41,7 +24,7 @@ import {
   StreamRegistry,
   type ChangeFeed,
   type ChangePathOptions,
-} from './notifications/index.js';
+} from '../notifications/index.js';
 import {
   completePromptArgument,
   createGetPromptMethod,
@@ -49,14 +32,12 @@ import {
   promptChange,
   PROMPTS_RELATION,
   type PromptDependencies,
-} from './prompts/index.js';
+} from '../prompts/index.js';
 import {
-  catalogSource,
   createConsentGate,
   catalogUri,
   deliveredChanges,
   type CatalogSource,
-  type CollectionConfig,
   createCompleteMethod,
   createListResourcesMethod,
   createListTemplatesMethod,
@@ -64,17 +45,8 @@ import {
   readableUris,
   readContents,
   TTL_MS,
-} from './resources/index.js';
-import {
-  createLegacyHttp,
-  createLineChannel,
-  startHttpTransport,
-  startStdioTransport,
-  type HttpSecurity,
-  type HttpTransport,
-  type LegacyHttp,
-  type StdioTransport,
-} from './transport/index.js';
+} from '../resources/index.js';
+import { createLegacyHttp, type LegacyHttp } from '../transport/index.js';
 import {
   conformanceFixtureTools,
   createCallToolMethod,
@@ -85,8 +57,8 @@ import {
   createListToolsMethod,
   type ReadResource,
   type Tool,
-} from './tools/index.js';
-import { SERVER_INFO } from './version.js';
+} from '../tools/index.js';
+import { SERVER_INFO } from '../version.js';
 
 export interface AppOptions {
   readonly db: DatabaseHandle;
@@ -390,304 +362,4 @@ function legacyEra(
       return createEraDispatcher(dispatcher, legacy, session);
     },
   };
-}
-
-export interface AuthenticateOptions {
-  readonly config: Config;
-  /** HS256 secret (configured, or the embedded default's); undefined with a JWKS only. */
-  readonly secret: string | undefined;
-  readonly audience: string;
-  /** Whether a request may run as a role (db/ checkRequestRole says allowed); cached by db/. */
-  readonly canAssume: (role: string) => Promise<boolean>;
-  readonly logger: Logger;
-}
-
-/**
- * HTTP request → Principal. PGMCP_AUTH=none: everyone is PGMCP_ROLE (or the login). jwt: the bearer
- * token must verify, and the role it names must be one the login may assume. Failures are logged by
- * reason only, never with the token or the role it named.
- */
-export function createAuthenticate(
-  options: AuthenticateOptions,
-): (request: {
-  headers: { authorization?: string | undefined };
-}) => Promise<Principal> {
-  const { config } = options;
-  if (config.auth.mode === 'none') {
-    const principal: Principal =
-      config.role === undefined
-        ? LOGIN_PRINCIPAL
-        : { role: config.role, claims: {} };
-    return () => Promise.resolve(principal);
-  }
-  const verifier = createTokenVerifier({
-    secret: options.secret,
-    jwksUrl: config.auth.jwksUrl,
-    issuer: config.auth.issuer,
-    audience: options.audience,
-    roleClaim: config.auth.roleClaim,
-    anonymousRole: config.auth.anonymousRole,
-    cacheMaxEntries: config.auth.cacheMaxEntries,
-    cacheMaxLifetimeSeconds: config.auth.cacheMaxLifetimeSeconds,
-  });
-  return async function authenticate(request) {
-    let principal: Principal;
-    try {
-      principal = await verifier.verify(request.headers.authorization);
-    } catch (error) {
-      if (!(error instanceof AuthenticationError)) throw error;
-      options.logger.warn(`refused a request: ${error.reason}`);
-      if (error.reason === 'ROLE_FORBIDDEN')
-        throw new ProtocolError(
-          'ROLE_FORBIDDEN',
-          'The token does not name a role this server may assume.',
-        );
-      if (error.reason === 'KEYS_UNAVAILABLE')
-        throw new ProtocolError(
-          'UNAVAILABLE',
-          'The identity provider is unavailable.',
-          { cause: error },
-        );
-      throw new ProtocolError('AUTHENTICATION_REQUIRED', error.message);
-    }
-    if (principal.role !== null && !(await options.canAssume(principal.role))) {
-      options.logger.warn('refused a request: ROLE_NOT_GRANTED');
-      throw new ProtocolError(
-        'ROLE_FORBIDDEN',
-        'The token does not name a role this server may assume.',
-      );
-    }
-    return principal;
-  };
-}
-
-/** Where the HS256 secret comes from, per config (the state folder only for the embedded default). */
-export function signingSecretSettings(config: Config): SigningSecretSettings {
-  return {
-    secret: config.auth.secret,
-    jwksUrl: config.auth.jwksUrl,
-    stateDirectory:
-      config.database.mode === 'embedded' ? config.stateDirectory : undefined,
-  };
-}
-
-/** The audience tokens must carry, for the server listening on `port` (default: the configured one). */
-export function serverAudience(config: Config, port = config.port): string {
-  return tokenAudience(
-    { audience: config.auth.audience, host: config.host },
-    port,
-  );
-}
-
-/** The databases a server serves: the main one (requests' login) and each --database. */
-export interface ServedDatabases {
-  readonly main: DatabaseHandle;
-  readonly more: readonly {
-    readonly name: string;
-    readonly db: DatabaseHandle;
-  }[];
-}
-
-/** One catalog source per database, with its collections from the config file, each checked. */
-export async function createSources(
-  config: Config,
-  databases: ServedDatabases,
-  logger: Logger,
-): Promise<CatalogSource[]> {
-  const collectionsIn = (name: string | undefined): CollectionConfig[] =>
-    config.collections.filter((collection) => collection.database === name);
-  const sensitiveIn = (name: string | undefined) =>
-    config.sensitive.filter((entry) => entry.database === name);
-  const sources = [
-    await catalogSource(databases.main, {
-      scope: config.catalog,
-      collections: collectionsIn(undefined),
-      sensitive: sensitiveIn(undefined),
-    }),
-  ];
-  for (const { name, db } of databases.more)
-    sources.push(
-      await catalogSource(db, {
-        name,
-        scope: config.catalog,
-        collections: collectionsIn(name),
-        sensitive: sensitiveIn(name),
-      }),
-    );
-  const named = new Set<string>();
-  for (const source of sources) {
-    if (named.has(source.name))
-      throw new ConfigError(
-        `two databases are named ${source.name}: give --database another name (the main database is named after itself).`,
-      );
-    named.add(source.name);
-    for (const collection of source.collections)
-      await checkCollection(source, collection, logger);
-  }
-  return sources;
-}
-
-/** createApp's options for a server per config. */
-export function appOptions(
-  config: Config,
-  db: DatabaseHandle,
-  sources: readonly CatalogSource[],
-  cursorSecret: string,
-  logger: Logger,
-  roleDecisions: RoleChecker,
-): AppOptions {
-  return {
-    db,
-    sources,
-    cursorSecrets: config.cursorSecrets ?? [cursorSecret],
-    pageSize: config.pageSize,
-    maxDirectoryEntries: config.maxDirectoryEntries,
-    live: config.live,
-    logger,
-    roleDecisions,
-    consentMinutes: config.consentMinutes,
-    tools: config.tools,
-  };
-}
-
-/** The server's one role checker (HTTP authentication asks it; createApp empties it), per config. */
-export function createRoleDecisions(
-  config: Config,
-  requestDb: DatabaseHandle,
-): RoleChecker {
-  return createRoleChecker(requestDb, {
-    maxEntries: config.auth.roleCacheMaxEntries,
-    maxAgeMs: config.auth.roleCacheMaxAgeSeconds * 1000,
-  });
-}
-
-/** Start the change path (one feed per source), pushed onto `feeds` once started (the caller stops it). */
-export async function startChangeFeeds(
-  app: App,
-  sources: readonly CatalogSource[],
-  feeds: ChangeFeed[],
-  logger: Logger,
-): Promise<void> {
-  feeds.push(await app.startChangePath());
-  logger.info(
-    `live updates: listening for changes on pgmcp_changes${sources.length === 1 ? '' : ` in ${sources.length} databases`}`,
-  );
-}
-
-/** The transport serving: HTTP, or stdio (then `http` is undefined). */
-export interface Transports {
-  readonly http: HttpTransport | undefined;
-  readonly stdio: StdioTransport | undefined;
-}
-
-/** Serve `app` over stdio or HTTP per config; HTTP requests run as roles `canAssume` allows. */
-export async function startTransports(
-  config: Config,
-  app: App,
-  canAssume: RoleChecker,
-  feeds: readonly ChangeFeed[],
-  logger: Logger,
-): Promise<Transports> {
-  if (config.stdio) {
-    const stdio = startStdioTransport({
-      input: process.stdin,
-      output: process.stdout,
-      // Both eras on stdio (issue 14): the process is the legacy session.
-      dispatcher: app.stdioDispatcher(createLineChannel(process.stdout)),
-      principal:
-        config.role === undefined
-          ? LOGIN_PRINCIPAL
-          : { role: config.role, claims: {} },
-      maxMessageBytes: config.maxBodyBytes,
-    });
-    return { http: undefined, stdio };
-  }
-  const http = await startHttpTransport({
-    host: config.host,
-    port: config.port,
-    path: '/mcp',
-    dispatcher: app.dispatcher,
-    maxBodyBytes: config.maxBodyBytes,
-    allowedHosts: config.allowedHosts,
-    allowedOrigins: config.allowedOrigins,
-    securityFor: (url) =>
-      httpSecurity(config, serverAudience(config, Number(new URL(url).port)), {
-        canAssume,
-        logger,
-      }),
-    keepAliveMs: config.live.keepAliveMs,
-    ready: () => readiness(feeds),
-    log: (line) => logger.warn(line),
-    // Issue 14: 2025-11-25 sessions on the same endpoint.
-    legacy: app.legacyHttp,
-  });
-  return { http, stdio: undefined };
-}
-
-/** Token checks and the protected-resource metadata for the server's own URL, `audience`. */
-function httpSecurity(
-  config: Config,
-  audience: string,
-  deps: { canAssume: RoleChecker; logger: Logger },
-): HttpSecurity {
-  return {
-    authenticate: createAuthenticate({
-      config,
-      secret: jwtSecret(signingSecretSettings(config)),
-      audience,
-      canAssume: deps.canAssume,
-      logger: deps.logger,
-    }),
-    protectedResource:
-      config.auth.mode === 'jwt'
-        ? protectedResourceMetadata(audience, config.auth.issuer)
-        : undefined,
-  };
-}
-
-/** Ready when every database's feed is: the first that is not says why. */
-function readiness(
-  feeds: readonly ChangeFeed[],
-): ReturnType<ChangeFeed['readiness']> {
-  const states = feeds.map((feed) => feed.readiness());
-  return (
-    states.find((state) => !state.ok) ??
-    (states[0] as ReturnType<ChangeFeed['readiness']>)
-  );
-}
-
-/**
- * A configured collection must name a table with a primary key (its rows are named by it); one
- * without capture triggers is served, but its changes are not heard of, so say how to fix that.
- */
-async function checkCollection(
-  source: CatalogSource,
-  collection: CollectionConfig,
-  logger: Logger,
-): Promise<void> {
-  const where = `collection ${collection.schema}.${collection.table} (database ${source.name})`;
-  const facts = await inspectCollection(
-    source.db,
-    collection.schema,
-    collection.table,
-  );
-  if (!facts.exists)
-    throw new ConfigError(
-      `${where}: no such table. Check "schema" and "table" in the config file (exact names, not quoted).`,
-    );
-  if (!facts.hasPrimaryKey)
-    throw new ConfigError(
-      `${where}: the table has no primary key, and rows are named by it. Add one, or remove the collection.`,
-    );
-  if (!facts.exposed)
-    logger.warn(
-      `${where}: changes are not captured, so subscribers will not hear of them; run pgmcp expose '${sqlName(collection.schema)}.${sqlName(collection.table)}'`,
-    );
-}
-
-/** An identifier as SQL writes it: bare when it may be, else double-quoted. */
-function sqlName(name: string): string {
-  return /^[a-z_][a-z0-9_$]*$/.test(name)
-    ? name
-    : `"${name.replace(/"/g, '""')}"`;
 }

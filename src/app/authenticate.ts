@@ -1,0 +1,125 @@
+// How HTTP requests are authenticated: the token verifier, the role check and the
+// protected-resource metadata, per config.
+import {
+  AuthenticationError,
+  LOGIN_PRINCIPAL,
+  createTokenVerifier,
+  jwtSecret,
+  protectedResourceMetadata,
+  tokenAudience,
+  type Principal,
+  type SigningSecretSettings,
+} from '../auth/index.js';
+import type { Config } from '../config/index.js';
+import { type RoleChecker } from '../db/index.js';
+import { ProtocolError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { type HttpSecurity } from '../transport/index.js';
+
+export interface AuthenticateOptions {
+  readonly config: Config;
+  /** HS256 secret (configured, or the embedded default's); undefined with a JWKS only. */
+  readonly secret: string | undefined;
+  readonly audience: string;
+  /** Whether a request may run as a role (db/ checkRequestRole says allowed); cached by db/. */
+  readonly canAssume: (role: string) => Promise<boolean>;
+  readonly logger: Logger;
+}
+
+/**
+ * HTTP request → Principal. PGMCP_AUTH=none: everyone is PGMCP_ROLE (or the login). jwt: the bearer
+ * token must verify, and the role it names must be one the login may assume. Failures are logged by
+ * reason only, never with the token or the role it named.
+ */
+export function createAuthenticate(
+  options: AuthenticateOptions,
+): (request: {
+  headers: { authorization?: string | undefined };
+}) => Promise<Principal> {
+  const { config } = options;
+  if (config.auth.mode === 'none') {
+    const principal: Principal =
+      config.role === undefined
+        ? LOGIN_PRINCIPAL
+        : { role: config.role, claims: {} };
+    return () => Promise.resolve(principal);
+  }
+  const verifier = createTokenVerifier({
+    secret: options.secret,
+    jwksUrl: config.auth.jwksUrl,
+    issuer: config.auth.issuer,
+    audience: options.audience,
+    roleClaim: config.auth.roleClaim,
+    anonymousRole: config.auth.anonymousRole,
+    cacheMaxEntries: config.auth.cacheMaxEntries,
+    cacheMaxLifetimeSeconds: config.auth.cacheMaxLifetimeSeconds,
+  });
+  return async function authenticate(request) {
+    let principal: Principal;
+    try {
+      principal = await verifier.verify(request.headers.authorization);
+    } catch (error) {
+      if (!(error instanceof AuthenticationError)) throw error;
+      options.logger.warn(`refused a request: ${error.reason}`);
+      if (error.reason === 'ROLE_FORBIDDEN')
+        throw new ProtocolError(
+          'ROLE_FORBIDDEN',
+          'The token does not name a role this server may assume.',
+        );
+      if (error.reason === 'KEYS_UNAVAILABLE')
+        throw new ProtocolError(
+          'UNAVAILABLE',
+          'The identity provider is unavailable.',
+          { cause: error },
+        );
+      throw new ProtocolError('AUTHENTICATION_REQUIRED', error.message);
+    }
+    if (principal.role !== null && !(await options.canAssume(principal.role))) {
+      options.logger.warn('refused a request: ROLE_NOT_GRANTED');
+      throw new ProtocolError(
+        'ROLE_FORBIDDEN',
+        'The token does not name a role this server may assume.',
+      );
+    }
+    return principal;
+  };
+}
+
+/** Where the HS256 secret comes from, per config (the state folder only for the embedded default). */
+export function signingSecretSettings(config: Config): SigningSecretSettings {
+  return {
+    secret: config.auth.secret,
+    jwksUrl: config.auth.jwksUrl,
+    stateDirectory:
+      config.database.mode === 'embedded' ? config.stateDirectory : undefined,
+  };
+}
+
+/** The audience tokens must carry, for the server listening on `port` (default: the configured one). */
+export function serverAudience(config: Config, port = config.port): string {
+  return tokenAudience(
+    { audience: config.auth.audience, host: config.host },
+    port,
+  );
+}
+
+/** Token checks and the protected-resource metadata for the server's own URL, `audience`. */
+export function httpSecurity(
+  config: Config,
+  audience: string,
+  deps: { canAssume: RoleChecker; logger: Logger },
+): HttpSecurity {
+  return {
+    authenticate: createAuthenticate({
+      config,
+      secret: jwtSecret(signingSecretSettings(config)),
+      audience,
+      canAssume: deps.canAssume,
+      logger: deps.logger,
+    }),
+    protectedResource:
+      config.auth.mode === 'jwt'
+        ? protectedResourceMetadata(audience, config.auth.issuer)
+        : undefined,
+  };
+}

@@ -1,0 +1,219 @@
+// What serving takes besides the method table: the sources per database, the change feeds and
+// the transports; server.ts runs them in order.
+import { LOGIN_PRINCIPAL } from '../auth/index.js';
+import type { Config } from '../config/index.js';
+import {
+  createRoleChecker,
+  inspectCollection,
+  type DatabaseHandle,
+  type RoleChecker,
+} from '../db/index.js';
+import { ConfigError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { type ChangeFeed } from '../notifications/index.js';
+import {
+  catalogSource,
+  type CatalogSource,
+  type CollectionConfig,
+} from '../resources/index.js';
+import {
+  createLineChannel,
+  startHttpTransport,
+  startStdioTransport,
+  type HttpTransport,
+  type StdioTransport,
+} from '../transport/index.js';
+import { httpSecurity, serverAudience } from './authenticate.js';
+import { type App, type AppOptions } from './create-app.js';
+
+/** The databases a server serves: the main one (requests' login) and each --database. */
+export interface ServedDatabases {
+  readonly main: DatabaseHandle;
+  readonly more: readonly {
+    readonly name: string;
+    readonly db: DatabaseHandle;
+  }[];
+}
+
+/** One catalog source per database, with its collections from the config file, each checked. */
+export async function createSources(
+  config: Config,
+  databases: ServedDatabases,
+  logger: Logger,
+): Promise<CatalogSource[]> {
+  const collectionsIn = (name: string | undefined): CollectionConfig[] =>
+    config.collections.filter((collection) => collection.database === name);
+  const sensitiveIn = (name: string | undefined) =>
+    config.sensitive.filter((entry) => entry.database === name);
+  const sources = [
+    await catalogSource(databases.main, {
+      scope: config.catalog,
+      collections: collectionsIn(undefined),
+      sensitive: sensitiveIn(undefined),
+    }),
+  ];
+  for (const { name, db } of databases.more)
+    sources.push(
+      await catalogSource(db, {
+        name,
+        scope: config.catalog,
+        collections: collectionsIn(name),
+        sensitive: sensitiveIn(name),
+      }),
+    );
+  const named = new Set<string>();
+  for (const source of sources) {
+    if (named.has(source.name))
+      throw new ConfigError(
+        `two databases are named ${source.name}: give --database another name (the main database is named after itself).`,
+      );
+    named.add(source.name);
+    for (const collection of source.collections)
+      await checkCollection(source, collection, logger);
+  }
+  return sources;
+}
+
+/** createApp's options for a server per config. */
+export function appOptions(
+  config: Config,
+  db: DatabaseHandle,
+  sources: readonly CatalogSource[],
+  cursorSecret: string,
+  logger: Logger,
+  roleDecisions: RoleChecker,
+): AppOptions {
+  return {
+    db,
+    sources,
+    cursorSecrets: config.cursorSecrets ?? [cursorSecret],
+    pageSize: config.pageSize,
+    maxDirectoryEntries: config.maxDirectoryEntries,
+    live: config.live,
+    logger,
+    roleDecisions,
+    consentMinutes: config.consentMinutes,
+    tools: config.tools,
+  };
+}
+
+/** The server's one role checker (HTTP authentication asks it; createApp empties it), per config. */
+export function createRoleDecisions(
+  config: Config,
+  requestDb: DatabaseHandle,
+): RoleChecker {
+  return createRoleChecker(requestDb, {
+    maxEntries: config.auth.roleCacheMaxEntries,
+    maxAgeMs: config.auth.roleCacheMaxAgeSeconds * 1000,
+  });
+}
+
+/** Start the change path (one feed per source), pushed onto `feeds` once started (the caller stops it). */
+export async function startChangeFeeds(
+  app: App,
+  sources: readonly CatalogSource[],
+  feeds: ChangeFeed[],
+  logger: Logger,
+): Promise<void> {
+  feeds.push(await app.startChangePath());
+  logger.info(
+    `live updates: listening for changes on pgmcp_changes${sources.length === 1 ? '' : ` in ${sources.length} databases`}`,
+  );
+}
+
+/** The transport serving: HTTP, or stdio (then `http` is undefined). */
+export interface Transports {
+  readonly http: HttpTransport | undefined;
+  readonly stdio: StdioTransport | undefined;
+}
+
+/** Serve `app` over stdio or HTTP per config; HTTP requests run as roles `canAssume` allows. */
+export async function startTransports(
+  config: Config,
+  app: App,
+  canAssume: RoleChecker,
+  feeds: readonly ChangeFeed[],
+  logger: Logger,
+): Promise<Transports> {
+  if (config.stdio) {
+    const stdio = startStdioTransport({
+      input: process.stdin,
+      output: process.stdout,
+      // Both eras on stdio (issue 14): the process is the legacy session.
+      dispatcher: app.stdioDispatcher(createLineChannel(process.stdout)),
+      principal:
+        config.role === undefined
+          ? LOGIN_PRINCIPAL
+          : { role: config.role, claims: {} },
+      maxMessageBytes: config.maxBodyBytes,
+    });
+    return { http: undefined, stdio };
+  }
+  const http = await startHttpTransport({
+    host: config.host,
+    port: config.port,
+    path: '/mcp',
+    dispatcher: app.dispatcher,
+    maxBodyBytes: config.maxBodyBytes,
+    allowedHosts: config.allowedHosts,
+    allowedOrigins: config.allowedOrigins,
+    securityFor: (url) =>
+      httpSecurity(config, serverAudience(config, Number(new URL(url).port)), {
+        canAssume,
+        logger,
+      }),
+    keepAliveMs: config.live.keepAliveMs,
+    ready: () => readiness(feeds),
+    log: (line) => logger.warn(line),
+    // Issue 14: 2025-11-25 sessions on the same endpoint.
+    legacy: app.legacyHttp,
+  });
+  return { http, stdio: undefined };
+}
+
+/** Ready when every database's feed is: the first that is not says why. */
+function readiness(
+  feeds: readonly ChangeFeed[],
+): ReturnType<ChangeFeed['readiness']> {
+  const states = feeds.map((feed) => feed.readiness());
+  return (
+    states.find((state) => !state.ok) ??
+    (states[0] as ReturnType<ChangeFeed['readiness']>)
+  );
+}
+
+/**
+ * A configured collection must name a table with a primary key (its rows are named by it); one
+ * without capture triggers is served, but its changes are not heard of, so say how to fix that.
+ */
+async function checkCollection(
+  source: CatalogSource,
+  collection: CollectionConfig,
+  logger: Logger,
+): Promise<void> {
+  const where = `collection ${collection.schema}.${collection.table} (database ${source.name})`;
+  const facts = await inspectCollection(
+    source.db,
+    collection.schema,
+    collection.table,
+  );
+  if (!facts.exists)
+    throw new ConfigError(
+      `${where}: no such table. Check "schema" and "table" in the config file (exact names, not quoted).`,
+    );
+  if (!facts.hasPrimaryKey)
+    throw new ConfigError(
+      `${where}: the table has no primary key, and rows are named by it. Add one, or remove the collection.`,
+    );
+  if (!facts.exposed)
+    logger.warn(
+      `${where}: changes are not captured, so subscribers will not hear of them; run pgmcp expose '${sqlName(collection.schema)}.${sqlName(collection.table)}'`,
+    );
+}
+
+/** An identifier as SQL writes it: bare when it may be, else double-quoted. */
+function sqlName(name: string): string {
+  return /^[a-z_][a-z0-9_$]*$/.test(name)
+    ? name
+    : `"${name.replace(/"/g, '""')}"`;
+}
