@@ -21,7 +21,7 @@ export interface RelationSize {
 export interface StorageFigures {
   /** pgmcp.resources: heap, TOAST and the indexes its own columns need. */
   readonly table: RelationSize;
-  /** Everything else pgmcp keeps: its other tables, and indexes on the table over tsvector (search). */
+  /** Everything else pgmcp keeps: its other tables, and the search index on the table (search_document). */
   readonly beside: readonly RelationSize[];
   /** sum(beside) / table. */
   readonly ratio: number;
@@ -56,16 +56,14 @@ export async function storageFigures(
          select sum(pg_relation_size(i.indexrelid)) as bytes
            from pg_index i
           where i.indrelid = c.oid
-            and exists (select from pg_attribute a
-                         where a.attrelid = i.indexrelid and a.atttypid = 'tsvector'::regtype)) s
+            and pg_get_indexdef(i.indexrelid) like '%search_document%') s
          on true
       where c.relnamespace = 'pgmcp'::regnamespace and c.relkind in ('r', 'p')
       union all
      select 'pgmcp.resources search indexes', coalesce(sum(pg_relation_size(i.indexrelid)), 0)::text
        from pg_index i
       where i.indrelid = 'pgmcp.resources'::regclass
-        and exists (select from pg_attribute a
-                     where a.attrelid = i.indexrelid and a.atttypid = 'tsvector'::regtype)`,
+        and pg_get_indexdef(i.indexrelid) like '%search_document%'`,
   );
   const sizes = rows.map((row) => ({
     name: row.name,
