@@ -17,6 +17,7 @@ import type pg from 'pg';
 import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
 import type { DatabaseHandle } from './pool.js';
+import { watchCancel, type Cancellation } from './request-transaction.js';
 import { toDatabaseError } from './sqlstate.js';
 
 /** A column of a result: its name and PostgreSQL type (format_type). */
@@ -50,6 +51,8 @@ export interface AdHocSqlOptions {
   readonly params: readonly (string | null)[];
   /** Schemas the statement may read (null: any the role may); also its search_path. */
   readonly schemas: readonly string[] | null;
+  /** The request: once it is cancelled, the running statement is cancelled in PostgreSQL. */
+  readonly cancellation?: Cancellation | { readonly aborted: boolean };
 }
 
 /**
@@ -177,6 +180,7 @@ async function inRequestTransaction<T>(
     throw toDatabaseError(error);
   }
   let broken: Error | undefined;
+  const watch = watchCancel(client, options.cancellation ?? { aborted: false });
   try {
     const literal = (value: string) => client.escapeLiteral(value);
     await client.query(
@@ -191,7 +195,11 @@ async function inRequestTransaction<T>(
   } catch (error) {
     throw statementError(error);
   } finally {
-    broken = await cleanUp(client);
+    // A cancel still on its way could hit the clean-up or the next request: wait for it first.
+    broken =
+      (await watch.stop()) === false
+        ? new Error('a cancel request could not be delivered')
+        : await cleanUp(client);
     client.release(broken);
   }
 }

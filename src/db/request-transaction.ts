@@ -142,7 +142,7 @@ async function keepAfterError(
  * backend. `stop` ends the watch and resolves with whether a cancel sent was delivered (undefined
  * when none was sent).
  */
-function watchCancel(
+export function watchCancel(
   client: pg.PoolClient,
   cancellation: Cancellation | { readonly aborted: boolean },
 ): { stop(): Promise<boolean | undefined> } {

@@ -15,16 +15,13 @@ const EXPLAIN_OUTPUT_SCHEMA = {
   required: ['plan', 'analyzed'],
 };
 
-/** The explain tool; `analyze` only when the config file's tools.explainAnalyze allows it. */
-export function createExplainTool(
-  deps: SqlToolDependencies & { readonly analyzeAllowed: boolean },
-): Tool {
-  const audited = createAuditedRunner(deps);
-  const args = z
+/** explain's arguments: `analyze` exists only when the config file allows it. */
+function explainArgs(analyzeAllowed: boolean) {
+  return z
     .object({
       sql: z.string().min(1).max(100_000).describe('The statement to plan.'),
       params: SqlParamsSchema.optional(),
-      ...(deps.analyzeAllowed
+      ...(analyzeAllowed
         ? {
             analyze: z
               .boolean()
@@ -36,6 +33,14 @@ export function createExplainTool(
         : {}),
     })
     .strict();
+}
+
+/** The explain tool; `analyze` only when the config file's tools.explainAnalyze allows it. */
+export function createExplainTool(
+  deps: SqlToolDependencies & { readonly analyzeAllowed: boolean },
+): Tool {
+  const audited = createAuditedRunner(deps);
+  const args = explainArgs(deps.analyzeAllowed);
   return defineTool({
     name: 'explain',
     title: 'Explain a SQL statement',
@@ -61,6 +66,7 @@ export function createExplainTool(
               sql,
               params: params.map(asText),
               schemas: deps.schemas,
+              cancellation: ctx,
               analyze,
             }),
           () => null,

@@ -87,6 +87,7 @@ export function createQueryTool(deps: SqlToolDependencies): Tool {
               params: params.map(asText),
               maxRows,
               schemas: deps.schemas,
+              cancellation: ctx,
             }),
           (rows) => rows.rows.length,
         );

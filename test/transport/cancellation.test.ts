@@ -168,6 +168,31 @@ describe('cancelling a request', () => {
     ]);
   });
 
+  it('over HTTP: closing a query tool call stops its statement and the connection serves the next request', async () => {
+    const aborter = new AbortController();
+    const pending = fetch(server.url, {
+      method: 'POST',
+      headers: mcpHeaders('tools/call', 'query'),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'slow-query',
+        method: 'tools/call',
+        params: {
+          _meta: META,
+          name: 'query',
+          arguments: { sql: 'select pg_sleep(30)' },
+        },
+      }),
+      signal: aborter.signal,
+    }).catch((error: unknown) => error);
+    const pid = await sleepingBackend();
+    aborter.abort();
+    await idleAfterCancel(pid);
+    expect(await pending).toBeInstanceOf(Error);
+    const next = await call(server.url, 'resources/read', { uri: quickUri() });
+    expect(next.error).toBeUndefined();
+  });
+
   it('in a legacy HTTP session: notifications/cancelled stops the statement and the request gets no response', async () => {
     const session = await openSession(server.url);
     const headers = {
