@@ -16,7 +16,7 @@
 import type pg from 'pg';
 import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
-import type { DatabaseHandle } from './pool.js';
+import { connectClient, type DatabaseHandle } from './pool.js';
 import { watchCancel, type Cancellation } from './request-transaction.js';
 import { toDatabaseError } from './sqlstate.js';
 
@@ -173,12 +173,7 @@ async function inRequestTransaction<T>(
   options: AdHocSqlOptions,
   work: (client: pg.PoolClient) => Promise<T>,
 ): Promise<T> {
-  let client: pg.PoolClient;
-  try {
-    client = await db.pool.connect();
-  } catch (error) {
-    throw toDatabaseError(error);
-  }
+  const client = await connectClient(db);
   let broken: Error | undefined;
   const watch = watchCancel(client, options.cancellation ?? { aborted: false });
   try {

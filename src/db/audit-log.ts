@@ -1,9 +1,8 @@
 // pgmcp.audit (migration 0013): query and explain tool calls, and consents asked, given or declined.
 // Written by the login through pgmcp.write_audit, outside the request's own transaction, so a call
 // that failed or a consent that was declined is on record either way.
-import type pg from 'pg';
 import type { DatabaseHandle } from './pool.js';
-import { toDatabaseError } from './sqlstate.js';
+import { inWriteTransaction } from './write-transaction.js';
 
 /** One audit row; the columns are migration 0013's. */
 export interface AuditEntry {
@@ -63,31 +62,4 @@ export async function pruneAudit(
     ),
   );
   return Number(rows[0]?.pruned ?? 0);
-}
-
-async function inWriteTransaction<T>(
-  db: DatabaseHandle,
-  work: (client: pg.PoolClient) => Promise<T>,
-): Promise<T> {
-  let client: pg.PoolClient;
-  try {
-    client = await db.pool.connect();
-  } catch (error) {
-    throw toDatabaseError(error);
-  }
-  let broken: Error | undefined;
-  try {
-    await client.query('begin read write');
-    const result = await work(client);
-    await client.query('commit');
-    return result;
-  } catch (error) {
-    await client.query('rollback').catch((rollbackError: unknown) => {
-      broken =
-        rollbackError instanceof Error ? rollbackError : new Error('rollback');
-    });
-    throw toDatabaseError(error);
-  } finally {
-    client.release(broken);
-  }
 }

@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import type { Principal } from '../auth/index.js';
 import type { DatabaseHandle } from './pool.js';
+import { inWriteTransaction } from './write-transaction.js';
 import { toDatabaseError } from './sqlstate.js';
 
 /** What a session row holds besides its keys (both are SHA-256 digests, never the id itself). */
@@ -24,26 +25,10 @@ async function write<TRow>(
   text: string,
   values: unknown[],
 ): Promise<TRow[]> {
-  let client;
-  try {
-    client = await db.pool.connect();
-  } catch (error) {
-    throw toDatabaseError(error);
-  }
-  let broken: Error | undefined;
-  try {
-    await client.query('begin read write');
+  return inWriteTransaction(db, async (client) => {
     const { rows } = await client.query<TRow & object>(text, values);
-    await client.query('commit');
     return rows;
-  } catch (error) {
-    await client.query('rollback').catch((rollbackError: unknown) => {
-      broken = rollbackError as Error;
-    });
-    throw toDatabaseError(error);
-  } finally {
-    client.release(broken);
-  }
+  });
 }
 
 /** Store a new session; false when `role` already holds `maxPerRole` live sessions. */

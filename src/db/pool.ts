@@ -1,5 +1,6 @@
 // Connection pools: one for requests (read-only by default) and short-lived admin clients.
 import pg from 'pg';
+import { toDatabaseError } from './sqlstate.js';
 import {
   installedPipelineDriver,
   pipelineDriverProblem,
@@ -122,4 +123,15 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
     }),
     close: () => pool.end(),
   };
+}
+
+/** A pool connection; failing to get one (unreachable, pool exhausted) is a mapped ProtocolError. */
+export async function connectClient(
+  db: DatabaseHandle,
+): Promise<pg.PoolClient> {
+  try {
+    return await db.pool.connect();
+  } catch (error) {
+    throw toDatabaseError(error);
+  }
 }

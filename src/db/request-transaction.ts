@@ -4,7 +4,7 @@ import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
 import { cancelBackend } from './backend-cancel.js';
 import { ImplicitTransaction } from './implicit-transaction.js';
-import { PIPELINE, type DatabaseHandle } from './pool.js';
+import { connectClient, PIPELINE, type DatabaseHandle } from './pool.js';
 import type { PreparedQuery } from './prepared.js';
 import { toDatabaseError } from './sqlstate.js';
 
@@ -48,12 +48,7 @@ export async function runRequestQuery<TArgs, TRow>(
 ): Promise<TRow[]> {
   if (cancellation.aborted)
     throw new ProtocolError('TIMEOUT', 'The request was cancelled.');
-  let client;
-  try {
-    client = await db.pool.connect();
-  } catch (error) {
-    throw toDatabaseError(error);
-  }
+  const client = await connectClient(db);
   let broken: Error | undefined;
   const watch = watchCancel(client, cancellation);
   const observe = observer<TRow>(cancellation, query.name);
