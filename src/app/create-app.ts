@@ -1,7 +1,11 @@
 // The composition root's method table: from the open databases and the config it builds the
 // sources' handlers, the dispatcher with every method, both protocol eras and the change path.
 import type { Config } from '../config/index.js';
-import { createLegacySessionStore, type DatabaseHandle } from '../db/index.js';
+import {
+  createLegacySessionStore,
+  LIST_PROMPTS_PAGE,
+  type DatabaseHandle,
+} from '../db/index.js';
 import { ProtocolError } from '../errors.js';
 import type { Logger } from '../log.js';
 import {
@@ -28,7 +32,8 @@ import {
 import {
   completePromptArgument,
   createGetPromptMethod,
-  createListPromptsMethod,
+  PROMPTS_COLLECTION,
+  renderPrompt,
   promptChange,
   PROMPTS_RELATION,
   type PromptDependencies,
@@ -39,6 +44,7 @@ import {
   deliveredChanges,
   type CatalogSource,
   createCompleteMethod,
+  createKeysetListMethod,
   createListResourcesMethod,
   createListTemplatesMethod,
   createReadResourceMethod,
@@ -153,7 +159,7 @@ export function createApp(options: AppOptions): App {
       expiryMinutes: options.consentMinutes ?? 10,
     }),
   };
-  const promptDeps = promptDependencies(options, cursors, readDeps);
+  const promptDeps = promptDependencies(options, readDeps);
   const fanout = new StreamRegistry({
     serverInfo: SERVER_INFO,
     maxStreams: options.live.maxStreams,
@@ -192,7 +198,17 @@ export function createApp(options: AppOptions): App {
           completePromptArgument(promptDeps, ctx, name, argument),
       }),
     ],
-    ['prompts/list', createListPromptsMethod(promptDeps)],
+    [
+      'prompts/list',
+      createKeysetListMethod(listDeps, {
+        collection: PROMPTS_COLLECTION,
+        query: LIST_PROMPTS_PAGE,
+        field: 'prompts',
+        render: renderPrompt,
+        keyOf: (row) => row.id,
+        cache: 'list',
+      }),
+    ],
     ['prompts/get', createGetPromptMethod(promptDeps)],
     [
       'subscriptions/listen',
@@ -278,15 +294,11 @@ function serverTools(
 /** What prompts/ renders with: the main database, its catalog, and reads as the caller. */
 function promptDependencies(
   options: AppOptions,
-  cursors: PromptDependencies['cursors'],
   readDeps: Parameters<typeof readContents>[0],
 ): PromptDependencies {
   const main = options.sources[0];
   return {
     db: options.db,
-    cursors,
-    pageSize: options.pageSize,
-    ttlMs: TTL_MS.list,
     catalog: {
       include: main?.scope.include ?? null,
       exclude: main?.scope.exclude ?? [],

@@ -2,7 +2,7 @@
 // completion of their arguments, and what a logged prompt change means to listen streams.
 import type { ChangeRow } from '../db/index.js';
 
-export { createListPromptsMethod } from './prompt-list.js';
+export { PROMPTS_COLLECTION, renderPrompt } from './prompt-list.js';
 export { createGetPromptMethod } from './prompt-get.js';
 export { completePromptArgument } from './prompt-completion.js';
 export { type PromptDependencies } from './prompt-dependencies.js';

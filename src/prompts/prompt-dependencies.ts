@@ -1,15 +1,11 @@
 // What the prompt handlers need from the rest of the server, handed in by app/ (prompts/ sits
 // beside resources/ and does not import it).
 import type { DatabaseHandle } from '../db/index.js';
-import type { CursorCodec, RequestContext } from '../protocol/index.js';
+import type { RequestContext } from '../protocol/index.js';
 
 export interface PromptDependencies {
   /** The main database: pgmcp.prompts, the stored resources and the catalog templates render. */
   readonly db: DatabaseHandle;
-  readonly cursors: CursorCodec;
-  readonly pageSize: number;
-  /** prompts/list's ttlMs (cacheScope follows the caller, as for resources/list). */
-  readonly ttlMs: number;
   /** The main database's catalog: its configured scope, and a table's pg:// description URI. */
   readonly catalog: {
     readonly include: readonly string[] | null;

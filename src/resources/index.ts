@@ -1,6 +1,6 @@
 // Public surface of resources/: the handlers app/ registers, plus URI helpers.
 export { createListResourcesMethod } from './list.js';
-export { type ListDependencies } from './keyset.js';
+export { createKeysetListMethod, type ListDependencies } from './keyset.js';
 export { createListTemplatesMethod } from './templates.js';
 export {
   createReadResourceMethod,
