@@ -51,6 +51,7 @@ import {
   readableUris,
   readContents,
   TTL_MS,
+  RolePageMemo,
 } from '../resources/index.js';
 import { createLegacyHttp, type LegacyHttp } from '../transport/index.js';
 import {
@@ -81,6 +82,11 @@ export interface AppOptions {
    * reports a schema change or resyncs.
    */
   readonly roleDecisions?: { clear(): void };
+  /**
+   * Longest a role decision, or a prompts/list page kept for a role, stands
+   * (PGMCP_ROLE_CACHE_MAX_AGE_SECONDS); default 10 s, 0: prompts/list pages are not kept.
+   */
+  readonly roleCacheMaxAgeMs?: number;
   /** How long a consent request's state stays good (PGMCP_CONSENT_MINUTES); default 10. */
   readonly consentMinutes?: number;
   /** Tool settings (config file "tools"); the defaults when absent. */
@@ -160,6 +166,12 @@ export function createApp(options: AppOptions): App {
     }),
   };
   const promptDeps = promptDependencies(options, readDeps);
+  // prompts/list pages per role (pgmcp.prompts' policy reads only the role), dropped when the
+  // feed reports a prompt or schema change, and after the role decisions' age.
+  const promptPages = new RolePageMemo({
+    maxEntries: 1000,
+    maxAgeMs: options.roleCacheMaxAgeMs ?? 10_000,
+  });
   const fanout = new StreamRegistry({
     serverInfo: SERVER_INFO,
     maxStreams: options.live.maxStreams,
@@ -207,6 +219,7 @@ export function createApp(options: AppOptions): App {
         render: renderPrompt,
         keyOf: (row) => row.id,
         cache: 'list',
+        memo: promptPages,
       }),
     ],
     ['prompts/get', createGetPromptMethod(promptDeps)],
@@ -241,20 +254,31 @@ export function createApp(options: AppOptions): App {
     dispatcher,
     fanout,
     ...legacyEra(options, dispatcher, fanout),
-    startChangePath: (tuning) =>
-      startChangePath({
+    startChangePath: async (tuning) => {
+      const feed = await startChangePath({
         sources: options.sources,
         streams: fanout,
         // Prompts live in the main database (sources[0]); its log's prompt rows are theirs.
-        deliveredChanges: (source, change) =>
-          source === options.sources[0] && change.relation === PROMPTS_RELATION
-            ? [promptChange(change)]
-            : deliveredChanges(source, change),
-        forgetCatalog: (source) => forgetCatalog(source, options.roleDecisions),
+        deliveredChanges: (source, change) => {
+          if (
+            source !== options.sources[0] ||
+            change.relation !== PROMPTS_RELATION
+          )
+            return deliveredChanges(source, change);
+          promptPages.clear();
+          return [promptChange(change)];
+        },
+        forgetCatalog: (source) => {
+          promptPages.clear();
+          forgetCatalog(source, options.roleDecisions);
+        },
         retentionSeconds: options.live.changeRetentionSeconds,
         log: tuning?.log ?? ((line) => options.logger.info(line)),
         pollIntervalMs: tuning?.pollIntervalMs,
-      }),
+      });
+      promptPages.start();
+      return feed;
+    },
   };
 }
 

@@ -92,6 +92,7 @@ export function appOptions(
     live: config.live,
     logger,
     roleDecisions,
+    roleCacheMaxAgeMs: config.auth.roleCacheMaxAgeSeconds * 1000,
     consentMinutes: config.consentMinutes,
     tools: config.tools,
   };

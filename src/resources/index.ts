@@ -1,6 +1,7 @@
 // Public surface of resources/: the handlers app/ registers, plus URI helpers.
 export { createListResourcesMethod } from './list.js';
 export { createKeysetListMethod, type ListDependencies } from './keyset.js';
+export { RolePageMemo } from './role-page-memo.js';
 export { createListTemplatesMethod } from './templates.js';
 export {
   createReadResourceMethod,

@@ -13,8 +13,10 @@ import {
   type CursorCodec,
   type MethodHandler,
   type PaginatedParams,
+  type RequestContext,
 } from '../protocol/index.js';
 import { cacheHints, type TTL_MS } from './cache-hints.js';
+import type { MemoPage, RolePageMemo } from './role-page-memo.js';
 
 /** What every list method needs. */
 export interface ListDependencies {
@@ -82,8 +84,33 @@ export function createKeysetListMethod<TRow>(
     /** The row's primary key, as text (what the next cursor points after). */
     readonly keyOf: (row: TRow) => string;
     readonly cache: keyof typeof TTL_MS;
+    /** Pages kept per role, for a table whose policy reads only the role (prompts). */
+    readonly memo?: RolePageMemo;
   },
 ): MethodHandler<PaginatedParams> {
+  const readPage = async (
+    ctx: RequestContext,
+    afterId: string,
+  ): Promise<MemoPage> => {
+    const { page, more } = await keysetPage(
+      deps.db,
+      ctx,
+      options.query,
+      { afterId },
+      deps.pageSize,
+    );
+    const last = page.at(-1);
+    return {
+      items: `[${page.map(options.render).join(',')}]`,
+      nextCursor:
+        more && last !== undefined
+          ? deps.cursors.encode({
+              c: options.collection,
+              k: [options.keyOf(last)],
+            })
+          : undefined,
+    };
+  };
   return createMethod({
     params: PaginatedParamsSchema,
     async handle(params, ctx) {
@@ -92,26 +119,36 @@ export function createKeysetListMethod<TRow>(
         params.cursor,
         options.collection,
       );
-      const { page, more } = await keysetPage(
-        deps.db,
-        ctx,
-        options.query,
-        { afterId },
-        deps.pageSize,
-      );
-      const last = page.at(-1);
+      const page =
+        options.memo === undefined
+          ? await readPage(ctx, afterId)
+          : await memoized(options.memo, ctx, afterId, readPage);
       return {
-        [options.field]: new RawJson(`[${page.map(options.render).join(',')}]`),
-        ...(more && last !== undefined
-          ? {
-              nextCursor: deps.cursors.encode({
-                c: options.collection,
-                k: [options.keyOf(last)],
-              }),
-            }
-          : {}),
+        [options.field]: new RawJson(page.items),
+        ...(page.nextCursor === undefined
+          ? {}
+          : { nextCursor: page.nextCursor }),
         ...cacheHints(options.cache, ctx.principal),
       };
     },
   });
+}
+
+/** The role's page from `memo`, else read (and kept unless the memo was cleared meanwhile). */
+async function memoized(
+  memo: RolePageMemo,
+  ctx: RequestContext,
+  afterId: string,
+  read: (ctx: RequestContext, afterId: string) => Promise<MemoPage>,
+): Promise<MemoPage> {
+  const role = ctx.principal.role;
+  const kept = memo.get(role, afterId);
+  ctx.notices.log('info', 'cache', {
+    page: kept === undefined ? 'miss' : 'hit',
+  });
+  if (kept !== undefined) return kept;
+  const generation = memo.generation;
+  const page = await read(ctx, afterId);
+  memo.set(role, afterId, page, generation);
+  return page;
 }

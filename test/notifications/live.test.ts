@@ -12,7 +12,9 @@ import {
   call,
   listen,
   listenFresh,
+  mcpHeaders,
   startTestServer,
+  until,
   testDatabaseUrl,
   type ListenStream,
   type TestServer,
@@ -65,6 +67,33 @@ async function sentinel(stream: ListenStream, uri: string): Promise<void> {
   await stream.waitFor(
     () => stream.updated().filter((seen) => seen === uri).length > before,
   );
+}
+
+/** The cache decision prompts/list reports at log level info: "hit" or "miss". */
+async function pageCacheDecision(server: TestServer): Promise<unknown> {
+  const response = await fetch(server.url, {
+    method: 'POST',
+    headers: mcpHeaders('prompts/list'),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 'memo',
+      method: 'prompts/list',
+      params: {
+        _meta: { ...META, 'io.modelcontextprotocol/logLevel': 'info' },
+      },
+    }),
+  });
+  const events = (await response.text())
+    .split('\n\n')
+    .filter((event) => event.startsWith('data: '))
+    .map((event) => JSON.parse(event.slice(6)) as Record<string, unknown>);
+  const cache = events.find(
+    (event) =>
+      event['method'] === 'notifications/message' &&
+      (event['params'] as { logger?: string }).logger === 'cache',
+  );
+  return (cache?.['params'] as { data?: { page?: unknown } } | undefined)?.data
+    ?.page;
 }
 
 beforeAll(async () => {
@@ -221,6 +250,59 @@ describe('subscriptions/listen', () => {
     // A delete is heard by who could read the row.
     await sql.query(`delete from pgmcp.prompts where name = 'live-b-1'`);
     await promptsB.waitFor(() => promptChanges(promptsB) === 2);
+  });
+
+  it('keeps prompts/list pages per role until the feed reports a prompt change, never handing one role the page of another', async () => {
+    // Pages kept far longer than the test: only the feed's report can make a new prompt show.
+    const memoA = await startTestServer({
+      databaseUrl,
+      principal: { role: ROLE_A, claims: {} },
+      live: {},
+      roleCacheMaxAgeMs: 600_000,
+    });
+    const memoB = await startTestServer({
+      databaseUrl,
+      principal: { role: ROLE_B, claims: {} },
+      live: {},
+      roleCacheMaxAgeMs: 600_000,
+    });
+    try {
+      const names = async (server: TestServer) =>
+        (
+          (await call(server.url, 'prompts/list')).result?.['prompts'] as {
+            name: string;
+          }[]
+        ).map((prompt) => prompt.name);
+      const firstA = await names(memoA);
+      expect(await pageCacheDecision(memoA)).toBe('hit');
+      // B asks for the same position and gets its own page, not A's kept one.
+      await sql.query(
+        `insert into pgmcp.prompts (name, messages, readers)
+         values ('memo-b', '[{"role": "user", "content": {"type": "text", "text": "hi"}}]', $1)`,
+        [[ROLE_B]],
+      );
+      await until(
+        async () => (await names(memoB)).includes('memo-b'),
+        10_000,
+        "B's new prompt",
+      );
+      expect(await names(memoA)).toEqual(firstA);
+      // A's committed prompt shows in A's next list once the feed has seen it.
+      await sql.query(
+        `insert into pgmcp.prompts (name, messages, readers)
+         values ('memo-a', '[{"role": "user", "content": {"type": "text", "text": "hi"}}]', $1)`,
+        [[ROLE_A]],
+      );
+      await until(
+        async () => (await names(memoA)).includes('memo-a'),
+        10_000,
+        "A's new prompt",
+      );
+      expect(await names(memoA)).not.toContain('memo-b');
+    } finally {
+      await memoA.close();
+      await memoB.close();
+    }
   });
 
   it('stops telling a role about a resource it can no longer read, while its list shows the loss', async () => {

@@ -76,6 +76,8 @@ export interface TestServerOptions {
   };
   /** Role decisions the app forgets when the feed reports a schema change (createApp's). */
   roleDecisions?: { clear(): void };
+  /** How long a prompts/list page is kept per role (default: the app's, 10 s). */
+  roleCacheMaxAgeMs?: number;
   /** Start the change feed (LISTEN + change log), with these live-update settings over TEST_LIVE. */
   live?: Partial<Config['live']>;
   /** Live-update settings without a change feed (stream caps, listen validation). */
@@ -129,6 +131,7 @@ export async function startTestServer(
     live: { ...TEST_LIVE, ...options.liveSettings, ...options.live },
     logger,
     roleDecisions: options.roleDecisions,
+    roleCacheMaxAgeMs: options.roleCacheMaxAgeMs,
     tools:
       options.tools === undefined
         ? undefined
