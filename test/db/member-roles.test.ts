@@ -1,4 +1,4 @@
-// pgmcp.member_roles() (migration 0011) holds exactly the roles whose privileges PostgreSQL gives
+// pgmcp.member_roles() (migrations 0011, 0024) holds exactly the roles whose privileges PostgreSQL gives
 // the current role: through INHERIT memberships, never through a NOINHERIT role.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
@@ -96,6 +96,16 @@ describe('pgmcp.member_roles()', () => {
         expect(ours.includes(row.name), row.name).toBe(row.allowed);
     },
   );
+
+  it('finds a role whose name needs quoting, and the roles it inherits', async () => {
+    const quoted = `${prefix} Mixed "Case"`;
+    const ident = `"${quoted.replaceAll('"', '""')}"`;
+    await sql.query(`create role ${ident} nologin inherit`);
+    await sql.query(`grant ${role('leaf')} to ${ident}`);
+    const { members, visible } = await asRole(ident);
+    expect(members.sort()).toEqual([quoted, role('leaf'), 'public'].sort());
+    expect(visible).toEqual([role('leaf')]);
+  });
 
   it('gives the NOINHERIT authenticator none of the roles granted to it', async () => {
     await sql.query(`grant ${role('top')} to pgmcp_authenticator`);
