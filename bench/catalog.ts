@@ -1,7 +1,10 @@
 // Catalog benchmarks (docs/benchmarks.md "Method"), run by bench/run.ts: a database of 10,000
 // tables in 20 schemas, read as a role granted on all of them. First resources/list page p50, a
-// whole-catalog walk through pgmcp against the same keyset query on the pool, and one table's
-// description p50; a role that sees 10 tables as context. Requests carry bearer tokens (serve.ts).
+// whole-catalog walk through pgmcp against the same keyset query on the pool, one table's
+// description p50 and the navigator's p50 and size; the navigator on a 100,000-table copy; what
+// an agent's context takes on the demo database and the 10,000 tables, and how much value hints
+// add to the demo's descriptions; a role that sees 10 tables as context. Requests carry bearer
+// tokens (serve.ts).
 import { Worker } from 'node:worker_threads';
 import pg from 'pg';
 import { createApp } from '../src/app/index.js';
@@ -18,6 +21,8 @@ import type { Logger } from '../src/log.js';
 import { catalogUri, databaseUri } from '../src/resources/catalog-uri.js';
 import { readCatalog } from '../src/resources/catalog.js';
 import { catalogSource } from '../src/resources/index.js';
+import { DEFAULT_NAVIGATOR_BYTES } from '../src/resources/navigator.js';
+import type { CatalogSource } from '../src/resources/rows.js';
 import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../src/config/index.js';
 import type { LoadCaller, Run, Workload } from './load.js';
 import { serve } from './serve.js';
@@ -47,8 +52,12 @@ export interface CatalogBenchOutput {
 }
 
 const DATABASE = 'pgmcp_bench_catalog';
+/** The 100,000-table catalog: a copy of the 10,000 and look-alike tables in schema `wide`. */
+const DATABASE_100K = 'pgmcp_bench_catalog_100k';
 const SCHEMAS = 20;
 const TABLES_PER_SCHEMA = 500;
+/** The tables of schemas s01–s20; a catalog of more holds the rest in `wide`. */
+const CORE_TABLES = SCHEMAS * TABLES_PER_SCHEMA;
 /** The request role: USAGE on every bench schema, SELECT on every bench table. */
 const ROLE = 'bench_catalog';
 /** A role that sees 10 tables of the 10,000 (USAGE on s01, SELECT on t0001–t0010 there). */
@@ -61,106 +70,270 @@ const tableName = (index: number): string =>
   `t${String(index).padStart(4, '0')}`;
 
 /**
- * One schema of the bench catalog, in one transaction (dropped first, so a half-made schema from
- * an interrupted run is made again). Every table has a primary key and four or five columns; every
- * fifth references the one before it, every second has a comment, every fourth an extra index,
- * every tenth a column comment.
+ * The catalog of `tables` tables, as one DO block that commits after each schema and each 2,000
+ * look-alike tables, so an interrupted run resumes where it stopped. Schemas s01–s20 hold 500
+ * tables each (a schema found incomplete is dropped and made again): every table has a primary key
+ * and four or five columns; every fifth references the one before it, every second has a comment,
+ * every fourth an extra index, every tenth a column comment. Past 10,000, `wide` holds look-alike
+ * tables `t_000001` … with the same three columns and no key or index (each index is a file
+ * PostgreSQL syncs on creation: they would make the build ten times slower).
  */
-function schemaDdl(schema: string): string {
-  const literal = pg.escapeLiteral(schema);
-  const identifier = pg.escapeIdentifier(schema);
-  return `drop schema if exists ${identifier} cascade;
-  do $bench$
+function catalogDdl(tables: number): string {
+  const lookAlikes = Math.max(0, tables - CORE_TABLES);
+  return `do $bench$
   declare
-    s text := ${literal};
+    s text;
     t text;
+    made int;
   begin
-    execute format('create schema %I', s);
-    execute format('comment on schema %I is %L', s, 'Bench schema ' || s || '.');
-    for i in 1..${TABLES_PER_SCHEMA} loop
-      t := format('t%s', lpad(i::text, 4, '0'));
-      execute format(
-        'create table %I.%I (id bigint primary key, name text not null, '
-        'created_at timestamptz not null default now(), amount numeric(12, 2)%s)',
-        s, t,
-        case when i % 5 = 0
-          then format(', parent_id bigint references %I.%I (id)', s, format('t%s', lpad((i - 1)::text, 4, '0')))
-          else '' end);
-      if i % 2 = 0 then
-        execute format('comment on table %I.%I is %L', s, t, format('Table %s of schema %s.', i, s));
-      end if;
-      if i % 4 = 0 then execute format('create index on %I.%I (created_at)', s, t); end if;
-      if i % 10 = 0 then
-        execute format('comment on column %I.%I.name is %L', s, t, 'What the row is called.');
-      end if;
+    for n in 1..${SCHEMAS} loop
+      s := format('s%s', lpad(n::text, 2, '0'));
+      select count(*) into made from pg_class c join pg_namespace ns on ns.oid = c.relnamespace
+        where ns.nspname = s and c.relkind = 'r';
+      continue when made = ${TABLES_PER_SCHEMA};
+      execute format('drop schema if exists %I cascade', s);
+      execute format('create schema %I', s);
+      execute format('comment on schema %I is %L', s, 'Bench schema ' || s || '.');
+      for i in 1..${TABLES_PER_SCHEMA} loop
+        t := format('t%s', lpad(i::text, 4, '0'));
+        execute format(
+          'create table %I.%I (id bigint primary key, name text not null, '
+          'created_at timestamptz not null default now(), amount numeric(12, 2)%s)',
+          s, t,
+          case when i % 5 = 0
+            then format(', parent_id bigint references %I.%I (id)', s, format('t%s', lpad((i - 1)::text, 4, '0')))
+            else '' end);
+        if i % 2 = 0 then
+          execute format('comment on table %I.%I is %L', s, t, format('Table %s of schema %s.', i, s));
+        end if;
+        if i % 4 = 0 then execute format('create index on %I.%I (created_at)', s, t); end if;
+        if i % 10 = 0 then
+          execute format('comment on column %I.%I.name is %L', s, t, 'What the row is called.');
+        end if;
+      end loop;
+      execute format('grant usage on schema %I to ${ROLE}', s);
+      execute format('grant select on all tables in schema %I to ${ROLE}', s);
+      commit;
     end loop;
-    execute format('grant usage on schema %I to ${ROLE}', s);
-    execute format('grant select on all tables in schema %I to ${ROLE}', s);
+    if ${lookAlikes} > 0 then
+      create schema if not exists wide;
+      comment on schema wide is 'Look-alike bench tables.';
+      select count(*) into made from pg_class c join pg_namespace ns on ns.oid = c.relnamespace
+        where ns.nspname = 'wide' and c.relkind = 'r';
+      for i in made + 1..${lookAlikes} loop
+        execute format('create table wide.%I (id bigint, amount numeric(12, 2), created_at timestamptz)',
+                       't_' || lpad(i::text, 6, '0'));
+        if i % 2000 = 0 then commit; end if;
+      end loop;
+      grant usage on schema wide to ${ROLE};
+      grant select on all tables in schema wide to ${ROLE};
+    end if;
   end $bench$`;
 }
 
-/** The catalog database, migrated and holding the 10,000 tables (made once; each schema checked). */
-async function prepareCatalogDatabase(
+/** `name` on the bench server, made if missing (as a copy of `template` when given), migrated. */
+async function prepareDatabase(
   serverUrl: string,
-  log: (line: string) => void,
+  name: string,
+  options: { log: (line: string) => void; template?: string },
 ): Promise<string> {
   const server = new pg.Client({ connectionString: serverUrl });
   await server.connect();
   try {
     const { rowCount } = await server.query(
       'select 1 from pg_database where datname = $1',
-      [DATABASE],
+      [name],
     );
-    if (rowCount === 0) await server.query(`create database ${DATABASE}`);
+    if (rowCount === 0) {
+      const from =
+        options.template === undefined
+          ? ''
+          : ` template ${pg.escapeIdentifier(options.template)}`;
+      await server.query(`create database ${pg.escapeIdentifier(name)}${from}`);
+    }
   } finally {
     await server.end();
   }
   const url = new URL(serverUrl);
-  url.pathname = `/${DATABASE}`;
+  url.pathname = `/${name}`;
   const admin = new pg.Client({ connectionString: url.toString() });
   await admin.connect();
   try {
-    await runMigrations(admin, MIGRATIONS_DIRECTORY, log);
+    await runMigrations(admin, MIGRATIONS_DIRECTORY, options.log);
+  } finally {
+    await admin.end();
+  }
+  return url.toString();
+}
+
+/** How many tables the bench schemas (s01–s20 and `wide`) hold. */
+async function catalogTables(admin: pg.Client): Promise<number> {
+  const { rows } = await admin.query<{ tables: number }>(
+    `select count(*)::int as tables from pg_class c join pg_namespace n on n.oid = c.relnamespace
+      where (n.nspname ~ '^s[0-9]{2}$' or n.nspname = 'wide') and c.relkind = 'r'`,
+  );
+  return rows[0]?.tables ?? 0;
+}
+
+/**
+ * The catalog database `name` holding `tables` tables (made once, and resumed if incomplete;
+ * `template`, a smaller catalog, is copied first when the database is missing). Returns its URL
+ * and how long making it took, in this run or the one that made it (kept as the database's
+ * comment), or undefined for a catalog made before the comment was kept.
+ */
+async function prepareCatalog(
+  serverUrl: string,
+  spec: {
+    name: string;
+    tables: number;
+    log: (line: string) => void;
+    template?: string;
+  },
+): Promise<{ url: string; buildMs: number | undefined }> {
+  const started = performance.now();
+  const url = await prepareDatabase(serverUrl, spec.name, spec);
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  try {
     await admin.query(`do $$ begin
         if not exists (select from pg_roles where rolname = '${ROLE}') then create role ${ROLE} nologin; end if;
         if not exists (select from pg_roles where rolname = '${FEW_ROLE}') then create role ${FEW_ROLE} nologin; end if;
       end $$`);
-    let made = 0;
-    for (let index = 1; index <= SCHEMAS; index += 1) {
-      const schema = schemaName(index);
-      const { rows } = await admin.query<{ tables: number }>(
-        `select count(*)::int as tables from pg_class c join pg_namespace n on n.oid = c.relnamespace
-          where n.nspname = $1 and c.relkind = 'r'`,
-        [schema],
+    const incomplete = (await catalogTables(admin)) !== spec.tables;
+    if (incomplete) {
+      spec.log(`catalog bench: making ${spec.name} (${spec.tables} tables)`);
+      await admin.query(catalogDdl(spec.tables));
+      // Planner statistics as autovacuum would leave them on a database that has settled.
+      await admin.query(
+        'analyze pg_catalog.pg_class, pg_catalog.pg_namespace, pg_catalog.pg_description, pg_catalog.pg_constraint, pg_catalog.pg_attribute',
       );
-      if (rows[0]?.tables === TABLES_PER_SCHEMA) continue;
-      log(
-        `catalog bench: creating schema ${schema} (${TABLES_PER_SCHEMA} tables)`,
+      const ms = Math.round(performance.now() - started);
+      await admin.query(
+        `comment on database ${pg.escapeIdentifier(spec.name)} is ${pg.escapeLiteral(`pgmcp bench catalog of ${spec.tables} tables, made in ${ms} ms`)}`,
       );
-      await admin.query(schemaDdl(schema));
-      made += 1;
     }
     await admin.query(
       `grant usage on schema s01 to ${FEW_ROLE};
        grant select on ${Array.from({ length: 10 }, (_, index) => `s01.${tableName(index + 1)}`).join(', ')} to ${FEW_ROLE}`,
     );
-    // Planner statistics as autovacuum would leave them on a database that has settled.
-    if (made > 0)
-      await admin.query(
-        'analyze pg_catalog.pg_class, pg_catalog.pg_namespace, pg_catalog.pg_description, pg_catalog.pg_constraint, pg_catalog.pg_attribute',
-      );
-    const { rows } = await admin.query<{ stored: number }>(
-      'select count(*)::int as stored from pgmcp.resources',
+    const { rows } = await admin.query<{ stored: number; note: string | null }>(
+      `select (select count(*)::int from pgmcp.resources) as stored,
+              shobj_description(d.oid, 'pg_database') as note
+         from pg_database d where d.datname = current_database()`,
     );
     // Stored resources list before the catalog: with none, page one is a catalog page.
     if (rows[0]?.stored !== 0)
       throw new Error(
-        `${DATABASE} must hold no stored resources (it holds ${rows[0]?.stored})`,
+        `${spec.name} must hold no stored resources (it holds ${rows[0]?.stored})`,
       );
+    const note = /made in (\d+) ms/.exec(rows[0]?.note ?? '');
+    return { url, buildMs: note === null ? undefined : Number(note[1]) };
   } finally {
     await admin.end();
   }
-  return url.toString();
+}
+
+/** The demo dataset's own database, for the context sizes of docs/databases.md (made once). */
+const DEMO_DATABASE = 'pgmcp_bench_demo';
+/** The demo role that reads every table of schemas shop, support and finance. */
+const DEMO_ROLE = 'engineering';
+
+interface Size {
+  readonly uri: string;
+  readonly bytes: number;
+  readonly tokens: number;
+}
+
+/** Bytes (and approximate tokens, bytes / 4) of one read's text contents, read as `role`. */
+async function contextSize(
+  source: CatalogSource,
+  uri: string,
+  role: string,
+): Promise<Size> {
+  const contents = await readCatalog(
+    [source],
+    uri,
+    { role, claims: {} },
+    { aborted: false },
+    { maxEntries: 500 },
+  );
+  const bytes = contents.reduce(
+    (sum, content) =>
+      sum +
+      Buffer.byteLength((JSON.parse(content) as { text?: string }).text ?? ''),
+    0,
+  );
+  return { uri, bytes, tokens: Math.round(bytes / 4) };
+}
+
+/** The demo database, migrated and seeded (once), on the bench server. */
+async function prepareDemoDatabase(
+  serverUrl: string,
+  log: (line: string) => void,
+): Promise<string> {
+  const url = await prepareDatabase(serverUrl, DEMO_DATABASE, { log });
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  try {
+    if (!(await seedLoaded(admin, 'demo'))) {
+      await loadSeed(admin, SEEDS_DIRECTORY, 'demo', () => undefined);
+      await admin.query('analyze');
+    }
+  } finally {
+    await admin.end();
+  }
+  return url;
+}
+
+/** What an agent's context takes in one database: the navigator, one schema read, one description. */
+async function sizesOf(
+  source: CatalogSource,
+  role: string,
+  at: { database: string; schema: string; table: string },
+): Promise<Record<string, Size>> {
+  return {
+    navigator: await contextSize(source, databaseUri(at.database), role),
+    schema: await contextSize(source, catalogUri(at.database, at.schema), role),
+    table: await contextSize(
+      source,
+      catalogUri(at.database, at.schema, at.table),
+      role,
+    ),
+  };
+}
+
+/**
+ * Each demo table's description (Markdown) with value hints (the default) and with them switched
+ * off in the config (catalog.valueHints false), as the demo role that reads them all; the ratio is
+ * the largest.
+ */
+async function hintsGrowth(db: DatabaseHandle): Promise<{
+  tables: { uri: string; with: number; without: number }[];
+  ratio: number;
+}> {
+  const withHints = await catalogSource(db);
+  const withoutHints = await catalogSource(db, {
+    scope: { include: null, exclude: [], valueHints: false },
+  });
+  const { rows } = await db.pool.query<{ schema: string; name: string }>(
+    `select n.nspname as schema, c.relname as name from pg_class c
+       join pg_namespace n on n.oid = c.relnamespace
+      where n.nspname in ('shop', 'support', 'finance') and c.relkind in ('r', 'p', 'v', 'm')
+      order by 1, 2`,
+  );
+  const tables = [];
+  for (const { schema, name } of rows) {
+    const uri = catalogUri(DEMO_DATABASE, schema, name);
+    tables.push({
+      uri,
+      with: (await contextSize(withHints, uri, DEMO_ROLE)).bytes,
+      without: (await contextSize(withoutHints, uri, DEMO_ROLE)).bytes,
+    });
+  }
+  const ratio = Math.max(
+    ...tables.map((table) => table.with / Math.max(1, table.without)),
+  );
+  return { tables, ratio };
 }
 
 /** Walk resources/list from first page to last `walks` times, in a worker thread. */
@@ -223,128 +396,30 @@ async function walkRaw(db: DatabaseHandle): Promise<Walk> {
   }
 }
 
-/** The demo dataset's own database, for the context sizes of docs/databases.md (made once). */
-const DEMO_DATABASE = 'pgmcp_bench_demo';
-
-/** Bytes (and approximate tokens, bytes / 4) of one read's text contents, read as `role`. */
-async function contextSize(
-  db: DatabaseHandle,
-  uri: string,
-  role: string,
-): Promise<{ uri: string; bytes: number; tokens: number }> {
-  const source = await catalogSource(db);
-  const contents = await readCatalog(
-    [source],
-    uri,
-    { role, claims: {} },
-    { aborted: false },
-    { maxEntries: 500 },
-  );
-  const bytes = contents.reduce(
-    (sum, content) =>
-      sum +
-      Buffer.byteLength((JSON.parse(content) as { text?: string }).text ?? ''),
-    0,
-  );
-  return { uri, bytes, tokens: Math.round(bytes / 4) };
-}
-
-/** The demo database, migrated and seeded (once), on the bench server. */
-async function prepareDemoDatabase(
-  serverUrl: string,
-  log: (line: string) => void,
-): Promise<string> {
-  const server = new pg.Client({ connectionString: serverUrl });
-  await server.connect();
-  try {
-    const { rowCount } = await server.query(
-      'select 1 from pg_database where datname = $1',
-      [DEMO_DATABASE],
-    );
-    if (rowCount === 0) await server.query(`create database ${DEMO_DATABASE}`);
-  } finally {
-    await server.end();
-  }
-  const url = new URL(serverUrl);
-  url.pathname = `/${DEMO_DATABASE}`;
-  const admin = new pg.Client({ connectionString: url.toString() });
-  await admin.connect();
-  try {
-    await runMigrations(admin, MIGRATIONS_DIRECTORY, log);
-    if (!(await seedLoaded(admin, 'demo'))) {
-      await loadSeed(admin, SEEDS_DIRECTORY, 'demo', () => undefined);
-      await admin.query('analyze');
-    }
-  } finally {
-    await admin.end();
-  }
-  return url.toString();
-}
-
-/**
- * What an agent's context takes: the navigator, one schema read and one table description, on the
- * demo database (as engineering, which sees all of it) and on the 10,000-table catalog.
- */
-async function contextSizes(
-  serverUrl: string,
-  catalog: DatabaseHandle,
-  log: (line: string) => void,
-): Promise<Record<string, unknown>> {
-  const demoUrl = await prepareDemoDatabase(serverUrl, log);
-  const demo = createDatabase({
-    connectionString: demoUrl,
-    poolSize: 2,
-    statementTimeoutMs: 60_000,
-    onError: (message) => log(message),
-  });
-  try {
-    return {
-      demo: {
-        navigator: await contextSize(
-          demo,
-          databaseUri(DEMO_DATABASE),
-          'engineering',
-        ),
-        schema: await contextSize(
-          demo,
-          catalogUri(DEMO_DATABASE, 'shop'),
-          'engineering',
-        ),
-        table: await contextSize(
-          demo,
-          catalogUri(DEMO_DATABASE, 'shop', 'orders'),
-          'engineering',
-        ),
-      },
-      catalog_10k: {
-        navigator: await contextSize(catalog, databaseUri(DATABASE), ROLE),
-        schema: await contextSize(
-          catalog,
-          catalogUri(DATABASE, schemaName(1)),
-          ROLE,
-        ),
-        table: await contextSize(
-          catalog,
-          catalogUri(DATABASE, schemaName(1), tableName(5)),
-          ROLE,
-        ),
-      },
-    };
-  } finally {
-    await demo.close();
-  }
-}
-
 const median = (values: number[]): number =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 
-export async function catalogBenchmarks(
+/** pgmcp serving one database over HTTP with bearer tokens, and how to measure it. */
+interface Served {
+  readonly db: DatabaseHandle;
+  readonly source: CatalogSource;
+  readonly url: string;
+  /** Tokens of `role` (context.tokensPerRole of them). */
+  callers(role: string): Promise<LoadCaller[]>;
+  /** `rounds` one-caller loads; the median round's p50. */
+  p50Of(
+    workload: Workload,
+    as: readonly LoadCaller[],
+  ): Promise<{ p50: number; runs: Run[] }>;
+}
+
+/** Run `body` against pgmcp serving the database at `url`, then close both. */
+async function withServer<TResult>(
   context: CatalogBenchContext,
-): Promise<CatalogBenchOutput> {
-  const { logger, rounds } = context;
-  const url = await prepareCatalogDatabase(context.serverUrl, (line) =>
-    logger.info(line),
-  );
+  url: string,
+  body: (served: Served) => Promise<TResult>,
+): Promise<TResult> {
+  const { logger } = context;
   const db = createDatabase({
     connectionString: url,
     poolSize: 10,
@@ -352,8 +427,9 @@ export async function catalogBenchmarks(
     onError: (message, error) => logger.error(message, error),
   });
   const silent = { ...logger, info: () => undefined, warn: () => undefined };
+  const source = await catalogSource(db);
   const app = createApp({
-    sources: [await catalogSource(db)],
+    sources: [source],
     db,
     cursorSecrets: ['bench-catalog-cursor-secret-0123456789'],
     pageSize: PAGE_SIZE,
@@ -367,13 +443,76 @@ export async function catalogBenchmarks(
     db,
     logger: silent,
   });
-  const callersOf = async (role: string): Promise<LoadCaller[]> =>
-    (await context.issuer.mint([role], context.tokensPerRole)).map(
-      (caller) => ({ authorization: caller.authorization, rowStride: 1 }),
-    );
-  const callers = await callersOf(ROLE);
-  const fewCallers = await callersOf(FEW_ROLE);
-  const results: Record<string, unknown> = {};
+  const served: Served = {
+    db,
+    source,
+    url: server.url,
+    callers: async (role) =>
+      (await context.issuer.mint([role], context.tokensPerRole)).map(
+        (caller) => ({ authorization: caller.authorization, rowStride: 1 }),
+      ),
+    p50Of: async (workload, as) => {
+      const runs: Run[] = [];
+      for (let round = 0; round < context.rounds; round += 1)
+        runs.push(await context.load(server.url, 1, workload, as));
+      return { p50: median(runs.map((run) => run.p50)), runs };
+    },
+  };
+  try {
+    return await body(served);
+  } finally {
+    await server.close();
+    await db.close();
+  }
+}
+
+/** The whole catalog, page after page, through pgmcp and raw on the pool, alternated. */
+async function walkFigures(
+  served: Served,
+  callers: readonly LoadCaller[],
+  rounds: number,
+): Promise<Record<string, unknown>> {
+  await walkRaw(served.db);
+  await walkThroughServer(served.url, 1, callers);
+  const pairs: { raw: Walk; served: Walk }[] = [];
+  for (let round = 0; round < rounds; round += 1) {
+    const raw = await walkRaw(served.db);
+    const [through] = await walkThroughServer(served.url, 1, callers);
+    if (through === undefined || through.items !== raw.items)
+      throw new Error(
+        `the walks disagree: ${through?.items} items through pgmcp, ${raw.items} raw`,
+      );
+    pairs.push({ raw, served: through });
+  }
+  const ratios = pairs.map((pair) => pair.raw.ms / pair.served.ms);
+  const { items, pages } = pairs[0]?.served ?? { items: 0, pages: 0 };
+  return { items, pages, pairs, ratio: median(ratios), ratios };
+}
+
+/** The navigator's read p50 and its size against its budget, as the role that sees every table. */
+async function navigatorFigures(
+  served: Served,
+  database: string,
+  callers: readonly LoadCaller[],
+): Promise<Record<string, unknown>> {
+  const read = await served.p50Of(
+    { kind: 'read-uris', uris: [databaseUri(database)] },
+    callers,
+  );
+  const { bytes } = await contextSize(
+    served.source,
+    databaseUri(database),
+    ROLE,
+  );
+  return { ...read, bytes, budget: DEFAULT_NAVIGATOR_BYTES };
+}
+
+/** The 10,000-table catalog's figures (first page, walk, description, navigator, few tables). */
+async function catalogFigures(
+  served: Served,
+  rounds: number,
+): Promise<Record<string, unknown>> {
+  const callers = await served.callers(ROLE);
   // Tables spread over every schema and through each one's names.
   const uris = Array.from({ length: 1000 }, (_, index) =>
     catalogUri(
@@ -382,64 +521,76 @@ export async function catalogBenchmarks(
       tableName(1 + ((index * 7) % TABLES_PER_SCHEMA)),
     ),
   );
-  /** ROUNDS one-caller loads; the median round's p50. */
-  const p50Of = async (
-    workload: Workload,
-    as: readonly LoadCaller[] = callers,
-  ) => {
-    const runs: Run[] = [];
-    for (let round = 0; round < rounds; round += 1)
-      runs.push(await context.load(server.url, 1, workload, as));
-    return { p50: median(runs.map((run) => run.p50)), runs };
-  };
-
-  try {
-    // 1. The first resources/list page (no stored resources: the catalog from its first entry).
-    const firstPage = await p50Of({ kind: 'list-first' });
-    results['catalog_first_page'] = firstPage;
-
-    // 2. The whole catalog, page after page, through pgmcp and raw on the pool, alternated.
-    await walkRaw(db);
-    await walkThroughServer(server.url, 1, callers);
-    const pairs: { raw: Walk; served: Walk }[] = [];
-    for (let round = 0; round < rounds; round += 1) {
-      const raw = await walkRaw(db);
-      const [served] = await walkThroughServer(server.url, 1, callers);
-      if (served === undefined || served.items !== raw.items)
-        throw new Error(
-          `the walks disagree: ${served?.items} items through pgmcp, ${raw.items} raw`,
-        );
-      pairs.push({ raw, served });
-    }
-    const ratios = pairs.map(({ raw, served }) => raw.ms / served.ms);
-    const walkRatio = median(ratios);
-    const { items, pages } = pairs[0]?.served ?? { items: 0, pages: 0 };
-    results['catalog_walk'] = { items, pages, pairs, ratio: walkRatio, ratios };
-
-    // 3. One table's description (Markdown), tables spread over the catalog.
-    const read = await p50Of({ kind: 'read-uris', uris });
-    results['catalog_read'] = read;
-
-    // 4. The navigator of the 10,000 tables (pg://{database}), as the role that sees them all.
-    const navigator = await p50Of({
-      kind: 'read-uris',
-      uris: [databaseUri(DATABASE)],
-    });
-    results['catalog_navigator'] = navigator;
-
-    // 5. Bytes and approximate tokens an agent's context takes, demo database and this catalog.
-    results['catalog_context_sizes'] = await contextSizes(
-      context.serverUrl,
-      db,
-      (line) => logger.info(line),
-    );
-
+  return {
+    // The first resources/list page (no stored resources: the catalog from its first entry).
+    catalog_first_page: await served.p50Of({ kind: 'list-first' }, callers),
+    catalog_walk: await walkFigures(served, callers, rounds),
+    // One table's description (Markdown), tables spread over the catalog.
+    catalog_read: await served.p50Of({ kind: 'read-uris', uris }, callers),
+    catalog_navigator: await navigatorFigures(served, DATABASE, callers),
     // Context: a role that sees 10 tables, so the page checks privileges on the whole catalog.
-    const fewFirst = await p50Of({ kind: 'list-first' }, fewCallers);
-    results['catalog_few_first_page'] = fewFirst;
-  } finally {
-    await server.close();
-    await db.close();
-  }
+    catalog_few_first_page: await served.p50Of(
+      { kind: 'list-first' },
+      await served.callers(FEW_ROLE),
+    ),
+  };
+}
+
+export async function catalogBenchmarks(
+  context: CatalogBenchContext,
+): Promise<CatalogBenchOutput> {
+  const log = (line: string) => context.logger.info(line);
+  const catalog = await prepareCatalog(context.serverUrl, {
+    name: DATABASE,
+    tables: CORE_TABLES,
+    log,
+  });
+  // Copied from the 10,000 before any connection to it is open (a template must have none).
+  const large = await prepareCatalog(context.serverUrl, {
+    name: DATABASE_100K,
+    tables: 100_000,
+    log,
+    template: DATABASE,
+  });
+  const demoUrl = await prepareDemoDatabase(context.serverUrl, log);
+  const results: Record<string, unknown> = {};
+  const sizes: Record<string, unknown> = {};
+  await withServer(context, catalog.url, async (served) => {
+    Object.assign(results, await catalogFigures(served, context.rounds));
+    sizes['catalog_10k'] = await sizesOf(served.source, ROLE, {
+      database: DATABASE,
+      schema: schemaName(1),
+      table: tableName(5),
+    });
+  });
+  await withServer(context, large.url, async (served) => {
+    results['catalog_navigator_100k'] = {
+      ...(await navigatorFigures(
+        served,
+        DATABASE_100K,
+        await served.callers(ROLE),
+      )),
+      tables: 100_000,
+      buildMs: large.buildMs,
+    };
+  });
+  await withServer(context, demoUrl, async (served) => {
+    sizes['demo'] = await sizesOf(served.source, DEMO_ROLE, {
+      database: DEMO_DATABASE,
+      schema: 'shop',
+      table: 'orders',
+    });
+    results['catalog_hints_growth'] = await hintsGrowth(served.db);
+    // One description with its value hints (from pg_stats) through pgmcp, as the demo role.
+    results['catalog_hints_read'] = await served.p50Of(
+      {
+        kind: 'read-uris',
+        uris: [catalogUri(DEMO_DATABASE, 'shop', 'orders')],
+      },
+      await served.callers(DEMO_ROLE),
+    );
+  });
+  // Bytes and approximate tokens an agent's context takes, demo database and the 10,000.
+  results['catalog_context_sizes'] = sizes;
   return { results };
 }

@@ -289,6 +289,30 @@ const LIVE: Record<string, Measure> = {
   ),
 };
 
+/** The navigator's read p50 and, where the result has it, its size against its budget. */
+const navigator =
+  (catalog: string): Measure =>
+  (result) => {
+    const run = result as P50 & { bytes?: number; budget?: number };
+    const measure = `navigator (\`pg://{database}\`) of the ${catalog}`;
+    return [
+      targetRow(
+        { measure: `${measure}, as a granted role (p50)`, figure: ms(run.p50) },
+        atMost(50, '50 ms'),
+        run.p50,
+      ),
+      ...(run.bytes === undefined || run.budget === undefined
+        ? []
+        : [
+            targetRow(
+              { measure: `${measure}: its size`, figure: `${run.bytes} B` },
+              atMost(run.budget, `${run.budget} B (its budget)`),
+              run.bytes,
+            ),
+          ]),
+    ];
+  };
+
 const CATALOG: Record<string, Measure> = {
   catalog_first_page: p50(
     'first `resources/list` page of a 10,000-table catalog, as a granted role (p50)',
@@ -331,6 +355,44 @@ const CATALOG: Record<string, Measure> = {
       },
     ];
   },
+  catalog_navigator: navigator('10,000-table catalog'),
+  catalog_navigator_100k: (result) => {
+    const { buildMs, tables } = result as { buildMs?: number; tables: number };
+    return [
+      ...navigator('100,000-table catalog')(result),
+      ...(buildMs === undefined
+        ? []
+        : [
+            {
+              measure: `context: making the ${tables.toLocaleString('en-US')}-table catalog once (a copy of the 10,000 and look-alike tables)`,
+              figure: `${(buildMs / 1000).toFixed(0)} s`,
+            },
+          ]),
+    ];
+  },
+  catalog_hints_growth: (result) => {
+    const { tables, ratio } = result as {
+      tables: { with: number; without: number }[];
+      ratio: number;
+    };
+    const sum = (side: 'with' | 'without') =>
+      tables.reduce((total, table) => total + table[side], 0);
+    return [
+      targetRow(
+        {
+          measure: `a description's bytes with value hints / without, largest of the demo's ${tables.length} tables`,
+          figure: `${sum('with')} B vs ${sum('without')} B in all`,
+          ratio,
+        },
+        atMost(2),
+        ratio,
+      ),
+    ];
+  },
+  catalog_hints_read: p50(
+    "`resources/read` of a demo table's description with its value hints (`shop.orders`, p50)",
+    atMost(10, '10 ms'),
+  ),
   catalog_few_first_page: (result) => [
     {
       measure:
@@ -476,7 +538,8 @@ export function renderResults(summary: BenchSummary): string {
     storage:
       'Storage beside the table, and single-row writes (the same 1,000,000 resources)',
     live: 'Live updates',
-    catalog: 'Catalog of 10,000 tables (its own database; runs last)',
+    catalog:
+      'Catalogs of 10,000 and 100,000 tables (their own databases; runs last)',
   };
   const tables = GROUPS.map(([group]) => group)
     .filter((group) => rows.some((row) => row.group === group))
@@ -501,7 +564,38 @@ export function renderResults(summary: BenchSummary): string {
       ];
       return `### ${titles[group]}\n\n${markdownTable(header, body)}`;
     });
-  return [caption(summary), ...tables].join('\n\n');
+  const sizes = contextSizes(summary.results['catalog_context_sizes']);
+  return [caption(summary), ...tables, ...sizes].join('\n\n');
+}
+
+interface Size {
+  bytes: number;
+  tokens: number;
+}
+
+/** The catalog group's context sizes: what an agent reads, in bytes and about tokens (bytes / 4). */
+function contextSizes(result: unknown): string[] {
+  if (result === undefined) return [];
+  const { demo, catalog_10k: catalog } = result as Record<
+    'demo' | 'catalog_10k',
+    Record<'navigator' | 'schema' | 'table', Size> | undefined
+  >;
+  const cell = (size: Size | undefined) =>
+    size === undefined ? '' : `${size.bytes} B (~${size.tokens} tokens)`;
+  const body = (
+    [
+      ['navigator `pg://{database}`', 'navigator'],
+      ['schema read (`shop`; `s01`)', 'schema'],
+      ['table description (`shop.orders`; `s01.t0005`)', 'table'],
+    ] as const
+  ).map(([what, key]) => [what, cell(demo?.[key]), cell(catalog?.[key])]);
+  return [
+    '### Context an agent reads (bytes, and about bytes / 4 tokens)',
+    markdownTable(
+      ['read (Markdown)', 'demo database', '10,000-table catalog'],
+      body,
+    ),
+  ];
 }
 
 /**

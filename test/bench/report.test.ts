@@ -1,5 +1,6 @@
 // The bench's table writer against a fixed real run's figures (fixtures/summary-2026-11-30.json, a
-// run without token schemes), and the committed docs against the last run (bench/results/latest.json).
+// run without token schemes; its navigator, value-hint and context-size figures come from a later
+// catalog run), and the committed docs against the last run (bench/results/latest.json).
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { format } from 'prettier';
@@ -76,6 +77,40 @@ describe('bench report', () => {
       '29.83 ms',
     ])
       expect(table).toContain(figure);
+  });
+
+  it("renders the navigators' p50 and size against their budget, value hints' growth and the context sizes, with their targets", () => {
+    const rows = benchmarkRows(summary).map((row) => [
+      row.measure,
+      row.figure,
+      row.target,
+      row.met,
+    ]);
+    expect(rows).toContainEqual([
+      'navigator (`pg://{database}`) of the 10,000-table catalog, as a granted role (p50)',
+      '191.15 ms',
+      '≤ 50 ms',
+      false,
+    ]);
+    expect(rows).toContainEqual([
+      'navigator (`pg://{database}`) of the 100,000-table catalog: its size',
+      '4217 B',
+      '≤ 16384 B (its budget)',
+      true,
+    ]);
+    expect(rows).toContainEqual([
+      "a description's bytes with value hints / without, largest of the demo's 8 tables",
+      '11878 B vs 9634 B in all',
+      '≤ 2.00',
+      true,
+    ]);
+    const table = renderResults(summary);
+    expect(table).toMatch(
+      /\| context: making the 100,000-table catalog once \(a copy of the 10,000 and look-alike tables\) +\| 247 s +\|/,
+    );
+    expect(table).toMatch(
+      /\| table description \(`shop.orders`; `s01.t0005`\) +\| 1854 B \(~464 tokens\) +\| 872 B \(~218 tokens\) +\|/,
+    );
   });
 
   it('lists every measure with a target in README once, with its result, and no context rows', () => {

@@ -417,16 +417,13 @@ export async function listen(
     status: response.status,
     messages,
     ended,
-    async waitFor(predicate, timeoutMs = 10_000) {
-      const deadline = Date.now() + timeoutMs;
-      while (!predicate(messages)) {
-        if (Date.now() > deadline)
-          throw new Error(
-            `listen stream: condition not met in ${timeoutMs} ms; got ${JSON.stringify(messages).slice(0, 2000)}`,
-          );
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-    },
+    waitFor: (predicate, timeoutMs = 10_000) =>
+      until(
+        () => Promise.resolve(predicate(messages)),
+        timeoutMs,
+        () =>
+          `the listen stream's condition; got ${JSON.stringify(messages).slice(0, 2000)}`,
+      ),
     updated: () =>
       messages
         .filter(
@@ -466,15 +463,21 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** Poll `condition` every 50 ms until it holds; past `timeoutMs` the test fails naming `what`. */
+/**
+ * Poll `condition` every 50 ms until it holds; past `timeoutMs` the test fails naming `what` (a
+ * function is called then, to describe the state at the time).
+ */
 export async function until(
   condition: () => Promise<boolean>,
   timeoutMs: number,
-  what: string,
+  what: string | (() => string),
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out waiting for ${typeof what === 'string' ? what : what()}`,
+      );
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }

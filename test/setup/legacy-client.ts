@@ -1,5 +1,6 @@
 // A 2025-11-25 client over Streamable HTTP for tests: POSTs with a session, the session's GET
 // stream, and every answer and notification checked against the 2025-11-25 schemas.
+import { until } from './harness.js';
 import { assertValidNotification, assertValidResponse } from './spec-schema.js';
 
 export const LEGACY_VERSION = '2025-11-25';
@@ -186,16 +187,13 @@ export async function openSessionStream(
   return {
     status: response.status,
     messages,
-    async waitFor(predicate, timeoutMs = 10_000) {
-      const deadline = Date.now() + timeoutMs;
-      while (!predicate()) {
-        if (Date.now() > deadline)
-          throw new Error(
-            `session stream: condition not met in ${timeoutMs} ms; got ${JSON.stringify(messages).slice(0, 2000)}`,
-          );
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-    },
+    waitFor: (predicate, timeoutMs = 10_000) =>
+      until(
+        () => Promise.resolve(predicate()),
+        timeoutMs,
+        () =>
+          `the session stream's condition; got ${JSON.stringify(messages).slice(0, 2000)}`,
+      ),
     updated: () =>
       messages
         .filter(
