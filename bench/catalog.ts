@@ -437,6 +437,8 @@ async function withServer<TResult>(
     live: loadConfig({}, {}).live,
     logger: silent,
   });
+  // As `pgmcp serve` runs it: the change feed keeps what the server may keep in memory current.
+  const feed = await app.startChangePath();
   const server = await serve({
     dispatcher: app.dispatcher,
     issuer: context.issuer,
@@ -462,6 +464,7 @@ async function withServer<TResult>(
     return await body(served);
   } finally {
     await server.close();
+    await feed.stop();
     await db.close();
   }
 }

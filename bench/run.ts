@@ -489,6 +489,8 @@ async function main(): Promise<void> {
     live: loadConfig({}, {}).live,
     logger: silent,
   });
+  // As `pgmcp serve` runs it: the change feed keeps what the server may keep in memory current.
+  const feed = await app.startChangePath();
   // Context, not a target: the same-size page from a bare node:http server (fixed bytes, no
   // database, no JSON work) is the ceiling any Node server reaches with this client.
   if (runs('list_http_ceiling')) {
@@ -543,6 +545,7 @@ async function main(): Promise<void> {
     }
   }
 
+  await feed.stop();
   const issuer = await startTokenIssuer('hs256');
   const { mix, all } = await mintCallers(issuer);
   // 7. Live updates (bench/live.ts): latency, fan-out, memory per stream, write cost.

@@ -277,6 +277,7 @@ export function createApp(options: AppOptions): App {
         pollIntervalMs: tuning?.pollIntervalMs,
       });
       promptPages.start();
+      for (const source of options.sources) source.navigators.start();
       return feed;
     },
   };
@@ -342,6 +343,7 @@ function forgetCatalog(
   roleDecisions: AppOptions['roleDecisions'],
 ): void {
   source.lookahead.clear();
+  source.navigators.clear();
   roleDecisions?.clear();
 }
 

@@ -28,9 +28,35 @@ interface ShownSchema {
 
 /**
  * The navigator's contents JSON (one content) for `source` as the role sees it, in Markdown or
- * JSON, at most `budget` bytes of text.
+ * JSON, at most `budget` bytes of text. Asking the catalog costs a scan of pg_class with a
+ * privilege check per relation, so the answer is kept per role and format (source.navigators)
+ * until the feed reports a schema change, or for at most LOOKAHEAD_TTL_MS.
  */
 export async function readNavigator(
+  source: CatalogSource,
+  request: {
+    readonly principal: Principal;
+    readonly cancellation: { readonly aborted: boolean };
+  },
+  format: 'markdown' | 'json',
+): Promise<string[]> {
+  const role = request.principal.role;
+  const kept = source.navigators.get(role, format);
+  if (kept !== undefined) return [kept.items];
+  const generation = source.navigators.generation;
+  const contents = await renderNavigator(source, request, format);
+  if (contents[0] !== undefined)
+    source.navigators.set(
+      role,
+      format,
+      { items: contents[0], nextCursor: undefined },
+      generation,
+    );
+  return contents;
+}
+
+/** Ask the catalog as the role and write the navigator within its budget. */
+async function renderNavigator(
   source: CatalogSource,
   request: {
     readonly principal: Principal;

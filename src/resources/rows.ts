@@ -17,6 +17,7 @@ import {
 import { ProtocolError } from '../errors.js';
 import { catalogUri, encodeRowKey, rowUri } from './catalog-uri.js';
 import { keysetPage } from './keyset.js';
+import { RolePageMemo } from './role-page-memo.js';
 
 /** One database's catalog and collections, under the URI authority it is configured with. */
 export interface CatalogSource {
@@ -38,6 +39,8 @@ export interface CatalogSource {
     string,
     { readonly any: boolean; readonly until: number }
   >;
+  /** Navigators per role and format (navigator.ts); kept only while a change feed can clear them. */
+  readonly navigators: RolePageMemo;
 }
 
 /** How long a remembered lookahead holds without a schema change (a database without event triggers). */
@@ -65,6 +68,10 @@ export async function catalogSource(
     collections: options.collections ?? [],
     sensitive: options.sensitive ?? [],
     lookahead: new Map(),
+    navigators: new RolePageMemo({
+      maxEntries: 1000,
+      maxAgeMs: LOOKAHEAD_TTL_MS,
+    }),
   };
 }
 

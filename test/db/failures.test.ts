@@ -11,6 +11,7 @@ import {
 } from '../../src/db/index.js';
 import { loadConfig } from '../../src/config/index.js';
 import { ConfigError, ProtocolError } from '../../src/errors.js';
+import { RolePageMemo } from '../../src/resources/index.js';
 import { startStdioTransport } from '../../src/transport/index.js';
 import {
   META,
@@ -86,6 +87,7 @@ describe('database failures', () => {
           collections: [],
           sensitive: [],
           lookahead: new Map(),
+          navigators: new RolePageMemo({ maxEntries: 0, maxAgeMs: 0 }),
         },
       ],
       cursorSecrets: ['x'.repeat(20)],

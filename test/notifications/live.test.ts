@@ -305,6 +305,32 @@ describe('subscriptions/listen', () => {
     }
   });
 
+  it('shows a schema in the navigator once the feed reports the DDL that made it, though navigators are kept per role', async () => {
+    const navigator = async () => {
+      const uri = `pg://${new URL(databaseUrl).pathname.slice(1)}`;
+      const { result, error } = await call(
+        serverA.url,
+        'resources/read',
+        { uri },
+        { 'Mcp-Name': uri },
+      );
+      expect(error).toBeUndefined();
+      return (result?.['contents'] as { text: string }[])[0]?.text ?? '';
+    };
+    expect(await navigator()).not.toContain('nav_memo');
+    expect(await navigator()).not.toContain('nav_memo');
+    await sql.query(`create schema nav_memo;
+      create table nav_memo.kept (id int primary key);
+      grant usage on schema nav_memo to ${ROLE_A};
+      grant select on nav_memo.kept to ${ROLE_A}`);
+    // Kept navigators last 30 s; the feed's report must drop them well before.
+    await until(
+      async () => (await navigator()).includes('nav_memo'),
+      10_000,
+      'the new schema in the navigator',
+    );
+  });
+
   it('stops telling a role about a resource it can no longer read, while its list shows the loss', async () => {
     const [shared, other] = await insert('revoke', 2, [ROLE_A]);
     const stream = await open(serverA, {
