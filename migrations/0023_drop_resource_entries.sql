@@ -4,9 +4,10 @@
 -- 0017 kept each resource's rendered entry once, in pgmcp.resource_entries (about 400 bytes a
 -- resource with its index), and a trigger wrote it again on every write of the row: an update of
 -- text or priority read and rewrote a row of a second table as large as half the first. Now no
--- entry is stored: a list page renders its rows with pgmcp.list_entry() from pgmcp.resources when
--- it is read (the row's size, lastModified and annotations as they are then), and
--- pgmcp.resource_listing keeps its keys, (reader, resource_id), for the request roles' walks.
+-- entry is stored: a list page reads its rows' listing columns from pgmcp.resources and pgmcp
+-- renders them when the page is read (the row's size, lastModified and annotations as they are
+-- then), and pgmcp.resource_listing keeps its keys, (reader, resource_id), for the request roles'
+-- walks. pgmcp.list_entry() (0010) stays, the same object rendered in SQL.
 --
 -- The keys change only when a row is inserted or deleted, or its readers or id change, so the
 -- trigger that keeps them fires only then (its WHEN clause): any other update runs no pgmcp
@@ -47,14 +48,19 @@ begin
     select distinct u.reader, new.id from unnest(new.readers) u(reader)
     on conflict do nothing;
   else
-    -- Readers changed: the keys of readers lost go, those of readers gained come.
-    delete from pgmcp.resource_listing
-     where reader = any (old.readers) and resource_id = new.id
-       and (reader = any (new.readers)) is not true;
-    insert into pgmcp.resource_listing
-    select distinct u.reader, new.id from unnest(new.readers) u(reader)
-     where (u.reader = any (old.readers)) is not true
-    on conflict do nothing;
+    -- Readers changed: the keys of readers lost go, those of readers gained come; each statement
+    -- only when there are some (a reader added or removed is the common change).
+    if not old.readers <@ new.readers then
+      delete from pgmcp.resource_listing
+       where reader = any (old.readers) and resource_id = new.id
+         and (reader = any (new.readers)) is not true;
+    end if;
+    if not new.readers <@ old.readers then
+      insert into pgmcp.resource_listing
+      select distinct u.reader, new.id from unnest(new.readers) u(reader)
+       where (u.reader = any (old.readers)) is not true
+      on conflict do nothing;
+    end if;
   end if;
   return null;
 end;

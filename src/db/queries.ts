@@ -67,18 +67,13 @@ function textRows<TArgs, TRow>(
   return { ...query, textOutput: true } as PreparedQuery<TArgs, TRow>;
 }
 
-/** A list page row: the resource's id and its MCP `Resource` object as JSON text. */
-export type ResourceEntryRow = readonly [id: string, entry: string];
-
-// A row's MCP `Resource` object, rendered by pgmcp.list_entry() (migration 0010) from its columns
-// as they are when the page is read.
-const ENTRY = `pgmcp.list_entry(r.uri, r.name, r.title, r.description, r.mime_type, r.size,
-                        r.audience, r.priority, r.updated_at)`;
+// The listing columns, qualified, for the page statement below.
+const LISTED = LISTING_COLUMNS.map((column) => `r.${column}`).join(', ');
 
 /**
- * One keyset page of stored resources, in primary-key order, each as its MCP `Resource` object,
- * rendered as JSON text by PostgreSQL (no column is turned into JSON here). Nothing rendered is
- * stored (migration 0023). A role that row-level security does not apply to (superuser,
+ * One keyset page of stored resources, in primary-key order, each as its listing columns in
+ * Postgres' text output (resources/ renders the MCP `Resource` object from them). Nothing rendered
+ * is stored (migration 0023). A role that row-level security does not apply to (superuser,
  * BYPASSRLS) walks pgmcp.resources by primary key. Any other role, a request role or a login
  * without one, walks the keys of pgmcp.resource_listing, kept together per reader, once per member
  * role, instead of every row (a role that reads 1 row in 10 would read ten times the rows), then
@@ -86,10 +81,10 @@ const ENTRY = `pgmcp.list_entry(r.uri, r.name, r.title, r.description, r.mime_ty
  */
 export const LIST_RESOURCES_PAGE: PreparedQuery<
   { afterId: string; limit: number },
-  ResourceEntryRow
+  ResourceListingRow
 > = {
   name: 'pgmcp_list_resources_page',
-  text: `(select r.id, ${ENTRY} from pgmcp.resources r
+  text: `(select ${LISTED} from pgmcp.resources r
   where not row_security_active('pgmcp.resources') and r.id > $1
   order by r.id limit $2)
 union all
@@ -104,7 +99,7 @@ union all
    where row_security_active('pgmcp.resources')
    order by l.resource_id
    limit $2)
-select r.id, ${ENTRY}
+select ${LISTED}
   from page p join pgmcp.resources r on r.id = p.resource_id)
 order by 1`,
   values: (args) => [args.afterId, args.limit],
