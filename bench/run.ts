@@ -448,9 +448,7 @@ async function main(): Promise<void> {
   // settings) never would, and index-only scans, such as a request role's list walk
   // (pgmcp.resource_listing), would read the heap instead. Vacuum what the bench reads, as
   // autovacuum would after the seed and the live bench's updates of the previous run.
-  await admin.query(
-    'vacuum (analyze) pgmcp.resources, pgmcp.resource_listing, pgmcp.resource_entries',
-  );
+  await admin.query('vacuum (analyze) pgmcp.resources, pgmcp.resource_listing');
   await createBenchRoles(admin);
   const { rows } = await admin.query<{
     min: string;
@@ -460,7 +458,7 @@ async function main(): Promise<void> {
     `select min(id)::text as min, max(id)::text as max, count(*)::text as count from pgmcp.resources`,
   );
   // 0. What pgmcp keeps beside the table, then what keeping it costs single-row writers
-  //    (bench/storage.ts). The writes end with the entries rebuilt and vacuumed.
+  //    (bench/storage.ts). The writes end with the readers' keys rebuilt and vacuumed.
   if (runs('storage')) {
     results['storage'] = await storageFigures(admin);
     results['writes_all_triggers'] = await writeFigures({

@@ -127,8 +127,8 @@ async function tps(
 
 /**
  * Each workload `rounds` times: every user trigger on pgmcp.resources disabled, then enabled
- * (pgmcp's triggers: updated_at, change capture, list entries, any later ones). Afterwards the
- * triggers are enabled, the inserted rows deleted and the entries rebuilt
+ * (pgmcp's triggers: updated_at, change capture, the readers' keys, any later ones). Afterwards
+ * the triggers are enabled, the inserted rows deleted and the keys rebuilt
  * (pgmcp.rebuild_resource_listings()), whatever happened.
  */
 export async function writeFigures(options: {
@@ -172,14 +172,14 @@ export async function writeFigures(options: {
   } finally {
     await admin.query('alter table pgmcp.resources enable trigger user');
     options.log(
-      'rebuilding the list entries the runs without triggers left stale',
+      "rebuilding the readers' keys the runs without triggers left stale",
     );
     await admin.query(
       `delete from pgmcp.resources where uri like 'bench:///writes/%'`,
     );
     await admin.query('select pgmcp.rebuild_resource_listings()');
     await admin.query(
-      'vacuum (analyze) pgmcp.resources, pgmcp.resource_entries, pgmcp.resource_listing',
+      'vacuum (analyze) pgmcp.resources, pgmcp.resource_listing',
     );
     await rm(directory, { recursive: true, force: true });
   }

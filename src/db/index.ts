@@ -29,7 +29,6 @@ export {
   READ_DIRECTORY,
   READ_RESOURCE,
   type ResourceContentRow,
-  type ResourceEntryRow,
   type ResourceListingRow,
   COLUMN,
   type TemplateListingRow,

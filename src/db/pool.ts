@@ -81,7 +81,9 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
     // is priced for parameters it cannot see, which can cross jit_above_cost (compiling on every
     // execution) or choose a parallel scan (starting workers on every execution). No request
     // statement runs long enough to gain from either. Figures: docs/benchmarks.md "History".
-    options: `-c default_transaction_read_only=on -c statement_timeout=${options.statementTimeoutMs} -c TimeZone=UTC -c plan_cache_mode=force_generic_plan -c jit=off -c max_parallel_workers_per_gather=0`,
+    // float8 prints in its shortest exact form (list entries, rendered by pgmcp.list_entry() when
+    // a page is read, migration 0023), whatever the database or role defaults to.
+    options: `-c default_transaction_read_only=on -c statement_timeout=${options.statementTimeoutMs} -c TimeZone=UTC -c extra_float_digits=1 -c plan_cache_mode=force_generic_plan -c jit=off -c max_parallel_workers_per_gather=0`,
   };
   const pool = new pg.Pool(config);
   // An idle client that loses its connection emits here; without a listener the process would crash.

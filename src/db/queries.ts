@@ -67,27 +67,26 @@ function textRows<TArgs, TRow>(
   return { ...query, textOutput: true } as PreparedQuery<TArgs, TRow>;
 }
 
-/** A list page row: the resource's id and its MCP `Resource` object as JSON text. */
-export type ResourceEntryRow = readonly [id: string, entry: string];
+// The listing columns, qualified, for the page statement below.
+const LISTED = LISTING_COLUMNS.map((column) => `r.${column}`).join(', ');
 
 /**
- * One keyset page of stored resources, in primary-key order, each as the entry the write trigger
- * rendered (migrations 0010, 0017): no column is turned into text by PostgreSQL or into JSON
- * here. A role that row-level security does not apply to (superuser, BYPASSRLS) walks
- * pgmcp.resource_entries, every resource. Any other role, a request role or a login without
- * one, walks the keys of pgmcp.resource_listing, kept together per reader, once per member role,
- * instead of every row (a role that reads 1 row in 10 would read ten times the pages), then
- * fetches those entries by primary key; the entries' policy is the resources policy on the row's
- * own readers.
+ * One keyset page of stored resources, in primary-key order, each as its listing columns in
+ * Postgres' text output (resources/ renders the MCP `Resource` object from them). Nothing rendered
+ * is stored (migration 0023). A role that row-level security does not apply to (superuser,
+ * BYPASSRLS) walks pgmcp.resources by primary key. Any other role, a request role or a login
+ * without one, walks the keys of pgmcp.resource_listing, kept together per reader, once per member
+ * role, instead of every row (a role that reads 1 row in 10 would read ten times the rows), then
+ * fetches those rows by primary key under the table's own policy.
  */
 export const LIST_RESOURCES_PAGE: PreparedQuery<
   { afterId: string; limit: number },
-  ResourceEntryRow
+  ResourceListingRow
 > = {
   name: 'pgmcp_list_resources_page',
-  text: `(select resource_id, entry from pgmcp.resource_entries
-  where not row_security_active('pgmcp.resources') and resource_id > $1
-  order by resource_id limit $2)
+  text: `(select ${LISTED} from pgmcp.resources r
+  where not row_security_active('pgmcp.resources') and r.id > $1
+  order by r.id limit $2)
 union all
 (with page as materialized (
   select distinct on (l.resource_id) l.resource_id
@@ -100,8 +99,8 @@ union all
    where row_security_active('pgmcp.resources')
    order by l.resource_id
    limit $2)
-select e.resource_id, e.entry
-  from page p join pgmcp.resource_entries e on e.resource_id = p.resource_id)
+select ${LISTED}
+  from page p join pgmcp.resources r on r.id = p.resource_id)
 order by 1`,
   values: (args) => [args.afterId, args.limit],
   textOutput: true,

@@ -15,6 +15,7 @@ import {
 import { cacheHints } from './cache-hints.js';
 import { catalogUri } from './catalog-uri.js';
 import { decodeAfterId, keysetPage, type ListDependencies } from './keyset.js';
+import { renderResource } from './render.js';
 import {
   listRows,
   LOOKAHEAD_TTL_MS,
@@ -133,7 +134,7 @@ type Step =
   | { readonly next: (string | number)[] }
   | { readonly position: Position | undefined };
 
-/** Stored resources after `position.afterId`; entries come rendered (db/queries.ts) and pass on as they are. */
+/** Stored resources after `position.afterId`, each rendered from its listing columns' text. */
 async function storedPhase(
   deps: ListSources,
   ctx: ListRequest,
@@ -148,7 +149,7 @@ async function storedPhase(
     { afterId: position.afterId },
     room,
   );
-  for (const row of page) items.push(row[1]);
+  for (const row of page) items.push(renderResource(row));
   const last = page.at(-1);
   if (more && last !== undefined) return { next: [last[0]] };
   return { position: catalogStart(deps.sources, 0) };

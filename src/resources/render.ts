@@ -1,6 +1,9 @@
 // Render stage: MCP JSON straight from Postgres' text output, without building JS objects per row.
-// List entries are not rendered here: the write triggers render them (migration 0010).
-import { COLUMN, type ResourceContentRow } from '../db/index.js';
+import {
+  COLUMN,
+  type ResourceContentRow,
+  type ResourceListingRow,
+} from '../db/index.js';
 
 // Characters JSON.stringify would escape (", \, controls) or may escape (lone surrogates: any
 // surrogate sends the string down the slow path, which handles pairs and lone ones alike).
@@ -76,7 +79,7 @@ function mimeTypeJson(value: string): string {
   return json;
 }
 
-function annotationsJson(row: ResourceContentRow): string {
+function annotationsJson(row: ResourceListingRow | ResourceContentRow): string {
   let json = '{';
   const audience = row[COLUMN.audience];
   if (audience !== null) json += `"audience":${audienceJson(audience)},`;
@@ -84,6 +87,22 @@ function annotationsJson(row: ResourceContentRow): string {
   const priority = row[COLUMN.priority];
   if (priority !== null) json += `"priority":${priority},`;
   return `${json}"lastModified":"${isoTimestamp(row[COLUMN.updated_at])}"}`;
+}
+
+/**
+ * The MCP `Resource` object of a row, as a list page shows it: `uri`, `name`, then `title`,
+ * `description` and `mimeType` when set, `size`, and `annotations` (as pgmcp.list_entry() writes
+ * it, migration 0010).
+ */
+export function renderResource(row: ResourceListingRow): string {
+  let json = `{"uri":${jsonString(row[COLUMN.uri])},"name":${jsonString(row[COLUMN.name])}`;
+  const title = row[COLUMN.title];
+  if (title !== null) json += `,"title":${jsonString(title)}`;
+  const description = row[COLUMN.description];
+  if (description !== null) json += `,"description":${jsonString(description)}`;
+  const mimeType = row[COLUMN.mime_type];
+  if (mimeType !== null) json += `,"mimeType":${mimeTypeJson(mimeType)}`;
+  return `${json},"size":${row[COLUMN.size]},"annotations":${annotationsJson(row)}}`;
 }
 
 /**

@@ -1,8 +1,8 @@
-// pgmcp.resource_listing and pgmcp.resource_entries (migrations 0008 to 0010, 0017): the trigger
-// keeps them equal to what pgmcp.resources says after every kind of write, an entry is the
-// resource's MCP Resource object, a request role reads only its own readers' keys and the entries
-// of rows it may read, and resources/list as a role returns what the table's policy allows, no
-// more, in the same pages.
+// pgmcp.resource_listing (migrations 0008, 0017, 0023): the trigger keeps it equal to what
+// pgmcp.resources says after every kind of write and writes nothing for updates that keep a row's
+// readers, a list entry is the resource's MCP Resource object as the row is when listed, a request
+// role reads only its own readers' keys, and resources/list as a role returns what the table's
+// policy allows, no more, in the same pages.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -15,31 +15,16 @@ import {
 const PREFIX = 'notes:///listing-test/';
 let sql: pg.Client;
 
-// Keys of the listing and entries of pgmcp.resource_entries that differ from what
-// pgmcp.resources says (the listing: one key per distinct reader; the entries: one per row, with
-// the row's readers), in either direction. What an entry holds is checked against the columns
-// below.
+// Keys of the listing that differ from what pgmcp.resources says (one key per distinct reader of
+// each row), in either direction.
 const MISMATCHES = `
-  with rendered as (
-    select r.id, r.readers,
-           pgmcp.list_entry(r.uri, r.name, r.title, r.description, r.mime_type, r.size,
-                            r.audience, r.priority, r.updated_at) as entry
-      from pgmcp.resources r),
-  expected as (
+  with expected as (
     select distinct u.reader, r.id as resource_id
-      from rendered r cross join lateral unnest(r.readers) u(reader)),
+      from pgmcp.resources r cross join lateral unnest(r.readers) u(reader)),
   actual as (select reader, resource_id from pgmcp.resource_listing)
-  select 'listing missing' as side, *, null as entry from (select * from expected except select * from actual) m
+  select 'listing missing' as side, * from (select * from expected except select * from actual) m
   union all
-  select 'listing extra', *, null from (select * from actual except select * from expected) x
-  union all
-  select 'entry missing', null, m.id, m.readers::text || ' ' || m.entry from (
-    select id, readers, entry from rendered
-    except select resource_id, readers, entry from pgmcp.resource_entries) m
-  union all
-  select 'entry extra', null, x.resource_id, x.readers::text || ' ' || x.entry from (
-    select resource_id, readers, entry from pgmcp.resource_entries
-    except select id, readers, entry from rendered) x`;
+  select 'listing extra', * from (select * from actual except select * from expected) x`;
 
 async function mismatches(): Promise<unknown[]> {
   return (await sql.query<Record<string, unknown>>(MISMATCHES)).rows;
@@ -56,6 +41,13 @@ async function insert(
   );
 }
 
+async function currentUser(): Promise<string> {
+  const { rows } = await sql.query<{ user: string }>(
+    'select current_user as user',
+  );
+  return rows[0]?.user ?? 'postgres';
+}
+
 beforeAll(async () => {
   sql = new pg.Client({ connectionString: testDatabaseUrl() });
   await sql.connect();
@@ -68,15 +60,13 @@ afterAll(async () => {
   await sql.end();
 });
 
-describe('pgmcp.resource_listing and pgmcp.resource_entries triggers', () => {
-  it('hold one entry per distinct reader, and one per row, of every stored resource', async () => {
+describe('pgmcp.resource_listing trigger', () => {
+  it('holds one key per distinct reader of every stored resource', async () => {
     expect(await mismatches()).toEqual([]);
-    const { rows } = await sql.query<{ listing: string; entries: string }>(
-      `select (select count(*) from pgmcp.resource_listing)::text as listing,
-              (select count(*) from pgmcp.resource_entries)::text as entries`,
+    const { rows } = await sql.query<{ listing: string }>(
+      `select count(*)::text as listing from pgmcp.resource_listing`,
     );
     expect(Number(rows[0]?.listing)).toBeGreaterThan(0);
-    expect(Number(rows[0]?.entries)).toBeGreaterThan(0);
   });
 
   it('follows inserts, updates of any listed column or of readers, no-op updates and deletes', async () => {
@@ -123,7 +113,7 @@ describe('pgmcp.resource_listing and pgmcp.resource_entries triggers', () => {
     await insert('c-2', ['support']);
     await insert('c-3', ['finance', 'engineering']);
     const like = [`${PREFIX}c-%`];
-    // Content only: size and lastModified are in the entry.
+    // Content only: no key changes.
     await sql.query(
       `update pgmcp.resources set text = repeat('y', 300) where uri like $1`,
       like,
@@ -146,7 +136,7 @@ describe('pgmcp.resource_listing and pgmcp.resource_entries triggers', () => {
       [`${PREFIX}c-1`],
     );
     expect(await mismatches()).toEqual([]);
-    // Into a stub and out of it.
+    // A large description, and back.
     await sql.query(
       `update pgmcp.resources set description = repeat('d', 3000) where uri = $1`,
       [`${PREFIX}c-1`],
@@ -159,13 +149,10 @@ describe('pgmcp.resource_listing and pgmcp.resource_entries triggers', () => {
     expect(await mismatches()).toEqual([]);
   });
 
-  it('writes no entry for an update that changes nothing', async () => {
+  it('writes no key for an update that changes nothing', async () => {
     await insert('same', ['support', 'finance']);
     const versions = `select l.reader, l.xmin::text as version from pgmcp.resource_listing l
       join pgmcp.resources r on r.id = l.resource_id where r.uri = $1
-      union all
-      select null, e.xmin::text from pgmcp.resource_entries e
-      join pgmcp.resources r on r.id = e.resource_id where r.uri = $1
       order by 1`;
     const before = (await sql.query(versions, [`${PREFIX}same`])).rows;
     await sql.query(
@@ -175,7 +162,7 @@ describe('pgmcp.resource_listing and pgmcp.resource_entries triggers', () => {
     expect((await sql.query(versions, [`${PREFIX}same`])).rows).toEqual(before);
   });
 
-  it('moves the entries of a row whose id changes', async () => {
+  it('moves the keys of a row whose id changes', async () => {
     await insert('moved', ['support', 'finance']);
     await sql.query(`update pgmcp.resources set id = default where uri = $1`, [
       `${PREFIX}moved`,
@@ -243,14 +230,14 @@ describe('pgmcp.resource_listing and pgmcp.resource_entries triggers', () => {
       await session.end();
     }
     // The capture trigger's statements read the transition tables (one per write here); the
-    // list-entry trigger is row-level (migrations/0017) and must reach its tables by primary key.
+    // listing trigger is row-level (migrations/0017, 0023) and must reach its keys by primary key.
     const triggerPlans = plans.filter((plan) => plan.includes('_rows'));
     expect(triggerPlans.length).toBeGreaterThanOrEqual(3);
     const entryScans = plans.filter((plan) =>
-      /Seq Scan on resource_(entries|listing)/.test(plan),
+      /Seq Scan on resource_listing/.test(plan),
     );
     expect(entryScans).toEqual([]);
-    expect(plans.some((plan) => plan.includes('pgmcp.resource_entries'))).toBe(
+    expect(plans.some((plan) => plan.includes('pgmcp.resource_listing'))).toBe(
       true,
     );
     const rescans = triggerPlans.flatMap((plan) =>
@@ -266,22 +253,7 @@ describe('pgmcp.resource_listing and pgmcp.resource_entries triggers', () => {
     expect(await mismatches()).toEqual([]);
   });
 
-  it('keeps the whole entry of a row whose entry is larger than a btree entry holds', async () => {
-    await insert('large', ['support'], { description: 'd'.repeat(5000) });
-    const { rows } = await sql.query<{ reader: string; entry: string }>(
-      `select l.reader, e.entry from pgmcp.resource_listing l
-         join pgmcp.resources r on r.id = l.resource_id
-         join pgmcp.resource_entries e on e.resource_id = r.id where r.uri = $1`,
-      [`${PREFIX}large`],
-    );
-    expect(rows).toHaveLength(1);
-    expect(rows[0]?.reader).toBe('support');
-    const entry = JSON.parse(rows[0]?.entry ?? '') as { description: string };
-    expect(entry.description).toBe('d'.repeat(5000));
-    expect(await mismatches()).toEqual([]);
-  });
-
-  it('are rebuilt by pgmcp.rebuild_resource_listings() after writes that skipped the triggers (rolled back here)', async () => {
+  it('is rebuilt by pgmcp.rebuild_resource_listings() after writes that skipped the triggers (rolled back here)', async () => {
     await insert('skipped-update', ['support']);
     await insert('skipped-delete', ['finance']);
     await sql.query('begin');
@@ -296,7 +268,7 @@ describe('pgmcp.resource_listing and pgmcp.resource_entries triggers', () => {
       ]);
       await insert('skipped-insert', ['support']);
       await sql.query(`set local session_replication_role = origin`);
-      expect((await mismatches()).length).toBeGreaterThanOrEqual(6);
+      expect((await mismatches()).length).toBeGreaterThanOrEqual(4);
       await sql.query('select pgmcp.rebuild_resource_listings()');
       expect(await mismatches()).toEqual([]);
       // The resources policy is forced again afterwards.
@@ -309,20 +281,18 @@ describe('pgmcp.resource_listing and pgmcp.resource_entries triggers', () => {
     }
   });
 
-  it('are emptied with the table by TRUNCATE (rolled back here)', async () => {
+  it('is emptied with the table by TRUNCATE (rolled back here)', async () => {
     await sql.query('begin');
     try {
       await sql.query('truncate pgmcp.resources');
-      const { rows } = await sql.query(
-        'select 1 from pgmcp.resource_listing union all select 1 from pgmcp.resource_entries',
-      );
+      const { rows } = await sql.query('select 1 from pgmcp.resource_listing');
       expect(rows).toEqual([]);
     } finally {
       await sql.query('rollback');
     }
   });
 
-  it('shows a request role only the keys of its own member roles and the entries of rows it may read', async () => {
+  it('shows a request role only the keys of its own member roles', async () => {
     await insert('entry-finance', ['finance']);
     await sql.query('begin');
     try {
@@ -331,28 +301,47 @@ describe('pgmcp.resource_listing and pgmcp.resource_entries triggers', () => {
         `select distinct reader from pgmcp.resource_listing order by reader`,
       );
       expect(rows.map((row) => row.reader)).toEqual(['public', 'support']);
-      // The entries the role sees are those of the rows pgmcp.resources shows it.
-      const entries = await sql.query<{ id: string }>(
-        `select resource_id::text as id from pgmcp.resource_entries order by resource_id`,
-      );
-      const readable = await sql.query<{ id: string }>(
-        `select id::text from pgmcp.resources order by id`,
-      );
-      expect(entries.rows.length).toBeGreaterThan(0);
-      expect(entries.rows).toEqual(readable.rows);
       await sql.query(`reset role`);
       const writable = await sql.query<{ allowed: boolean }>(
-        `select has_table_privilege('support', 'pgmcp.resource_listing', 'INSERT, UPDATE, DELETE')
-             or has_table_privilege('support', 'pgmcp.resource_entries', 'INSERT, UPDATE, DELETE') as allowed`,
+        `select has_table_privilege('support', 'pgmcp.resource_listing', 'INSERT, UPDATE, DELETE') as allowed`,
       );
       expect(writable.rows[0]?.allowed).toBe(false);
     } finally {
       await sql.query('rollback');
     }
   });
+
+  it('writes nothing beside the table but the change log for an update that keeps readers and id', async () => {
+    await insert('kept-readers', ['support', 'finance']);
+    // This session's row writes per table of pgmcp, as counted so far (pending ones included).
+    const writes = async (): Promise<Map<string, number>> => {
+      const { rows } = await sql.query<{ relname: string; writes: string }>(
+        `select relname, (n_tup_ins + n_tup_upd + n_tup_del)::text as writes
+           from pg_stat_xact_user_tables where schemaname = 'pgmcp'`,
+      );
+      return new Map(rows.map((row) => [row.relname, Number(row.writes)]));
+    };
+    await sql.query('begin');
+    try {
+      const before = await writes();
+      await sql.query(
+        `update pgmcp.resources set text = 'longer text', priority = 0.75, title = 'new'
+          where uri = $1`,
+        [`${PREFIX}kept-readers`],
+      );
+      const after = await writes();
+      const written = [...after]
+        .filter(([name, count]) => count > (before.get(name) ?? 0))
+        .map(([name]) => name)
+        .sort();
+      expect(written).toEqual(['changes', 'resources']);
+    } finally {
+      await sql.query('rollback');
+    }
+  });
 });
 
-describe('pgmcp.list_entry, as the triggers keep it', () => {
+describe('pgmcp.list_entry, as resources/list serves it', () => {
   interface Written {
     suffix: string;
     name: string;
@@ -428,13 +417,16 @@ describe('pgmcp.list_entry, as the triggers keep it', () => {
     } finally {
       await writer.end();
     }
+    const server = await startTestServer({
+      principal: { role: await currentUser(), claims: {} },
+      pageSize: 1000,
+    });
+    const { pages } = await walkList(server.url).finally(() => server.close());
+    const listed = pages.flatMap(
+      (page) => page['resources'] as Record<string, unknown>[],
+    );
     for (const row of written) {
       const uri = `${PREFIX}entry-${row.suffix}`;
-      const { rows } = await sql.query<{ entry: string }>(
-        `select e.entry from pgmcp.resource_entries e
-           join pgmcp.resources r on r.id = e.resource_id where r.uri = $1`,
-        [uri],
-      );
       const annotations: Record<string, unknown> = {};
       if (row.audience !== undefined) annotations['audience'] = row.audience;
       if (row.priority !== undefined) annotations['priority'] = row.priority;
@@ -447,25 +439,22 @@ describe('pgmcp.list_entry, as the triggers keep it', () => {
       expected['size'] = Buffer.byteLength(row.text);
       expected['annotations'] = annotations;
       // Same members in the same order, same values (the priority to the last bit).
-      expect(JSON.stringify(JSON.parse(rows[0]?.entry ?? 'null'))).toBe(
+      expect(JSON.stringify(listed.find((entry) => entry['uri'] === uri))).toBe(
         JSON.stringify(expected),
       );
     }
   });
 
-  it('serves large entries as the trigger rendered them', async () => {
+  it('serves large entries whole', async () => {
     await insert('large-entry', ['support'], {
       description: `"quoted" ${'l'.repeat(3000)}`,
     });
-    const { rows } = await sql.query<{ kept: string; now: string }>(
-      `select e.entry as kept,
-              pgmcp.list_entry(r.uri, r.name, r.title, r.description, r.mime_type, r.size,
-                               r.audience, r.priority, r.updated_at) as now
-         from pgmcp.resources r join pgmcp.resource_entries e on e.resource_id = r.id
-        where r.uri = $1`,
+    const { rows } = await sql.query<{ entry: string }>(
+      `select pgmcp.list_entry(r.uri, r.name, r.title, r.description, r.mime_type, r.size,
+                               r.audience, r.priority, r.updated_at) as entry
+         from pgmcp.resources r where r.uri = $1`,
       [`${PREFIX}large-entry`],
     );
-    expect(rows[0]?.now).toBe(rows[0]?.kept);
     const server = await startTestServer({
       principal: { role: 'support', claims: {} },
       pageSize: 1000,
@@ -475,7 +464,10 @@ describe('pgmcp.list_entry, as the triggers keep it', () => {
       const listed = pages
         .flatMap((page) => page['resources'] as { uri: string }[])
         .find((entry) => entry.uri === `${PREFIX}large-entry`);
-      expect(listed).toEqual(JSON.parse(rows[0]?.kept ?? 'null'));
+      expect(listed).toEqual(JSON.parse(rows[0]?.entry ?? 'null'));
+      expect(listed).toMatchObject({
+        description: `"quoted" ${'l'.repeat(3000)}`,
+      });
     } finally {
       await server.close();
     }
@@ -529,10 +521,9 @@ describe('resources/list as a request role', () => {
     expect(uris).toContain(`${PREFIX}no-readers`);
   });
 
-  it("lists no row for a key the entries' policy does not back", async () => {
-    // A key the table does not back (as after writes that skipped the triggers): the entry is
-    // read from pgmcp.resource_entries as the role, and its policy, the table's on the row's own
-    // readers, drops it (migrations/0017).
+  it("lists no row for a key the table's policy does not back", async () => {
+    // A key the table does not back (as after writes that skipped the triggers): the row is read
+    // from pgmcp.resources as the role, and its policy drops it (migrations/0023).
     await insert('forged', ['finance']);
     await sql.query(
       `insert into pgmcp.resource_listing (reader, resource_id)
@@ -553,5 +544,52 @@ describe('resources/list as a request role', () => {
         [`${PREFIX}forged`],
       );
     }
+  });
+  it("shows a text update's new size and lastModified in the row's place, and moves a row whose readers change between roles' lists", async () => {
+    for (const n of [1, 2, 3]) await insert(`moving-${n}`, ['engineering']);
+    const listAs = async (
+      role: string,
+    ): Promise<{ uri: string; size: number; annotations: object }[]> => {
+      const server = await startTestServer({
+        principal: { role, claims: {} },
+        pageSize: 1000,
+      });
+      const { pages } = await walkList(server.url).finally(() =>
+        server.close(),
+      );
+      return pages
+        .flatMap(
+          (page) =>
+            page['resources'] as {
+              uri: string;
+              size: number;
+              annotations: object;
+            }[],
+        )
+        .filter((entry) => entry.uri.startsWith(`${PREFIX}moving-`));
+    };
+    const before = await listAs('engineering');
+    await sql.query(
+      `update pgmcp.resources set text = repeat('z', 42), updated_at = '2030-01-02 03:04:05+00'
+        where uri = $1`,
+      [`${PREFIX}moving-2`],
+    );
+    const after = await listAs('engineering');
+    expect(after.map((entry) => entry.uri)).toEqual(
+      before.map((entry) => entry.uri),
+    );
+    expect(after[1]).toMatchObject({ uri: `${PREFIX}moving-2`, size: 42 });
+    expect(after[1]?.annotations).not.toEqual(before[1]?.annotations);
+    await sql.query(
+      `update pgmcp.resources set readers = '{finance}' where uri = $1`,
+      [`${PREFIX}moving-2`],
+    );
+    expect((await listAs('engineering')).map((entry) => entry.uri)).toEqual([
+      `${PREFIX}moving-1`,
+      `${PREFIX}moving-3`,
+    ]);
+    expect((await listAs('finance')).map((entry) => entry.uri)).toEqual([
+      `${PREFIX}moving-2`,
+    ]);
   });
 });
