@@ -15,6 +15,7 @@ import type { HttpTransport, LegacyHttp } from '../src/transport/index.js';
 import { catalogSource } from '../src/resources/index.js';
 import type { Dispatcher } from '../src/protocol/index.js';
 import type { LoadCaller, Run, Workload } from './load.js';
+import { listenRequest } from './live.js';
 import { commitLatency, startClients } from './notify-latency.js';
 
 export interface LegacyBenchContext {
@@ -268,12 +269,27 @@ async function subscribers(
       throw new Error(
         `${app.fanout.size} of ${SUBSCRIBERS} sessions hold a GET stream`,
       );
-    return await commitLatency(clients, uris, (uri) =>
+    const update = (uri: string) =>
       context.admin.query(
         'update pgmcp.resources set priority = random() where uri = $1',
         [uri],
+      );
+    const legacy = await commitLatency(clients, uris, update);
+    // Context: the listen streams' figure on the same server in the same run.
+    await clients.command({ cmd: 'closeAll' });
+    while (app.fanout.size > 0)
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    await clients.command({
+      cmd: 'open',
+      port: Number(port),
+      requests: uris.map((uri, index) =>
+        listenRequest(Number(port), [uri], authorization(index)),
       ),
-    );
+    });
+    return {
+      ...legacy,
+      listenStreams: await commitLatency(clients, uris, update),
+    };
   } finally {
     clients.stop();
     await feed.stop();

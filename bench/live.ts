@@ -40,7 +40,8 @@ const META = {
   'io.modelcontextprotocol/clientCapabilities': {},
 };
 
-function listenRequest(
+/** A subscriptions/listen POST for `uris`, as raw HTTP/1.1 (bench/legacy.ts uses it too). */
+export function listenRequest(
   port: number,
   uris: string[],
   authorization: string,

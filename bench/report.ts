@@ -305,9 +305,23 @@ const LEGACY: Record<string, Measure> = {
     '`resources/list` pages/s in open 2025-11-25 sessions vs the same requests in 2026-07-28, 10 callers',
     atLeast(0.9),
   ),
-  legacy_notify_latency_1000_subscribers: notifyLatency(
-    'commit → `notifications/resources/updated` at the client, 1,000 subscribed 2025-11-25 sessions',
-  ),
+  legacy_notify_latency_1000_subscribers: (result) => {
+    const rows = notifyLatency(
+      'commit → `notifications/resources/updated` at the client, 1,000 subscribed 2025-11-25 sessions',
+    )(result);
+    const listen = (result as { listenStreams?: P50 & { p99: number } })
+      .listenStreams;
+    return listen === undefined
+      ? rows
+      : [
+          ...rows,
+          {
+            measure:
+              'context: the same with 1,000 listen streams, same server and run (p50 / p99)',
+            figure: `${listen.p50.toFixed(2)} / ${ms(listen.p99)}`,
+          },
+        ];
+  },
   legacy_memory_per_idle_session: (result) => {
     const { bytes, sessions } = result as { bytes: number; sessions: number };
     return [
