@@ -3,7 +3,6 @@
 // streams against a bare node:http SSE broadcast, resources/read p99 during those broadcasts,
 // memory per idle stream, and write throughput with the capture triggers against without.
 import { catalogSource } from '../src/resources/index.js';
-import { fork, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import v8 from 'node:v8';
 import vm from 'node:vm';
@@ -15,6 +14,7 @@ import type { Logger } from '../src/log.js';
 import type { Dispatcher } from '../src/protocol/index.js';
 import type { HttpTransport } from '../src/transport/index.js';
 import { measure, type Run } from './load.js';
+import { commitLatency, startClients } from './notify-latency.js';
 
 export interface LiveBenchContext {
   readonly db: DatabaseHandle;
@@ -40,7 +40,8 @@ const META = {
   'io.modelcontextprotocol/clientCapabilities': {},
 };
 
-function listenRequest(
+/** A subscriptions/listen POST for `uris`, as raw HTTP/1.1 (bench/legacy.ts uses it too). */
+export function listenRequest(
   port: number,
   uris: string[],
   authorization: string,
@@ -57,32 +58,6 @@ function listenRequest(
     `Mcp-Method: subscriptions/listen\r\nAuthorization: ${authorization}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
   );
 }
-
-/** The SSE client process, with a promise-returning command channel. */
-async function startClients(): Promise<{
-  command: <T>(message: object) => Promise<T>;
-  stop: () => void;
-}> {
-  const child: ChildProcess = fork(
-    new URL('./sse-clients.js', import.meta.url),
-    [],
-    { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
-  );
-  const queue: ((value: unknown) => void)[] = [];
-  child.on('message', (message) => queue.shift()?.(message));
-  await new Promise((resolve) => queue.push(resolve));
-  return {
-    command: <T>(message: object) =>
-      new Promise<T>((resolve) => {
-        queue.push(resolve as (value: unknown) => void);
-        child.send(message);
-      }),
-    stop: () => child.kill(),
-  };
-}
-
-const percentile = (sorted: number[], q: number): number =>
-  sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] ?? 0;
 
 function heapAfterGc(): number {
   v8.setFlagsFromString('--expose-gc');
@@ -147,39 +122,11 @@ export async function liveBenchmarks(
         listenRequest(port, [uri], authorization(i)),
       ),
     });
-    const latencies: number[] = [];
-    const fromSent: number[] = [];
-    for (let sample = 0; sample < 200; sample += 1) {
-      const uri = latencyUris[(sample * 7) % latencyUris.length] as string;
-      const sent = performance.timeOrigin + performance.now();
-      await update(uri);
-      // The commit is acknowledged: from here on the change is the server's to deliver.
-      const committed = performance.timeOrigin + performance.now();
-      const { times } = await clients.command<{ times: number[] }>({
-        cmd: 'expect',
-        events: 1,
-        timeoutMs: 5000,
-      });
-      if (times.length !== 1)
-        throw new Error(
-          `change ${sample} reached ${times.length} streams, not 1`,
-        );
-      latencies.push((times[0] as number) - committed);
-      fromSent.push((times[0] as number) - sent);
-    }
-    latencies.sort((a, b) => a - b);
-    fromSent.sort((a, b) => a - b);
-    const p50 = percentile(latencies, 0.5);
-    const p99 = percentile(latencies, 0.99);
-    results['notify_latency_1000_streams'] = {
-      p50,
-      p99,
-      fromUpdateSent: {
-        p50: percentile(fromSent, 0.5),
-        p99: percentile(fromSent, 0.99),
-      },
-      samples: latencies.length,
-    };
+    results['notify_latency_1000_streams'] = await commitLatency(
+      clients,
+      latencyUris,
+      update,
+    );
 
     // 2. Memory per idle stream: 10,000 more on one resource (11,000 open), the server's heap
     //    (JS heap and external memory) after GC, against before any stream was open.

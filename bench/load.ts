@@ -30,6 +30,11 @@ export interface LoadCaller {
   readonly authorization: string;
   /** The role reads rows numbered in multiples of this (1: every row). */
   readonly rowStride: number;
+  /**
+   * A 2025-11-25 session this caller opened with `initialize` (bench/legacy.ts): its requests
+   * carry Mcp-Session-Id and MCP-Protocol-Version instead of the 2026-07-28 `_meta`.
+   */
+  readonly legacySession?: string;
 }
 
 export interface LoadSpec {
@@ -100,6 +105,8 @@ export function request(
   method: string,
   params: Record<string, unknown>,
 ): { body: string; headers: Record<string, string | number> } {
+  if (caller.legacySession !== undefined)
+    return legacyRequest(caller, caller.legacySession, method, params);
   const body = JSON.stringify({
     jsonrpc: '2.0',
     id: 1,
@@ -116,6 +123,27 @@ export function request(
   };
   if (typeof params['uri'] === 'string') headers['Mcp-Name'] = params['uri'];
   return { body, headers };
+}
+
+/** The same request in a 2025-11-25 session: no `_meta`, the session's headers. */
+function legacyRequest(
+  caller: LoadCaller,
+  session: string,
+  method: string,
+  params: Record<string, unknown>,
+): { body: string; headers: Record<string, string | number> } {
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
+  return {
+    body,
+    headers: {
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      'MCP-Protocol-Version': '2025-11-25',
+      'Mcp-Session-Id': session,
+      Authorization: caller.authorization,
+      'Content-Length': Buffer.byteLength(body),
+    },
+  };
 }
 
 type Build = (

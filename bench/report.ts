@@ -44,7 +44,7 @@ interface P50 {
   p50: number;
 }
 
-type Group = 'request' | 'storage' | 'live' | 'catalog';
+type Group = 'request' | 'storage' | 'live' | 'legacy' | 'catalog';
 
 /** One row of a results table. */
 export interface Row {
@@ -211,13 +211,14 @@ const REQUEST: Record<string, Measure> = Object.fromEntries([
   ...perScheme,
 ]);
 
-const LIVE: Record<string, Measure> = {
-  notify_latency_1000_streams: (result) => {
+/** Commit → notification latency (notify-latency.ts): p50 and p99 targets, the context row. */
+const notifyLatency =
+  (measure: string): Measure =>
+  (result) => {
     const run = result as P50 & {
       p99: number;
       fromUpdateSent: P50 & { p99: number };
     };
-    const measure = 'commit → notification at the client, 1,000 open streams';
     return [
       targetRow(
         { measure: `${measure} (p50)`, figure: ms(run.p50) },
@@ -235,7 +236,12 @@ const LIVE: Record<string, Measure> = {
         figure: `${run.fromUpdateSent.p50.toFixed(2)} / ${ms(run.fromUpdateSent.p99)}`,
       },
     ];
-  },
+  };
+
+const LIVE: Record<string, Measure> = {
+  notify_latency_1000_streams: notifyLatency(
+    'commit → notification at the client, 1,000 open streams',
+  ),
   memory_per_idle_stream: (result) => {
     const { bytes, streams } = result as { bytes: number; streams: number };
     return [
@@ -312,6 +318,48 @@ const navigator =
           ]),
     ];
   };
+
+/** The 2025-11-25 era (bench/legacy.ts). */
+const LEGACY: Record<string, Measure> = {
+  legacy_read_vs_modern: throughput(
+    '`resources/read` req/s in open 2025-11-25 sessions vs the same requests in 2026-07-28, 10 callers',
+    atLeast(0.9),
+  ),
+  legacy_list_vs_modern: throughput(
+    '`resources/list` pages/s in open 2025-11-25 sessions vs the same requests in 2026-07-28, 10 callers',
+    atLeast(0.9),
+  ),
+  legacy_notify_latency_1000_subscribers: (result) => {
+    const rows = notifyLatency(
+      'commit → `notifications/resources/updated` at the client, 1,000 subscribed 2025-11-25 sessions',
+    )(result);
+    const listen = (result as { listenStreams?: P50 & { p99: number } })
+      .listenStreams;
+    return listen === undefined
+      ? rows
+      : [
+          ...rows,
+          {
+            measure:
+              'context: the same with 1,000 listen streams, same server and run (p50 / p99)',
+            figure: `${listen.p50.toFixed(2)} / ${ms(listen.p99)}`,
+          },
+        ];
+  },
+  legacy_memory_per_idle_session: (result) => {
+    const { bytes, sessions } = result as { bytes: number; sessions: number };
+    return [
+      targetRow(
+        {
+          measure: `memory per idle 2025-11-25 session with one subscription and its GET stream (heap after GC, ${sessions} sessions)`,
+          figure: `${(bytes / 1024).toFixed(1)} KB`,
+        },
+        atMost(16 * 1024, '16 KB'),
+        bytes,
+      ),
+    ];
+  },
+};
 
 const CATALOG: Record<string, Measure> = {
   catalog_first_page: p50(
@@ -476,6 +524,7 @@ const GROUPS: [Group, Record<string, Measure>][] = [
   ['request', REQUEST],
   ['storage', STORAGE],
   ['live', LIVE],
+  ['legacy', LEGACY],
   ['catalog', CATALOG],
 ];
 
@@ -538,6 +587,7 @@ export function renderResults(summary: BenchSummary): string {
     storage:
       'Storage beside the table, and single-row writes (the same 1,000,000 resources)',
     live: 'Live updates',
+    legacy: '2025-11-25 sessions (the same 1,000,000 resources)',
     catalog:
       'Catalogs of 10,000 and 100,000 tables (their own databases; runs last)',
   };
@@ -598,9 +648,17 @@ function contextSizes(result: unknown): string[] {
   ];
 }
 
+/** The groups README's short table shows; the legacy era's figures stay in docs/benchmarks.md. */
+const README_GROUPS: readonly Group[] = [
+  'request',
+  'storage',
+  'live',
+  'catalog',
+];
+
 /**
- * README's short table: the figures that have a target, a request-path measure once with each
- * token scheme's figure side by side (met only when every scheme met it).
+ * README's short table: the figures of README_GROUPS that have a target, a request-path measure
+ * once with each token scheme's figure side by side (met only when every scheme met it).
  */
 export function renderReadmeResults(summary: BenchSummary): string {
   const merged = new Map<
@@ -608,7 +666,8 @@ export function renderReadmeResults(summary: BenchSummary): string {
     { figures: string[]; target: string; met: boolean | undefined }
   >();
   for (const row of benchmarkRows(summary)) {
-    if (row.target === undefined) continue;
+    if (row.target === undefined || !README_GROUPS.includes(row.group))
+      continue;
     const scheme = TOKEN_SCHEMES.find(([, label]) =>
       row.measure.endsWith(` (${label})`),
     );

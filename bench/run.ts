@@ -35,6 +35,7 @@ import { loadConfig } from '../src/config/index.js';
 import { createLogger } from '../src/log.js';
 import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../src/config/index.js';
 import { catalogBenchmarks } from './catalog.js';
+import { legacyBenchmarks } from './legacy.js';
 import { liveBenchmarks } from './live.js';
 import { readSummary, renderResults, writeBenchDocs } from './report.js';
 import { startPeerServer } from './peer-server.js';
@@ -58,7 +59,7 @@ if (!/^[a-z_][a-z0-9_]*$/.test(BENCH_DATABASE))
   );
 // A comma-separated list of result keys without the token scheme's suffix (e.g.
 // "list_role_10pct_vs_all_p50,read_vs_point_read": each runs with every scheme of BENCH_AUTH),
-// or the groups "catalog", "live" and "storage", runs only those; unset runs all. A partial run merges its
+// or the groups "catalog", "legacy", "live" and "storage", runs only those; unset runs all. A partial run merges its
 // figures into latest.json and notes its date under `partialRuns`.
 const ONLY = process.env['BENCH_ONLY']?.split(',').filter((key) => key !== '');
 const runs = (key: string): boolean => ONLY === undefined || ONLY.includes(key);
@@ -565,6 +566,39 @@ async function main(): Promise<void> {
       Object.assign(results, live.results);
     } finally {
       await liveAdmin.end();
+    }
+  }
+
+  // 8. The 2025-11-25 era (bench/legacy.ts): requests in open sessions against modern ones,
+  //    subscribers' latency, memory per idle session.
+  if (runs('legacy')) {
+    const legacyAdmin = await db.connectAdmin();
+    try {
+      Object.assign(
+        results,
+        await legacyBenchmarks({
+          db,
+          admin: legacyAdmin,
+          logger,
+          databaseUrl: database.url,
+          load,
+          compare,
+          serve: (dispatcher, legacy) =>
+            serve({ dispatcher, issuer, db, logger: silent, legacy }),
+          listWorkload: {
+            kind: 'list',
+            minId,
+            maxId,
+            pageSize: PAGE_SIZE,
+            cursorSecret: CURSOR_SECRET,
+          },
+          cursorSecret: CURSOR_SECRET,
+          mix,
+          all,
+        }),
+      );
+    } finally {
+      await legacyAdmin.end();
     }
   }
 

@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import type { Principal } from '../auth/index.js';
 import type { DatabaseHandle } from './pool.js';
+import type { LeadingStatement } from './request-transaction.js';
 import { inWriteTransaction } from './write-transaction.js';
 import { toDatabaseError } from './sqlstate.js';
 
@@ -85,33 +86,30 @@ export async function touchLegacySession(
       };
 }
 
-/**
- * The live session of these keys, read without writing; `renewDue` when its expiry is less than
- * `renewBelowSeconds` away. undefined when unknown, expired or another principal's.
- */
-export async function findLegacySession(
-  db: DatabaseHandle,
+interface FoundRow {
+  protocol_version: string;
+  client_info: unknown;
+  client_capabilities: unknown;
+  log_level: string | null;
+  renew_due: boolean;
+}
+
+type Found = LegacySessionRow & { readonly renewDue: boolean };
+
+/** The statement findLegacySession runs (also sent first in a request's transaction). */
+function findStatement(
   keys: LegacySessionKeys,
   renewBelowSeconds: number,
-): Promise<(LegacySessionRow & { readonly renewDue: boolean }) | undefined> {
-  let rows;
-  try {
-    // One statement in the pool's read-only implicit transaction: no WAL, no dead row version.
-    ({ rows } = await db.pool.query<{
-      protocol_version: string;
-      client_info: unknown;
-      client_capabilities: unknown;
-      log_level: string | null;
-      renew_due: boolean;
-    }>({
-      name: 'pgmcp_find_legacy_session',
-      text: 'select * from pgmcp.find_legacy_session($1, $2, $3)',
-      values: [keys.idHash, keys.principalHash, renewBelowSeconds],
-    }));
-  } catch (error) {
-    throw toDatabaseError(error);
-  }
-  const row = rows[0];
+): { name: string; text: string; values: unknown[] } {
+  return {
+    name: 'pgmcp_find_legacy_session',
+    text: 'select * from pgmcp.find_legacy_session($1, $2, $3)',
+    values: [keys.idHash, keys.principalHash, renewBelowSeconds],
+  };
+}
+
+function foundOf(rows: readonly unknown[]): Found | undefined {
+  const row = rows[0] as FoundRow | undefined;
   return row === undefined
     ? undefined
     : {
@@ -121,6 +119,45 @@ export async function findLegacySession(
         logLevel: row.log_level,
         renewDue: row.renew_due,
       };
+}
+
+/**
+ * The live session of these keys, read without writing; `renewDue` when its expiry is less than
+ * `renewBelowSeconds` away. undefined when unknown, expired or another principal's.
+ */
+export async function findLegacySession(
+  db: DatabaseHandle,
+  keys: LegacySessionKeys,
+  renewBelowSeconds: number,
+): Promise<Found | undefined> {
+  try {
+    // One statement in the pool's read-only implicit transaction: no WAL, no dead row version.
+    const { rows } = await db.pool.query<FoundRow>(
+      findStatement(keys, renewBelowSeconds),
+    );
+    return foundOf(rows);
+  } catch (error) {
+    throw toDatabaseError(error);
+  }
+}
+
+/** findLegacySession as a request's leading statement; read on its own if it never ran. */
+function findInRequest(
+  db: DatabaseHandle,
+  keys: LegacySessionKeys,
+  renewBelowSeconds: number,
+): { statement: LeadingStatement; result(): Promise<Found | undefined> } {
+  let rows: unknown[] | undefined;
+  return {
+    statement: {
+      ...findStatement(keys, renewBelowSeconds),
+      settle: (found) => (rows = found),
+    },
+    result: async () =>
+      rows === undefined
+        ? findLegacySession(db, keys, renewBelowSeconds)
+        : foundOf(rows),
+  };
 }
 
 export async function setLegacySessionLevel(
@@ -160,8 +197,19 @@ export interface LegacySessionStore {
     id: string,
     principal: Principal,
   ): Promise<LegacySessionRow | undefined>;
+  /**
+   * The same as `touch`, for a request whose handler runs a request transaction: `statement` goes
+   * first in that transaction's round trip (runRequestQuery), and `result` is the session from the
+   * rows it brought back, or read on its own when the request ran no statement.
+   */
+  check(id: string, principal: Principal): LegacySessionCheck;
   setLevel(id: string, principal: Principal, level: string): Promise<void>;
   close(id: string, principal: Principal): Promise<boolean>;
+}
+
+export interface LegacySessionCheck {
+  readonly statement: LeadingStatement;
+  result(): Promise<LegacySessionRow | undefined>;
 }
 
 /**
@@ -189,6 +237,14 @@ export function createLegacySessionStore(
   // at most one UPDATE per half idle time per session, and a session always outlives its last
   // request by at least the idle time (by at most 1.5× it).
   const lease = Math.ceil(limits.idleSeconds * 1.5);
+  const renewed = async (
+    found: Found | undefined,
+    sessionKeys: LegacySessionKeys,
+  ): Promise<LegacySessionRow | undefined> =>
+    found === undefined || !found.renewDue
+      ? found
+      : // Renewal re-checks liveness: a session ended meanwhile is not brought back.
+        touchLegacySession(db, sessionKeys, lease);
   return {
     open: (id, principal, session) =>
       openLegacySession(db, keys(id, principal), {
@@ -200,14 +256,18 @@ export function createLegacySessionStore(
       }),
     touch: async (id, principal) => {
       const sessionKeys = keys(id, principal);
-      const found = await findLegacySession(
-        db,
+      return renewed(
+        await findLegacySession(db, sessionKeys, limits.idleSeconds),
         sessionKeys,
-        limits.idleSeconds,
       );
-      if (found === undefined || !found.renewDue) return found;
-      // Renewal re-checks liveness: a session ended meanwhile is not brought back.
-      return touchLegacySession(db, sessionKeys, lease);
+    },
+    check: (id, principal) => {
+      const sessionKeys = keys(id, principal);
+      const find = findInRequest(db, sessionKeys, limits.idleSeconds);
+      return {
+        statement: find.statement,
+        result: async () => renewed(await find.result(), sessionKeys),
+      };
     },
     setLevel: (id, principal, level) =>
       setLegacySessionLevel(db, keys(id, principal), level),

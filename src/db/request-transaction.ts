@@ -25,7 +25,20 @@ export type Cancellation =
       readonly aborted: boolean;
       readonly signal?: AbortSignal;
       statementRan?(name: string, ms: number, rows: number): void;
+      /** A statement to run first in this request's transaction (LeadingStatement); once. */
+      takeLeadingStatement?(): LeadingStatement | undefined;
     };
+
+/**
+ * A statement the transport needs run for a request (a legacy session's check), sent first in the
+ * request's own round trip, as the login, before the identity statement; `settle` gets its rows.
+ */
+export interface LeadingStatement {
+  readonly name: string;
+  readonly text: string;
+  readonly values: unknown[];
+  settle(rows: unknown[]): void;
+}
 
 /**
  * Run one prepared query as `principal`, in one read-only transaction and one round trip.
@@ -63,21 +76,27 @@ export async function runRequestQuery<TArgs, TRow>(
       return observe((await client.query(statement)).rows);
     if (!PIPELINE)
       return observe(await runUnpipelined(client, principal, statement));
+    const leading =
+      'takeLeadingStatement' in cancellation
+        ? cancellation.takeLeadingStatement?.()
+        : undefined;
     // Text rows come back as the driver's own field arrays, which pg's Query would copy into objects.
-    const transaction = new ImplicitTransaction(
-      principal.role === null
-        ? [statement]
+    const transaction = new ImplicitTransaction([
+      ...(leading === undefined ? [] : [leading]),
+      ...(principal.role === null
+        ? []
         : [
             {
               ...SET_IDENTITY,
               values: [principal.role, JSON.stringify(principal.claims)],
             },
-            statement,
-          ],
-    );
+          ]),
+      statement,
+    ]);
     void client.query(transaction as unknown as pg.Submittable);
     try {
       const rows = await transaction.result;
+      leading?.settle(rows[0] ?? []);
       return observe(rows.at(-1) ?? []);
     } finally {
       if (transaction.unsafeToReuse)

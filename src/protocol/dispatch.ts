@@ -35,6 +35,8 @@ export interface RequestContext {
   readonly notices: RequestNotices;
   /** db/ reports each statement the request ran: a debug notice (its name and timing, no values). */
   statementRan(name: string, ms: number, rows: number): void;
+  /** db/ takes the transport's leading statement into the request's first transaction. */
+  takeLeadingStatement(): LeadingStatement | undefined;
 }
 
 /** A method handler: validated params in, result payload out (without resultType/_meta, added here). */
@@ -111,6 +113,19 @@ export interface TransportContext {
    * only JSON): progress and log notices are then not sent.
    */
   readonly notify?: NoticeSink | undefined;
+  /**
+   * A statement the transport needs run for this request (legacy HTTP: the session check), sent
+   * first in the request's first transaction, in the same round trip; `settle` gets its rows.
+   */
+  readonly leadingStatement?: LeadingStatement | undefined;
+}
+
+/** A statement to run as the login ahead of a request's own, and where its rows go. */
+export interface LeadingStatement {
+  readonly name: string;
+  readonly text: string;
+  readonly values: unknown[];
+  settle(rows: unknown[]): void;
 }
 
 export interface DispatcherOptions {
@@ -324,6 +339,7 @@ function respond(
 class HandlerContext implements RequestContext {
   readonly principal: Principal;
   readonly #transport: TransportContext;
+  #leading: LeadingStatement | undefined;
 
   constructor(
     readonly id: RequestId,
@@ -333,6 +349,7 @@ class HandlerContext implements RequestContext {
   ) {
     this.principal = transport.principal;
     this.#transport = transport;
+    this.#leading = transport.leadingStatement;
   }
 
   statementRan(name: string, ms: number, rows: number): void {
@@ -346,6 +363,13 @@ class HandlerContext implements RequestContext {
 
   get signal(): AbortSignal {
     return this.#transport.signal;
+  }
+
+  /** The transport's leading statement, to the request's first transaction only. */
+  takeLeadingStatement(): LeadingStatement | undefined {
+    const leading = this.#leading;
+    this.#leading = undefined;
+    return leading;
   }
 
   get aborted(): boolean {

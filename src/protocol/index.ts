@@ -8,6 +8,7 @@ export {
   type MethodHandler,
   type RequestContext,
   type RequestLogFields,
+  type LeadingStatement,
   type TransportContext,
 } from './dispatch.js';
 export {

@@ -196,6 +196,7 @@ class LegacyEraAdapter implements LegacyAdapter {
             principal: transport.principal,
             signal: transport.signal,
             notify: transport.notify,
+            leadingStatement: transport.leadingStatement,
           }),
           transport,
         ),

@@ -14,6 +14,7 @@ import {
   serializeMessage,
   type DispatchOutcome,
   type InboundMessage,
+  type LeadingStatement,
   type LegacyAdapter,
   type LogLevel,
   type StreamSink,
@@ -40,6 +41,17 @@ export interface LegacySessionRecords {
     id: string,
     principal: Principal,
   ): Promise<LegacySessionRecord | undefined>;
+  /**
+   * `touch` in the request's own transaction: `statement` goes first in its round trip, `result`
+   * reads the session on its own only when the request ran no statement.
+   */
+  check(
+    id: string,
+    principal: Principal,
+  ): {
+    readonly statement: LeadingStatement;
+    result(): Promise<LegacySessionRecord | undefined>;
+  };
   close(id: string, principal: Principal): Promise<boolean>;
 }
 
@@ -148,15 +160,23 @@ class LegacyHttpSessions implements LegacyHttp {
       response.writeHead(202).end();
       return;
     }
+    const sse = answersWithSse(request, message);
+    const held = this.#held.get(id);
+    if (held !== undefined && checksInRequest(message, held.session)) {
+      if (!this.#refusesVersion(request, response))
+        await this.#inSession(
+          held,
+          message,
+          principal,
+          response,
+          sse,
+          this.#options.records.check(id, principal),
+        );
+      return;
+    }
     const entry = await this.#sessionOf(id, principal, request, response);
     if (entry !== undefined)
-      await this.#inSession(
-        entry,
-        message,
-        principal,
-        response,
-        answersWithSse(request, message),
-      );
+      await this.#inSession(entry, message, principal, response, sse);
   }
 
   async postResponse(
@@ -350,25 +370,40 @@ class LegacyHttpSessions implements LegacyHttp {
     sendOutcome(response, outcome);
   }
 
+  /** A notification in a session: 202, after a cancel or the adapter has taken it. */
+  async #notification(
+    entry: Held,
+    message: InboundMessage,
+    principal: Principal,
+    response: http.ServerResponse,
+  ): Promise<void> {
+    if (message.method === 'notifications/cancelled') {
+      // A legacy client cancels explicitly; unknown or finished ids are ignored (§8.4).
+      const parsed = CancelledParamsSchema.safeParse(message.params ?? {});
+      if (parsed.success)
+        entry.inFlight.get(keyOf(parsed.data.requestId))?.controller.abort();
+    } else
+      await this.#options.adapter.handle(message, entry.session, {
+        principal,
+        signal: new AbortController().signal,
+      });
+    response.writeHead(202).end();
+  }
+
+  /**
+   * Answer a request of a live session. With `check` (checksInRequest), the session is checked in
+   * the request's own transaction and the answer waits for that check: 404 if the session is gone.
+   */
   async #inSession(
     entry: Held,
     message: InboundMessage,
     principal: Principal,
     response: http.ServerResponse,
     sse: boolean,
+    check?: SessionCheck,
   ): Promise<void> {
     if (message.id === undefined) {
-      if (message.method === 'notifications/cancelled') {
-        // A legacy client cancels explicitly; unknown or finished ids are ignored (§8.4).
-        const parsed = CancelledParamsSchema.safeParse(message.params ?? {});
-        if (parsed.success)
-          entry.inFlight.get(keyOf(parsed.data.requestId))?.controller.abort();
-      } else
-        await this.#options.adapter.handle(message, entry.session, {
-          principal,
-          signal: new AbortController().signal,
-        });
-      response.writeHead(202).end();
+      await this.#notification(entry, message, principal, response);
       return;
     }
     const key = keyOf(message.id);
@@ -376,7 +411,7 @@ class LegacyHttpSessions implements LegacyHttp {
     const flight = { controller, principal };
     entry.inFlight.set(key, flight);
     // Notices about the request (progress, log messages) make its POST answer an SSE stream that
-    // ends with the response (legacy digest §5.4).
+    // ends with the response (legacy digest §5.4). A request checked in its transaction has none.
     let streaming = false;
     const notify = (notice: string) => {
       if (controller.signal.aborted || response.writableEnded) return;
@@ -388,8 +423,18 @@ class LegacyHttpSessions implements LegacyHttp {
       const outcome = await this.#options.adapter.handle(
         message,
         entry.session,
-        { principal, signal: controller.signal, notify },
+        {
+          principal,
+          signal: controller.signal,
+          notify: check === undefined ? notify : undefined,
+          leadingStatement: check?.statement,
+        },
       );
+      if (
+        check !== undefined &&
+        !(await this.#stillLive(entry, check, response))
+      )
+        return;
       // A cancelled request gets no response (§8.4).
       if (streaming)
         response.end(
@@ -403,6 +448,24 @@ class LegacyHttpSessions implements LegacyHttp {
     } finally {
       if (entry.inFlight.get(key) === flight) entry.inFlight.delete(key);
     }
+  }
+
+  /** Whether the checked session is still live (renewed when due); else the 404 is sent. */
+  async #stillLive(
+    entry: Held,
+    check: SessionCheck,
+    response: http.ServerResponse,
+  ): Promise<boolean> {
+    if ((await check.result()) === undefined) {
+      this.#refuse(
+        response,
+        'SESSION_NOT_FOUND',
+        'Session not found: it ended or expired; initialize a new one.',
+      );
+      return false;
+    }
+    entry.lastSeen = Date.now();
+    return true;
   }
 
   async #delete(
@@ -488,6 +551,38 @@ class LegacyHttpSessions implements LegacyHttp {
         this.#drop(id, entry);
     }
   }
+}
+
+type SessionCheck = ReturnType<LegacySessionRecords['check']>;
+
+/**
+ * Requests whose session check rides in their own request transaction (one round trip instead of
+ * two): the read-only shared methods, in a session held here, when nothing can be sent before the
+ * answer (no log level set, no progressToken). Their statements are read-only, so a request of a
+ * session that turns out to be gone has changed nothing when it is refused.
+ */
+const CHECKED_IN_REQUEST = new Set([
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+  'prompts/list',
+  'prompts/get',
+  'completion/complete',
+]);
+
+function checksInRequest(
+  message: InboundMessage,
+  session: LegacySession,
+): boolean {
+  if (message.id === undefined || !CHECKED_IN_REQUEST.has(message.method))
+    return false;
+  if (session.logLevel !== undefined) return false;
+  const meta = message.params?.['_meta'];
+  return !(
+    typeof meta === 'object' &&
+    meta !== null &&
+    'progressToken' in (meta as Record<string, unknown>)
+  );
 }
 
 /** The same caller: role, and the token's issuer and subject. */

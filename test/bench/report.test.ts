@@ -182,6 +182,45 @@ describe('bench report', () => {
     );
   });
 
+  it('renders the 2025-11-25 figures in their own table with their targets, and leaves them out of README', () => {
+    const { read_vs_point_read, notify_latency_1000_streams } = summary.results;
+    const legacy: BenchSummary = {
+      ...summary,
+      results: {
+        legacy_read_vs_modern: {
+          ...(read_vs_point_read as object),
+          ratio: 0.95,
+        },
+        legacy_list_vs_modern: {
+          ...(read_vs_point_read as object),
+          ratio: 0.85,
+        },
+        legacy_notify_latency_1000_subscribers: notify_latency_1000_streams,
+        legacy_memory_per_idle_session: { sessions: 1999, bytes: 10_553 },
+      },
+    };
+    expect(
+      benchmarkRows(legacy).map((row) => [
+        row.group,
+        row.measure.slice(0, 16),
+        row.target,
+        row.met,
+      ]),
+    ).toEqual([
+      ['legacy', '`resources/read`', '≥ 0.90', true],
+      ['legacy', '`resources/list`', '≥ 0.90', false],
+      ['legacy', 'commit → `notifi', '≤ 5 ms', true],
+      ['legacy', 'commit → `notifi', '≤ 25 ms', true],
+      ['legacy', 'context: the sam', undefined, undefined],
+      ['legacy', 'memory per idle ', '≤ 16 KB', true],
+    ]);
+    const table = renderResults(legacy);
+    expect(table).toContain('### 2025-11-25 sessions');
+    expect(table).toContain('1,000 subscribed 2025-11-25 sessions (p99)');
+    expect(table).toContain('10.3 KB');
+    expect(renderReadmeResults(legacy)).not.toContain('2025-11-25');
+  });
+
   it('shows a request measure once in README, each scheme side by side, not met when one scheme misses', () => {
     const { read_vs_point_read } = summary.results as Record<
       string,

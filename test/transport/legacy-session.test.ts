@@ -366,6 +366,51 @@ describe('legacy sessions', () => {
     expect((await row())?.left).toBeGreaterThan(1800);
   });
 
+  it("checks a held session in the read's own transaction, and still refuses it once ended through another replica or expired", async () => {
+    await insert('notes:///legacy-checked/one', [ROLE_A]);
+    const read = (id: string) =>
+      legacyPost(
+        server.url,
+        {
+          method: 'resources/read',
+          params: { uri: 'notes:///legacy-checked/one' },
+        },
+        sessionHeaders(id, AS_A),
+      );
+    const ended = await openSession(server.url, AS_A);
+    const expired = await openSession(server.url, AS_A);
+    // Statements sent through the pool on their own (a request transaction takes a client).
+    const alone: string[] = [];
+    const pool = server.db.pool;
+    const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+    (pool as { query: unknown }).query = (...args: unknown[]) => {
+      const config = args[0] as { name?: string } | string;
+      alone.push(typeof config === 'string' ? config : (config.name ?? ''));
+      return query(...args);
+    };
+    try {
+      expect((await read(ended)).result).toMatchObject({
+        contents: [{ uri: 'notes:///legacy-checked/one', text: 'v1' }],
+      });
+      expect(alone).not.toContain('pgmcp_find_legacy_session');
+    } finally {
+      delete (pool as { query?: unknown }).query;
+    }
+    const deleted = await fetch(replica.url, {
+      method: 'DELETE',
+      headers: sessionHeaders(ended, AS_A),
+    });
+    expect(deleted.status).toBe(204);
+    expect((await read(ended)).status).toBe(404);
+    expect((await read(expired)).status).toBe(200);
+    await sql.query(
+      `update pgmcp.legacy_sessions set expires_at = now() - interval '1 second'
+        where id_hash = sha256(convert_to($1, 'UTF8'))`,
+      [expired],
+    );
+    expect((await read(expired)).status).toBe(404);
+  });
+
   it('stores only a digest of the session id', async () => {
     const id = await openSession(server.url, AS_A);
     const { rows } = await sql.query<{ found: boolean }>(
