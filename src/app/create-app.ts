@@ -55,6 +55,7 @@ import {
 import { createLegacyHttp, type LegacyHttp } from '../transport/index.js';
 import {
   conformanceFixtureTools,
+  legacyConformanceFixtureTools,
   createCallToolMethod,
   createExplainTool,
   createFetchTool,
@@ -287,7 +288,11 @@ function serverTools(
     createQueryTool(sql),
     createExplainTool({ ...sql, analyzeAllowed: settings.explainAnalyze }),
   ];
-  if (settings.conformanceFixtures) tools.push(...conformanceFixtureTools());
+  if (settings.conformanceFixtures)
+    tools.push(
+      ...conformanceFixtureTools(),
+      ...legacyConformanceFixtureTools(),
+    );
   return tools.filter((tool) => !settings.disabled.includes(tool.name));
 }
 
@@ -351,6 +356,8 @@ function legacyEra(
       legacySubscriptions.unsubscribe(session, uri),
     attach: (session, principal) =>
       legacySubscriptions.attach(session, principal),
+    // The wait for a person's answer lasts as long as the question's requestState is good.
+    inputTimeoutMs: (options.consentMinutes ?? 10) * 60_000,
     persist: async (session, principal) => {
       if (session.id !== undefined && session.logLevel !== undefined)
         await legacySessions.setLevel(session.id, principal, session.logLevel);

@@ -72,6 +72,11 @@ export interface Dispatcher {
   ): Promise<DispatchOutcome>;
   /** Build the error outcome for something thrown before dispatch (parse errors, header checks). */
   fail(error: unknown, id?: RequestId): DispatchOutcome;
+  /**
+   * A JSON-RPC response from the client, to a request this server sent it (a legacy session's
+   * elicitation/create): settles it. Absent where the server sends the client no requests.
+   */
+  answer?(value: unknown): void;
 }
 
 /** What ties a server log line to a request: its id and incoming W3C trace context. */

@@ -19,6 +19,9 @@ export function createEraDispatcher(
       session.handshake === undefined
         ? modern.fail(error, id)
         : legacy.fail(error, id),
+    answer: (value) => {
+      session.requests.answer(value);
+    },
     dispatch: (message, transport) =>
       hasModernClaim(message)
         ? modern.dispatch(message, transport)

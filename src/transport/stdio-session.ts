@@ -70,9 +70,12 @@ export class StdioSession {
       );
       return;
     }
-    // A JSON-RPC response (a legacy client answering a server request, legacy digest §10.1 step 1):
-    // this server sends none, so there is nothing to match; a response is never answered.
-    if (isJsonRpcResponse(value)) return;
+    // A JSON-RPC response (a legacy client answering a server request, legacy digest §10.1 step 1)
+    // settles the request it answers; a response is never answered.
+    if (isJsonRpcResponse(value)) {
+      this.options.dispatcher.answer?.(value);
+      return;
+    }
     let message;
     try {
       message = this.options.dispatcher.parse(value);
