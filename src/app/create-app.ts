@@ -222,8 +222,15 @@ export function createApp(options: AppOptions): App {
     ],
   ]);
   const tools = serverTools(options, {
-    read: async (uri, ctx) => {
-      const result = await readMethod.handle({ uri }, ctx);
+    read: async (uri, ctx, input) => {
+      const result = await readMethod.handle(
+        {
+          uri,
+          inputResponses: input?.inputResponses,
+          requestState: input?.requestState,
+        },
+        ctx,
+      );
       // resources/read never streams; the check keeps the types honest.
       if (!(result instanceof StreamingResult)) return result;
       result.stream.cancel();

@@ -2,7 +2,7 @@
 // (@modelcontextprotocol/sdk 1.32.2) reading a resource marked sensitive is asked for a reason by
 // an elicitation/create request in the middle of its resources/read, over Streamable HTTP (on the
 // read's SSE answer, the answer POSTed back in the session) and over stdio (interleaved lines).
-// Accepting returns the data and audits the reason; declining is refused and audited; a client
+// Accepting returns the data (resources/read, the fetch tool) and audits the reason; declining is refused and audited; a client
 // that declared no elicitation gets the same -32021 as a 2026-07-28 one. Own database.
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -42,7 +42,7 @@ beforeAll(async () => {
   sql = new pg.Client({ connectionString: databaseUrl });
   await sql.connect();
   for (const transport of TRANSPORTS)
-    for (const name of ['accepted', 'declined', 'incapable'])
+    for (const name of ['accepted', 'declined', 'incapable', 'fetched'])
       await sql.query(
         `insert into pgmcp.resources (uri, name, text, readers, sensitive)
          values ($1, $2, 'Ada: 100', '{}', true)`,
@@ -134,6 +134,32 @@ describe.each(TRANSPORTS)(
       expect(await audit(uri)).toEqual([
         { action: 'consent-asked', reason: null },
         { action: 'consent-given', reason: 'quarterly pay review' },
+      ]);
+    });
+
+    it('the fetch tool asks the same way, and returns the document once the person gave a reason', async () => {
+      const uri = uriOf(name, 'fetched');
+      const { client, asked } = await connect(name, {
+        action: 'accept',
+        content: { reason: 'payroll audit' },
+      });
+      try {
+        const result = await client.callTool({
+          name: 'fetch',
+          arguments: { id: uri },
+        });
+        expect(result.isError).toBeFalsy();
+        expect(result.structuredContent).toMatchObject({
+          id: uri,
+          text: 'Ada: 100',
+        });
+        expect(asked).toEqual([expect.stringContaining(uri)]);
+      } finally {
+        await client.close();
+      }
+      expect(await audit(uri)).toEqual([
+        { action: 'consent-asked', reason: null },
+        { action: 'consent-given', reason: 'payroll audit' },
       ]);
     });
 
