@@ -84,6 +84,12 @@ export interface AppOptions {
   readonly roleDecisions?: { clear(): void };
   /** How long a consent request's state stays good (PGMCP_CONSENT_MINUTES); default 10. */
   readonly consentMinutes?: number;
+  /**
+   * How long a 2025-11-25 request waits for the client's answer to elicitation/create or
+   * sampling/createMessage; as long as the question's requestState is good (consentMinutes) when
+   * absent.
+   */
+  readonly inputTimeoutMs?: number;
   /** Tool settings (config file "tools"); the defaults when absent. */
   readonly tools?: Config['tools'];
 }
@@ -364,7 +370,8 @@ function legacyEra(
     attach: (session, principal) =>
       legacySubscriptions.attach(session, principal),
     // The wait for a person's answer lasts as long as the question's requestState is good.
-    inputTimeoutMs: (options.consentMinutes ?? 10) * 60_000,
+    inputTimeoutMs:
+      options.inputTimeoutMs ?? (options.consentMinutes ?? 10) * 60_000,
     persist: async (session, principal) => {
       if (session.id !== undefined && session.logLevel !== undefined)
         await legacySessions.setLevel(session.id, principal, session.logLevel);

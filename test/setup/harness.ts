@@ -90,6 +90,8 @@ export interface TestServerOptions {
   statementTimeoutMs?: number;
   /** Tool settings (config file "tools"); the defaults by default. */
   tools?: Partial<Config['tools']>;
+  /** How long a legacy request waits for the client's answer to a server request (createApp's). */
+  inputTimeoutMs?: number;
 }
 
 /** The test database URL global setup provided. */
@@ -129,6 +131,9 @@ export async function startTestServer(
     live: { ...TEST_LIVE, ...options.liveSettings, ...options.live },
     logger,
     roleDecisions: options.roleDecisions,
+    ...(options.inputTimeoutMs === undefined
+      ? {}
+      : { inputTimeoutMs: options.inputTimeoutMs }),
     tools:
       options.tools === undefined
         ? undefined
