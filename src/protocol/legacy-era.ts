@@ -547,10 +547,14 @@ function legacyError(
   httpStatus: number,
 ): { response: JsonRpcResponse; httpStatus: number } {
   const key = response.error.data?.['code'];
+  // 2025-11-25 has no -32021 (legacy digest §0.11): a missing client capability is an invalid
+  // request there, still naming what is missing in data.requiredCapabilities.
   const code =
     key === 'RESOURCE_NOT_FOUND'
       ? JSONRPC.LEGACY_RESOURCE_NOT_FOUND
-      : response.error.code;
+      : key === 'MISSING_CLIENT_CAPABILITY'
+        ? JSONRPC.INVALID_REQUEST
+        : response.error.code;
   // Legacy HTTP answers JSON-RPC errors with 200 (digest §5.9); transport-level statuses stay.
   const status = httpStatus >= 429 ? httpStatus : 200;
   return {

@@ -3,7 +3,8 @@
 // an elicitation/create request in the middle of its resources/read, over Streamable HTTP (on the
 // read's SSE answer, the answer POSTed back in the session) and over stdio (interleaved lines).
 // Accepting returns the data (resources/read, the fetch tool) and audits the reason; declining is refused and audited; a client
-// that declared no elicitation gets the same -32021 as a 2026-07-28 one. Own database.
+// that declared no elicitation is refused naming it, as a 2026-07-28 one is (with the
+// 2025-11-25 code, -32600). Own database.
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -180,13 +181,15 @@ describe.each(TRANSPORTS)(
       ]);
     });
 
-    it('a client that declared no elicitation gets -32021 naming it, and is never asked', async () => {
+    it('a client that declared no elicitation is refused naming the capability, and is never asked', async () => {
       const uri = uriOf(name, 'incapable');
       const { client } = await connect(name);
       try {
         const error = await refusal(client.readResource({ uri }));
-        expect(error.code).toBe(-32021);
+        // 2025-11-25 has no -32021: an invalid request, naming what is missing.
+        expect(error.code).toBe(-32600);
         expect(error.data).toMatchObject({
+          code: 'MISSING_CLIENT_CAPABILITY',
           requiredCapabilities: { elicitation: { form: {} } },
         });
       } finally {

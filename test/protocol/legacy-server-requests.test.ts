@@ -2,7 +2,7 @@
 // legacy digest §2, §5.3), over raw Streamable HTTP: the elicitation/create goes out on the
 // request's own SSE answer, the client's JSON-RPC response POSTed in the session is 202 and settles
 // it by id; an answer POSTed in another session settles nothing there; no answer in time ends the
-// request with an error instead of a hang. Own database: it reads the audit trail.
+// request with an error instead of a hang; a capability initialize did not declare is refused. Own database: it reads the audit trail.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -40,7 +40,10 @@ beforeAll(async () => {
             ($2, 'payroll.md', 'Bob: 90', '{}', true)`,
     [SALARIES, PAYROLL],
   );
-  server = await startTestServer({ databaseUrl });
+  server = await startTestServer({
+    databaseUrl,
+    tools: { conformanceFixtures: true },
+  });
   quick = await startTestServer({ databaseUrl, inputTimeoutMs: 300 });
 });
 
@@ -170,6 +173,26 @@ describe('server-to-client requests in a 2025-11-25 session over HTTP', () => {
       { action: 'consent-asked', reason: null },
       { action: 'consent-given', reason: 'pay review' },
     ]);
+  });
+
+  it('refuses a tool that would sample (-32600 MISSING_CLIENT_CAPABILITY) when initialize declared no sampling, and sends nothing', async () => {
+    const session = await openSession(server.url);
+    const answer = await legacyPost(
+      server.url,
+      {
+        method: 'tools/call',
+        params: { name: 'test_sampling', arguments: { prompt: 'hello' } },
+      },
+      sessionHeaders(session),
+    );
+    expect(answer.notifications).toEqual([]);
+    expect(answer.error).toMatchObject({
+      code: -32600,
+      data: {
+        code: 'MISSING_CLIENT_CAPABILITY',
+        requiredCapabilities: { sampling: {} },
+      },
+    });
   });
 
   it('ends the request with an error when the client does not answer in time', async () => {
