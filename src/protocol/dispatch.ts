@@ -77,6 +77,8 @@ export interface Dispatcher {
    * elicitation/create): settles it. Absent where the server sends the client no requests.
    */
   answer?(value: unknown): void;
+  /** The client can send nothing more (stdin ended): stop waiting for its answers. */
+  inputEnded?(): void;
 }
 
 /** What ties a server log line to a request: its id and incoming W3C trace context. */

@@ -22,6 +22,7 @@ export function createEraDispatcher(
     answer: (value) => {
       session.requests.answer(value);
     },
+    inputEnded: () => session.requests.closeAll(),
     dispatch: (message, transport) =>
       hasModernClaim(message)
         ? modern.dispatch(message, transport)

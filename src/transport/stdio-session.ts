@@ -46,8 +46,12 @@ export class StdioSession {
     if (outcome.kind === 'response') this.#write(outcome.response);
   }
 
-  /** The client is gone (stdin ended): drop every stream without writing. */
+  /**
+   * The client is gone (stdin ended): drop every stream without writing, and stop waiting for
+   * answers to requests sent to it (they can no longer come).
+   */
   cancelStreams(): void {
+    this.options.dispatcher.inputEnded?.();
     for (const stream of this.#streams.values()) stream.cancel();
     this.#streams.clear();
   }

@@ -17,9 +17,11 @@ import {
 } from '../setup/legacy-client.js';
 import { migrateDatabase } from '../setup/migrate-database.js';
 import { recreateDatabase } from '../setup/recreate-database.js';
+import { startStdioChild } from '../setup/stdio-child.js';
 
 const SALARIES = 'file:///v1-raw/salaries.md';
 const PAYROLL = 'file:///v1-raw/payroll.md';
+const BONUSES = 'file:///v1-raw/bonuses.md';
 
 let databaseUrl: string;
 let sql: pg.Client;
@@ -37,8 +39,9 @@ beforeAll(async () => {
   await sql.query(
     `insert into pgmcp.resources (uri, name, text, readers, sensitive)
      values ($1, 'salaries.md', 'Ada: 100', '{}', true),
-            ($2, 'payroll.md', 'Bob: 90', '{}', true)`,
-    [SALARIES, PAYROLL],
+            ($2, 'payroll.md', 'Bob: 90', '{}', true),
+            ($3, 'bonuses.md', 'Cy: 5', '{}', true)`,
+    [SALARIES, PAYROLL, BONUSES],
   );
   server = await startTestServer({
     databaseUrl,
@@ -209,5 +212,34 @@ describe('server-to-client requests in a 2025-11-25 session over HTTP', () => {
     expect(await audit(PAYROLL)).toEqual([
       { action: 'consent-asked', reason: null },
     ]);
+  });
+});
+
+describe('server-to-client requests in a 2025-11-25 session over stdio', () => {
+  it('stops waiting for an answer when stdin ends, so the process exits', async () => {
+    const child = startStdioChild({ DATABASE_URL: databaseUrl });
+    try {
+      const line = (message: Record<string, unknown>) =>
+        child.send(JSON.stringify({ jsonrpc: '2.0', ...message }));
+      line({
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: LEGACY_VERSION,
+          capabilities: { elicitation: {} },
+          clientInfo: { name: 'stdio-elicitation', version: '1' },
+        },
+      });
+      await child.waitFor((message) => message['id'] === 1);
+      line({ method: 'notifications/initialized' });
+      line({ id: 2, method: 'resources/read', params: { uri: BONUSES } });
+      await child.waitFor(
+        (message) => message['method'] === 'elicitation/create',
+      );
+      child.process.stdin.end();
+      expect(await child.exit).toBe(0);
+    } finally {
+      child.process.kill('SIGKILL');
+    }
   });
 });
