@@ -56,6 +56,7 @@ import {
 import { createLegacyHttp, type LegacyHttp } from '../transport/index.js';
 import {
   conformanceFixtureTools,
+  legacyConformanceFixtureTools,
   createCallToolMethod,
   createExplainTool,
   createFetchTool,
@@ -89,6 +90,12 @@ export interface AppOptions {
   readonly roleCacheMaxAgeMs?: number;
   /** How long a consent request's state stays good (PGMCP_CONSENT_MINUTES); default 10. */
   readonly consentMinutes?: number;
+  /**
+   * How long a 2025-11-25 request waits for the client's answer to elicitation/create or
+   * sampling/createMessage; as long as the question's requestState is good (consentMinutes) when
+   * absent.
+   */
+  readonly inputTimeoutMs?: number;
   /** Tool settings (config file "tools"); the defaults when absent. */
   readonly tools?: Config['tools'];
 }
@@ -234,8 +241,15 @@ export function createApp(options: AppOptions): App {
     ],
   ]);
   const tools = serverTools(options, {
-    read: async (uri, ctx) => {
-      const result = await readMethod.handle({ uri }, ctx);
+    read: async (uri, ctx, input) => {
+      const result = await readMethod.handle(
+        {
+          uri,
+          inputResponses: input?.inputResponses,
+          requestState: input?.requestState,
+        },
+        ctx,
+      );
       // resources/read never streams; the check keeps the types honest.
       if (!(result instanceof StreamingResult)) return result;
       result.stream.cancel();
@@ -312,7 +326,11 @@ function serverTools(
     createQueryTool(sql),
     createExplainTool({ ...sql, analyzeAllowed: settings.explainAnalyze }),
   ];
-  if (settings.conformanceFixtures) tools.push(...conformanceFixtureTools());
+  if (settings.conformanceFixtures)
+    tools.push(
+      ...conformanceFixtureTools(),
+      ...legacyConformanceFixtureTools(),
+    );
   return tools.filter((tool) => !settings.disabled.includes(tool.name));
 }
 
@@ -377,6 +395,9 @@ function legacyEra(
       legacySubscriptions.unsubscribe(session, uri),
     attach: (session, principal) =>
       legacySubscriptions.attach(session, principal),
+    // The wait for a person's answer lasts as long as the question's requestState is good.
+    inputTimeoutMs:
+      options.inputTimeoutMs ?? (options.consentMinutes ?? 10) * 60_000,
     persist: async (session, principal) => {
       if (session.id !== undefined && session.logLevel !== undefined)
         await legacySessions.setLevel(session.id, principal, session.logLevel);

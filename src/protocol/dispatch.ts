@@ -74,6 +74,13 @@ export interface Dispatcher {
   ): Promise<DispatchOutcome>;
   /** Build the error outcome for something thrown before dispatch (parse errors, header checks). */
   fail(error: unknown, id?: RequestId): DispatchOutcome;
+  /**
+   * A JSON-RPC response from the client, to a request this server sent it (a legacy session's
+   * elicitation/create): settles it. Absent where the server sends the client no requests.
+   */
+  answer?(value: unknown): void;
+  /** The client can send nothing more (stdin ended): stop waiting for its answers. */
+  inputEnded?(): void;
 }
 
 /** What ties a server log line to a request: its id and incoming W3C trace context. */

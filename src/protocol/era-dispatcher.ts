@@ -19,6 +19,10 @@ export function createEraDispatcher(
       session.handshake === undefined
         ? modern.fail(error, id)
         : legacy.fail(error, id),
+    answer: (value) => {
+      session.requests.answer(value);
+    },
+    inputEnded: () => session.requests.closeAll(),
     dispatch: (message, transport) =>
       hasModernClaim(message)
         ? modern.dispatch(message, transport)

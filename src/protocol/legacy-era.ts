@@ -38,6 +38,16 @@ const SHARED_METHODS = new Set([
   'prompts/list',
   'prompts/get',
 ]);
+/** Most input_required answers one legacy request goes through before it must be complete. */
+const MAX_INPUT_ROUNDS = 4;
+/** How long a request waits for the client's answer to a request of the server, by default. */
+export const DEFAULT_INPUT_TIMEOUT_MS = 600_000;
+/** The client capability each server-to-client request needs (legacy digest §3.3). */
+const REQUIRED_CAPABILITY: Record<string, string> = {
+  'elicitation/create': 'elicitation',
+  'sampling/createMessage': 'sampling',
+  'roots/list': 'roots',
+};
 /** Result fields 2025-11-25 does not have (legacy digest §6.4). */
 const MODERN_ONLY_FIELDS = ['resultType', 'ttlMs', 'cacheScope', '_meta'];
 
@@ -63,6 +73,11 @@ export interface LegacyAdapterOptions {
     session: LegacySession,
     principal: Principal,
   ) => Promise<void>;
+  /**
+   * How long a request waits for the client's answer to elicitation/create or
+   * sampling/createMessage (a person may be typing); DEFAULT_INPUT_TIMEOUT_MS when absent.
+   */
+  readonly inputTimeoutMs?: number;
 }
 
 export interface LegacyAdapter {
@@ -190,18 +205,81 @@ class LegacyEraAdapter implements LegacyAdapter {
     if (session.handshake === undefined)
       return this.options.dispatcher.dispatch(message, transport);
     if (SHARED_METHODS.has(method))
-      return toLegacyOutcome(
-        await settle(
-          await this.options.dispatcher.dispatch(asModern(message, session), {
+      return this.#shared(message, session, transport);
+    return ok(id, await this.#sessionMethod(message, session, transport));
+  }
+
+  /**
+   * A shared handler's answer in legacy form. An input_required answer (a person's consent, a
+   * fixture's question) becomes what 2025-11-25 has instead: each input request is sent to the
+   * client as a request of its own on this request's stream, and the handler is asked again
+   * with the answers and its requestState, as a 2026-07-28 client would retry.
+   */
+  async #shared(
+    message: InboundMessage,
+    session: LegacySession,
+    transport: TransportContext,
+  ): Promise<DispatchOutcome> {
+    let params = message.params;
+    for (let round = 0; ; round += 1) {
+      const outcome = await settle(
+        await this.options.dispatcher.dispatch(
+          asModern({ ...message, params }, session),
+          {
             principal: transport.principal,
             signal: transport.signal,
             notify: transport.notify,
             leadingStatement: transport.leadingStatement,
-          }),
+          },
+        ),
+        transport,
+      );
+      const input = inputRequired(outcome);
+      if (input === undefined) return toLegacyOutcome(outcome);
+      if (round === MAX_INPUT_ROUNDS)
+        throw new ProtocolError(
+          'INTERNAL',
+          'A request asked for input more times than a legacy session allows.',
+        );
+      params = {
+        ...message.params,
+        inputResponses: await this.#ask(
+          input.inputRequests,
+          session,
           transport,
         ),
-      );
-    return ok(id, await this.#sessionMethod(message, session, transport));
+        ...(input.requestState === undefined
+          ? {}
+          : { requestState: input.requestState }),
+      };
+    }
+  }
+
+  /** Send each input request to the client (one at a time: a person answers them) and collect the results. */
+  async #ask(
+    inputRequests: Record<string, unknown>,
+    session: LegacySession,
+    transport: TransportContext,
+  ): Promise<Record<string, unknown>> {
+    const sink = transport.notify;
+    const responses: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(inputRequests)) {
+      const { method, params } = readInputRequest(value);
+      requireCapability(session.handshake?.capabilities ?? {}, method, params);
+      if (sink === undefined)
+        throw new ProtocolError(
+          'INTERNAL',
+          'This transport cannot carry a request to the client.',
+        );
+      responses[key] = await session.requests.send({
+        method,
+        params: forVersion(session, method, params),
+        sink,
+        signal: transport.signal,
+        timeoutMs: this.options.inputTimeoutMs ?? DEFAULT_INPUT_TIMEOUT_MS,
+      });
+    }
+    return responses;
   }
 
   async #sessionMethod(
@@ -353,6 +431,98 @@ function settle(
   });
 }
 
+/** An input_required answer's questions and state, or undefined for any other outcome. */
+function inputRequired(
+  outcome: DispatchOutcome,
+):
+  | { inputRequests: Record<string, unknown>; requestState?: string }
+  | undefined {
+  if (outcome.kind !== 'response' || !('result' in outcome.response))
+    return undefined;
+  const { result } = outcome.response;
+  if (result instanceof RawJson || result['resultType'] !== 'input_required')
+    return undefined;
+  const { inputRequests, requestState } = result;
+  if (typeof inputRequests !== 'object' || inputRequests === null)
+    throw new ProtocolError(
+      'INTERNAL',
+      'An input_required result has no inputRequests.',
+    );
+  return {
+    inputRequests: inputRequests as Record<string, unknown>,
+    ...(typeof requestState === 'string' ? { requestState } : {}),
+  };
+}
+
+function readInputRequest(value: unknown): {
+  method: string;
+  params: Record<string, unknown>;
+} {
+  const record =
+    typeof value === 'object' && value !== null
+      ? (value as Record<string, unknown>)
+      : {};
+  const { method, params } = record;
+  if (
+    typeof method !== 'string' ||
+    typeof params !== 'object' ||
+    params === null
+  )
+    throw new ProtocolError(
+      'INTERNAL',
+      'An input request has no method or params.',
+    );
+  return { method, params: params as Record<string, unknown> };
+}
+
+/**
+ * The same refusal as the 2026-07-28 era (-32021 naming what is missing) when the session's
+ * initialize did not declare what `method` needs; form elicitation is `elicitation: {}` or `form`.
+ */
+function requireCapability(
+  capabilities: Record<string, unknown>,
+  method: string,
+  params: Record<string, unknown>,
+): void {
+  const name = REQUIRED_CAPABILITY[method];
+  if (name === undefined)
+    throw new ProtocolError(
+      'INTERNAL',
+      `No client capability is known for ${method}.`,
+    );
+  const declared = capabilities[name];
+  let required: Record<string, unknown> = { [name]: {} };
+  let ok = typeof declared === 'object' && declared !== null;
+  if (name === 'elicitation') {
+    const mode = params['mode'] === 'url' ? 'url' : 'form';
+    const modes = (declared ?? {}) as Record<string, unknown>;
+    required = { elicitation: { [mode]: {} } };
+    ok &&=
+      mode in modes || (mode === 'form' && Object.keys(modes).length === 0);
+  }
+  if (!ok)
+    throw new ProtocolError(
+      'MISSING_CLIENT_CAPABILITY',
+      `This request needs to send the client ${method}, which this session's initialize did not declare.`,
+      { data: { requiredCapabilities: required } },
+    );
+}
+
+/** Before 2025-11-25 an elicitation had no `mode` (form was the only one). */
+function forVersion(
+  session: LegacySession,
+  method: string,
+  params: Record<string, unknown>,
+): Record<string, unknown> {
+  if (
+    method !== 'elicitation/create' ||
+    session.handshake?.protocolVersion === LEGACY_VERSIONS[0]
+  )
+    return params;
+  const { mode: _mode, ...rest } = params;
+  return rest;
+}
+
 /** A modern outcome in 2025-11-25 form: result fields stripped, legacy error codes and statuses. */
 function toLegacyOutcome(outcome: DispatchOutcome): DispatchOutcome {
   if (outcome.kind === 'stream') {
@@ -367,11 +537,6 @@ function toLegacyOutcome(outcome: DispatchOutcome): DispatchOutcome {
       response.result instanceof RawJson
         ? (JSON.parse(response.result.json) as Record<string, unknown>)
         : { ...response.result };
-    if (result['resultType'] === 'input_required')
-      throw new ProtocolError(
-        'INVALID_PARAMS',
-        'This request needs input a 2025-11-25 session cannot give; use 2026-07-28.',
-      );
     for (const field of MODERN_ONLY_FIELDS) delete result[field];
     return { ...outcome, response: { ...response, result } };
   }
@@ -383,10 +548,14 @@ function legacyError(
   httpStatus: number,
 ): { response: JsonRpcResponse; httpStatus: number } {
   const key = response.error.data?.['code'];
+  // 2025-11-25 has no -32021 (legacy digest §0.11): a missing client capability is an invalid
+  // request there, still naming what is missing in data.requiredCapabilities.
   const code =
     key === 'RESOURCE_NOT_FOUND'
       ? JSONRPC.LEGACY_RESOURCE_NOT_FOUND
-      : response.error.code;
+      : key === 'MISSING_CLIENT_CAPABILITY'
+        ? JSONRPC.INVALID_REQUEST
+        : response.error.code;
   // Legacy HTTP answers JSON-RPC errors with 200 (digest §5.9); transport-level statuses stay.
   const status = httpStatus >= 429 ? httpStatus : 200;
   return {

@@ -1,6 +1,7 @@
 // What a 2025-11-25 ("legacy") client's session holds (legacy digest §0.3): negotiated version,
 // client info and capabilities, log level, subscribed URIs and the channel notifications go out on.
 // The same object serves a stdio process and an HTTP session; transports own the channel.
+import { ServerRequests } from './server-requests.js';
 import type { StreamSink } from './stream.js';
 import type { Implementation } from './wire.js';
 
@@ -42,6 +43,8 @@ export class LegacySession {
   readonly subscriptions = new Set<string>();
   /** Where server-to-client notifications go (stdio: stdout; HTTP: the open GET stream). */
   channel: StreamSink | undefined;
+  /** Requests this server sent the client (elicitation, sampling) and awaits the answer to. */
+  readonly requests = new ServerRequests();
   #closed = false;
 
   constructor(readonly id?: string) {}
@@ -54,6 +57,7 @@ export class LegacySession {
   close(): void {
     this.#closed = true;
     this.subscriptions.clear();
+    this.requests.closeAll();
     const channel = this.channel;
     this.channel = undefined;
     channel?.end();

@@ -4,12 +4,19 @@
 import { z } from 'zod';
 import { ProtocolError } from '../errors.js';
 import { RawJson, type RequestContext } from '../protocol/index.js';
-import { defineTool, toolError, type Tool } from './tool.js';
+import {
+  defineTool,
+  toolError,
+  type InputRequiredResult,
+  type Tool,
+  type ToolInput,
+} from './tool.js';
 
 /** resources/read's handler, as the composition root hands it over (result before resultType). */
 export type ReadResource = (
   uri: string,
   ctx: RequestContext,
+  input?: ToolInput,
 ) => Promise<Record<string, unknown>>;
 
 interface Contents {
@@ -54,13 +61,16 @@ export function createFetchTool(read: ReadResource): Tool {
       'Fetch the full text of one resource by its URI (the id a search result gave). Returns the document as JSON: id, title, text, url, metadata.',
     args: FetchArgsSchema,
     outputSchema: FETCH_OUTPUT_SCHEMA,
-    async call({ id }, ctx) {
-      const result = await readUnlessSensitive(read, id, ctx);
-      // Sensitive data is read only after a person gave a reason, which resources/read asks for.
+    async call({ id }, ctx, input) {
+      const result = await readUnlessSensitive(read, id, ctx, input);
+      // Sensitive data is read only after a person gave a reason: the read's question (and its
+      // requestState) is fetch's, and the retry carries the answer back to the read.
       if (result === undefined)
         return toolError(
-          `${id} is marked sensitive: read it with resources/read, which asks the person for a reason first.`,
+          `${id} is marked sensitive: reading it needs a person's consent, asked through form elicitation, which this client did not declare.`,
         );
+      if (result['resultType'] === 'input_required')
+        return result as unknown as InputRequiredResult;
       const contents = contentsOf(result);
       const first = contents[0] as Contents;
       const document = {
@@ -87,15 +97,18 @@ export function createFetchTool(read: ReadResource): Tool {
 }
 
 /** The contents array of a read result (pre-serialized by resources/ as RawJson). */
-/** The read's result, or undefined when the resource needs a person's consent (issue 17). */
+/**
+ * The read's result (input_required while a person's consent is asked, issue 17), or undefined
+ * when the resource needs consent that this client cannot be asked for.
+ */
 async function readUnlessSensitive(
   read: ReadResource,
   id: string,
   ctx: RequestContext,
+  input: ToolInput,
 ): Promise<Record<string, unknown> | undefined> {
   try {
-    const result = await read(id, ctx);
-    return result['resultType'] === 'input_required' ? undefined : result;
+    return await read(id, ctx, input);
   } catch (error) {
     if (
       error instanceof ProtocolError &&

@@ -9,10 +9,13 @@ export {
   textResult,
   toolError,
   type ContentBlock,
+  type InputRequiredResult,
+  type ToolInput,
   type Tool,
   type ToolResult,
 } from './tool.js';
 export { conformanceFixtureTools } from './conformance-fixtures.js';
+export { legacyConformanceFixtureTools } from './legacy-conformance-fixtures.js';
 export { createFetchTool, type ReadResource } from './fetch-tool.js';
 export { createQueryTool } from './query-tool.js';
 export { createExplainTool } from './explain-tool.js';

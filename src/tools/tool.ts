@@ -14,6 +14,25 @@ export interface ToolResult {
   readonly isError?: boolean;
 }
 
+/**
+ * A call that needs input first (spec §4.3): the dispatcher answers it as is, and the client asks
+ * again with `inputResponses` (a 2025-11-25 session: the legacy adapter asks the client for them).
+ */
+export interface InputRequiredResult {
+  readonly resultType: 'input_required';
+  readonly inputRequests: Record<
+    string,
+    { readonly method: string; readonly params: Record<string, unknown> }
+  >;
+  readonly requestState?: string;
+}
+
+/** What a retried call carries (spec §4.3 InputResponseRequestParams). */
+export interface ToolInput {
+  readonly inputResponses?: Record<string, unknown> | undefined;
+  readonly requestState?: string | undefined;
+}
+
 /** A tool the registry serves. `TArgs` is what `args` parses `arguments` into. */
 export interface Tool<TArgs = unknown> {
   /** Spec Tool Names: 1–128 of [A-Za-z0-9_.-]. */
@@ -28,7 +47,11 @@ export interface Tool<TArgs = unknown> {
    * Run the call as `ctx.principal`. A StreamingResult only when the call sends notifications on
    * its own response stream before the result (progress, spec §11).
    */
-  call(args: TArgs, ctx: RequestContext): Promise<ToolResult | StreamingResult>;
+  call(
+    args: TArgs,
+    ctx: RequestContext,
+    input: ToolInput,
+  ): Promise<ToolResult | StreamingResult | InputRequiredResult>;
 }
 
 /** Type-checks a tool against its argument schema at the definition site. */

@@ -165,7 +165,7 @@ async function readMessage(
     request.headers['mcp-session-id'] !== undefined &&
     isJsonRpcResponse(value)
   ) {
-    await options.legacy.postResponse(principal, request, response);
+    await options.legacy.postResponse(value, principal, request, response);
     return undefined;
   }
   try {

@@ -81,6 +81,7 @@ export interface LegacyHttp {
   ): Promise<void>;
   /** A JSON-RPC response POSTed with an Mcp-Session-Id (legacy digest §2): 202 in a live session. */
   postResponse(
+    value: unknown,
     principal: Principal,
     request: http.IncomingMessage,
     response: http.ServerResponse,
@@ -180,14 +181,18 @@ class LegacyHttpSessions implements LegacyHttp {
   }
 
   async postResponse(
+    value: unknown,
     principal: Principal,
     request: http.IncomingMessage,
     response: http.ServerResponse,
   ): Promise<void> {
     const id = header(request, 'mcp-session-id') ?? '';
-    // This server sends clients no requests, so no response is awaited: accepted and dropped.
-    if ((await this.#sessionOf(id, principal, request, response)) !== undefined)
-      response.writeHead(202).end();
+    const entry = await this.#sessionOf(id, principal, request, response);
+    if (entry === undefined) return;
+    // Only this session's own waits can be settled. An answer to nothing awaited here (late, or
+    // to a request another replica sent) is accepted and dropped; that replica's wait times out.
+    entry.session.requests.answer(value);
+    response.writeHead(202).end();
   }
 
   /** The session a request names, else undefined once the refusal (400, 404) has been sent. */

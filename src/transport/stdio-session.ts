@@ -46,8 +46,12 @@ export class StdioSession {
     if (outcome.kind === 'response') this.#write(outcome.response);
   }
 
-  /** The client is gone (stdin ended): drop every stream without writing. */
+  /**
+   * The client is gone (stdin ended): drop every stream without writing, and stop waiting for
+   * answers to requests sent to it (they can no longer come).
+   */
   cancelStreams(): void {
+    this.options.dispatcher.inputEnded?.();
     for (const stream of this.#streams.values()) stream.cancel();
     this.#streams.clear();
   }
@@ -70,9 +74,12 @@ export class StdioSession {
       );
       return;
     }
-    // A JSON-RPC response (a legacy client answering a server request, legacy digest §10.1 step 1):
-    // this server sends none, so there is nothing to match; a response is never answered.
-    if (isJsonRpcResponse(value)) return;
+    // A JSON-RPC response (a legacy client answering a server request, legacy digest §10.1 step 1)
+    // settles the request it answers; a response is never answered.
+    if (isJsonRpcResponse(value)) {
+      this.options.dispatcher.answer?.(value);
+      return;
+    }
     let message;
     try {
       message = this.options.dispatcher.parse(value);

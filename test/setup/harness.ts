@@ -92,6 +92,8 @@ export interface TestServerOptions {
   statementTimeoutMs?: number;
   /** Tool settings (config file "tools"); the defaults by default. */
   tools?: Partial<Config['tools']>;
+  /** How long a legacy request waits for the client's answer to a server request (createApp's). */
+  inputTimeoutMs?: number;
 }
 
 /** The test database URL global setup provided. */
@@ -132,6 +134,9 @@ export async function startTestServer(
     logger,
     roleDecisions: options.roleDecisions,
     roleCacheMaxAgeMs: options.roleCacheMaxAgeMs,
+    ...(options.inputTimeoutMs === undefined
+      ? {}
+      : { inputTimeoutMs: options.inputTimeoutMs }),
     tools:
       options.tools === undefined
         ? undefined
