@@ -50,6 +50,7 @@ import {
   createReadResourceMethod,
   readableUris,
   readContents,
+  searchableCollections,
   TTL_MS,
 } from '../resources/index.js';
 import { createLegacyHttp, type LegacyHttp } from '../transport/index.js';
@@ -281,6 +282,7 @@ function serverTools(
               catalogUri(main.name, schema, relation),
             scope: main.scope,
             limit: settings.searchLimit,
+            collections: searchableCollections(options.sources),
           }),
         ]),
     createFetchTool(deps.read),
