@@ -22,7 +22,12 @@ export type Workload =
   | { kind: 'discover' }
   | { kind: 'prompts-list' }
   | { kind: 'read'; rows: number }
-  | { kind: 'read-uris'; uris: string[] };
+  | { kind: 'read-uris'; uris: string[] }
+  // bench/tools.ts: tools/list; search for one of the caller's rows by two words of its title; the
+  // query tool reading one of the caller's rows by primary key (the raw point read's statement).
+  | { kind: 'tools-list' }
+  | { kind: 'tool-search'; rows: number }
+  | { kind: 'tool-query'; rows: number; sql: string };
 
 /** Who sends a request: its bearer token, and which stored rows its role reads. */
 export interface LoadCaller {
@@ -122,6 +127,8 @@ export function request(
     'Content-Length': Buffer.byteLength(body),
   };
   if (typeof params['uri'] === 'string') headers['Mcp-Name'] = params['uri'];
+  if (method === 'tools/call' && typeof params['name'] === 'string')
+    headers['Mcp-Name'] = params['name'];
   return { body, headers };
 }
 
@@ -193,7 +200,33 @@ function builder(workload: Workload): Build {
         request(caller, 'resources/read', {
           uri: workload.uris[i % workload.uris.length],
         });
+    case 'tools-list':
+      return (_, caller) => request(caller, 'tools/list', {});
+    case 'tool-search':
+      return (i, caller) =>
+        request(caller, 'tools/call', {
+          name: 'search',
+          arguments: {
+            query: `resource ${callerRow(i, caller, workload.rows)}`,
+          },
+        });
+    case 'tool-query':
+      return (i, caller) =>
+        request(caller, 'tools/call', {
+          name: 'query',
+          arguments: {
+            sql: workload.sql,
+            params: [`bench:///r/${callerRow(i, caller, workload.rows)}`],
+          },
+        });
   }
+}
+
+/** The number of a bench row the caller's role reads, spread over the table. */
+function callerRow(i: number, caller: LoadCaller, rows: number): number {
+  return (
+    caller.rowStride * (1 + ((i * 7919) % Math.floor(rows / caller.rowStride)))
+  );
 }
 
 /** How a JSON-RPC error response begins: pgmcp puts `error` right after `id`, the peer first. */
@@ -243,7 +276,10 @@ function requestBytes(url: URL, spec: LoadSpec): (i: number) => Buffer {
   const kind = spec.workload.kind;
   // One request per caller when the workload sends the same request each time.
   const fixed =
-    kind === 'list-first' || kind === 'list-after' || kind === 'discover';
+    kind === 'list-first' ||
+    kind === 'list-after' ||
+    kind === 'discover' ||
+    kind === 'tools-list';
   const made = Array.from(
     { length: fixed ? callers.length : PREBUILT },
     (_, i) => serialize(i),

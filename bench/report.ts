@@ -167,6 +167,19 @@ const REQUEST_PATH: Record<string, Measure> = {
     'resources/list p50, role seeing 10% / role seeing everything',
     atMost(1.25),
   ),
+  // bench/tools.ts
+  search_p50_role10pct: p50(
+    '`search` p50 for a two-word query, as a role that sees 10% of the rows, one caller',
+    atMost(20, '20 ms'),
+  ),
+  query_point_read_vs_raw: throughput(
+    '`query` tool primary-key point read req/s vs the raw point read',
+    atLeast(0.6),
+  ),
+  tools_list_vs_echo: throughput(
+    'tools/list req/s vs a bare node:http JSON echo',
+    atLeast(0.6),
+  ),
 };
 
 /** How each run of run.ts's request figures authenticated its callers, by key suffix. */
@@ -515,6 +528,21 @@ const STORAGE: Record<string, Measure> = {
           atLeast(0.8),
           run.ratio,
         ),
+      ];
+    });
+  },
+  writes_search_index: (result) => {
+    const runs = result as Record<string, TriggerWrites>;
+    return WRITE_STATEMENTS.flatMap(([key, statement]) => {
+      const run = runs[key];
+      if (run === undefined) return [];
+      return [
+        {
+          measure: `context: single-row ${statement}/s with the search index vs without, one writer`,
+          figure: `${median(run.with).toFixed(0)} vs ${median(run.without).toFixed(0)}`,
+          ratio: run.ratio,
+          rounds: run.rounds,
+        },
       ];
     });
   },

@@ -40,8 +40,13 @@ import { liveBenchmarks } from './live.js';
 import { readSummary, renderResults, writeBenchDocs } from './report.js';
 import { startPeerServer } from './peer-server.js';
 import { serve } from './serve.js';
-import { storageFigures, writeFigures } from './storage.js';
+import {
+  searchIndexWriteFigures,
+  storageFigures,
+  writeFigures,
+} from './storage.js';
 import { startTokenIssuer, type TokenScheme } from './token-issuer.js';
+import { toolFigures } from './tools.js';
 import { PROJECT_ROOT, SERVER_INFO } from '../src/version.js';
 
 const DURATION_MS = Number(process.env['BENCH_DURATION_MS'] ?? 2000);
@@ -399,6 +404,25 @@ async function requestFigures(context: RequestFiguresContext): Promise<void> {
         (all, reader) => reader.p50 / all.p50,
       ),
     );
+
+  // 7. The tools: search, query, tools/list (bench/tools.ts).
+  await toolFigures({
+    url,
+    mix,
+    readers,
+    pointRead: RAW_POINT_READ,
+    rawPointReads: (concurrency, uri) =>
+      measure(concurrency, DURATION_MS, WARMUP_MS, async (i) => {
+        await db.pool.query(RAW_POINT_READ, [uri(i)]);
+      }),
+    load,
+    compare,
+    startEcho: () => startBareServer((body) => body),
+    runs,
+    record: (key, result) => {
+      results[`${key}_${context.scheme}`] = result;
+    },
+  });
 }
 
 async function main(): Promise<void> {
@@ -470,6 +494,15 @@ async function main(): Promise<void> {
       log: (line) => logger.info(line),
     });
   }
+  // 0b. What the search index adds to single-row writes (bench/storage.ts).
+  if (runs('storage') || runs('writes_search_index'))
+    results['writes_search_index'] = await searchIndexWriteFigures({
+      url: database.url,
+      admin,
+      rounds: ROUNDS,
+      seconds: Math.max(1, Math.round(DURATION_MS / 1000)),
+      log: (line) => logger.info(line),
+    });
   await admin.end();
   const stats = rows[0] ?? { min: '1', max: '1', count: '0' };
   const minId = Number(stats.min);

@@ -185,3 +185,72 @@ export async function writeFigures(options: {
   }
   return results;
 }
+
+/**
+ * What the search index (migration 0014's `resources_search`, GIN over pgmcp.search_document)
+ * costs single-row writers, measured like the triggers' cost: the `text` update and the insert,
+ * from one pgbench writer, with the index against without. Rebuilding a GIN index over 1,000,000
+ * documents takes a while, so the index is dropped once for every round without it, then created
+ * again (as it was) for every round with it. Afterwards the index exists and the inserted rows are
+ * deleted, whatever happened.
+ */
+export async function searchIndexWriteFigures(options: {
+  readonly url: string;
+  readonly admin: pg.Client;
+  readonly rounds: number;
+  readonly seconds: number;
+  readonly log: (line: string) => void;
+}): Promise<Record<string, WriteFigures>> {
+  const { admin } = options;
+  const { rows } = await admin.query<{ max: string; ddl: string }>(
+    `select (select max(id)::text from pgmcp.resources where uri like 'bench:///r/%') as max,
+            pg_get_indexdef('pgmcp.resources_search'::regclass) as ddl`,
+  );
+  const ddl = rows[0]?.ddl ?? '';
+  const all = workloads(Number(rows[0]?.max ?? 1));
+  const scripts = { text: all['text'] ?? '', insert: all['insert'] ?? '' };
+  const directory = await mkdtemp(path.join(os.tmpdir(), 'pgmcp-search-'));
+  const tpsOf = async (name: string, script: string): Promise<number> => {
+    const file = path.join(directory, `${name}.sql`);
+    await writeFile(file, script);
+    return tps(options.url, file, options.seconds);
+  };
+  const without: Record<string, number[]> = { text: [], insert: [] };
+  const withIndex: Record<string, number[]> = { text: [], insert: [] };
+  try {
+    await admin.query('drop index pgmcp.resources_search');
+    for (let round = 0; round < options.rounds; round += 1)
+      for (const [name, script] of Object.entries(scripts))
+        without[name]?.push(await tpsOf(name, script));
+    options.log('creating the search index again');
+    await admin.query(ddl);
+    for (let round = 0; round < options.rounds; round += 1)
+      for (const [name, script] of Object.entries(scripts))
+        withIndex[name]?.push(await tpsOf(name, script));
+  } finally {
+    await admin.query(
+      ddl.replace(/^CREATE INDEX/, 'CREATE INDEX IF NOT EXISTS'),
+    );
+    await admin.query(
+      `delete from pgmcp.resources where uri like 'bench:///writes/%'`,
+    );
+    await admin.query('vacuum (analyze) pgmcp.resources');
+    await rm(directory, { recursive: true, force: true });
+  }
+  return Object.fromEntries(
+    Object.keys(scripts).map((name) => {
+      const ratios = (withIndex[name] ?? []).map(
+        (value, index) => value / (without[name]?.[index] ?? value),
+      );
+      return [
+        name,
+        {
+          with: withIndex[name] ?? [],
+          without: without[name] ?? [],
+          ratio: median(ratios),
+          rounds: ratios,
+        },
+      ];
+    }),
+  );
+}

@@ -50,6 +50,7 @@ import {
   createReadResourceMethod,
   readableUris,
   readContents,
+  searchableCollections,
   TTL_MS,
   RolePageMemo,
 } from '../resources/index.js';
@@ -320,6 +321,7 @@ function serverTools(
               catalogUri(main.name, schema, relation),
             scope: main.scope,
             limit: settings.searchLimit,
+            collections: searchableCollections(options.sources),
           }),
         ]),
     createFetchTool(deps.read),

@@ -206,9 +206,20 @@ async function checkCollection(
     throw new ConfigError(
       `${where}: the table has no primary key, and rows are named by it. Add one, or remove the collection.`,
     );
+  const table = `${sqlName(collection.schema)}.${sqlName(collection.table)}`;
   if (!facts.exposed)
     logger.warn(
-      `${where}: changes are not captured, so subscribers will not hear of them; run pgmcp expose '${sqlName(collection.schema)}.${sqlName(collection.table)}'`,
+      `${where}: changes are not captured, so subscribers will not hear of them; run pgmcp expose '${table}'`,
+    );
+  const searchable = collection.searchable ?? [];
+  const unknown = searchable.filter((name) => !facts.columns.includes(name));
+  if (unknown.length > 0)
+    throw new ConfigError(
+      `${where}: "searchable" names ${unknown.map((name) => `"${name}"`).join(', ')}, which the table does not have (exact names, not quoted).`,
+    );
+  if (searchable.length > 0 && !facts.searchIndexed)
+    logger.warn(
+      `${where}: no search index, so each search reads the table; create it with: select pgmcp.row_search_index('${table}', array[${searchable.map((name) => `'${name.replace(/'/g, "''")}'`).join(', ')}]) \\gexec (docs/tools.md "Searching rows")`,
     );
 }
 

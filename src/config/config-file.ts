@@ -62,6 +62,7 @@ const ConfigFileSchema = z
             table: identifier,
             list: z.boolean().optional(),
             titleColumn: identifier.optional(),
+            searchable: z.array(identifier).min(1).max(32).optional(),
           })
           .strict(),
       )
@@ -109,6 +110,8 @@ export interface FileCollection {
   readonly list: boolean;
   /** A column whose text becomes each listed row's title. */
   readonly titleColumn: string | undefined;
+  /** Columns the search tool matches, in weight order. */
+  readonly searchable?: readonly string[] | undefined;
 }
 
 /**
@@ -197,6 +200,7 @@ function fileCollections(
     table: collection.table,
     list: collection.list ?? false,
     titleColumn: collection.titleColumn,
+    searchable: collection.searchable,
   }));
   const seen = new Set<string>();
   for (const { database, schema, table } of collections) {

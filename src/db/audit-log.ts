@@ -24,14 +24,20 @@ export interface AuditEntry {
   readonly detail?: Record<string, unknown> | null;
 }
 
-/** Write one entry in its own read-write transaction (the pool's sessions default to read-only). */
+/**
+ * Write one entry in its own read-write transaction (the pool's sessions default to read-only).
+ * Its commit does not wait for the WAL flush (synchronous_commit off, this transaction only): the
+ * call it records answers sooner, and a server crash may lose the last fraction of a second of
+ * entries (wal_writer_delay), never a part of one.
+ */
 export async function writeAudit(
   db: DatabaseHandle,
   entry: AuditEntry,
 ): Promise<void> {
   await inWriteTransaction(db, (client) =>
     client.query(
-      'select pgmcp.write_audit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
+      `select set_config('synchronous_commit', 'off', true),
+              pgmcp.write_audit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
       [
         entry.role,
         entry.subject,

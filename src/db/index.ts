@@ -19,6 +19,7 @@ export {
 export { pruneAudit, writeAudit, type AuditEntry } from './audit-log.js';
 export {
   SEARCH_CATALOG,
+  SEARCH_COLLECTION_ROWS,
   SEARCH_RESOURCES,
   type CatalogMatchRow,
   type SearchMatchRow,

@@ -43,22 +43,38 @@ export const LIST_COLLECTION_ROWS: PreparedQuery<
   ],
 };
 
-/** What start-up checks of a configured collection: the table, its key, its capture triggers. */
+/**
+ * What start-up checks of a configured collection: the table, its key, its capture triggers, its
+ * columns, and whether an index serves search (any index over pgmcp.search_document).
+ */
 export async function inspectCollection(
   db: DatabaseHandle,
   schema: string,
   table: string,
-): Promise<{ exists: boolean; hasPrimaryKey: boolean; exposed: boolean }> {
+): Promise<{
+  exists: boolean;
+  hasPrimaryKey: boolean;
+  exposed: boolean;
+  columns: string[];
+  searchIndexed: boolean;
+}> {
   const { rows } = await db.pool.query<{
     exists: boolean;
     has_primary_key: boolean;
     exposed: boolean;
+    columns: string[] | null;
+    search_indexed: boolean;
   }>(
     `select r.relid is not null as exists,
             exists (select from pg_index i where i.indrelid = r.relid and i.indisprimary) as has_primary_key,
             (select count(*) = 3 from pg_trigger t
               where t.tgrelid = r.relid
-                and t.tgname in ('pgmcp_capture_inserts', 'pgmcp_capture_updates', 'pgmcp_capture_deletes')) as exposed
+                and t.tgname in ('pgmcp_capture_inserts', 'pgmcp_capture_updates', 'pgmcp_capture_deletes')) as exposed,
+            array(select a.attname::text from pg_attribute a
+                   where a.attrelid = r.relid and a.attnum > 0 and not a.attisdropped) as columns,
+            exists (select from pg_index i
+                     where i.indrelid = r.relid
+                       and pg_get_indexdef(i.indexrelid) like '%search_document(%') as search_indexed
        from (select pgmcp.find_relation($1, $2) as relid) r`,
     [schema, table],
   );
@@ -67,6 +83,8 @@ export async function inspectCollection(
     exists: row?.exists ?? false,
     hasPrimaryKey: row?.has_primary_key ?? false,
     exposed: row?.exposed ?? false,
+    columns: row?.columns ?? [],
+    searchIndexed: row?.search_indexed ?? false,
   };
 }
 

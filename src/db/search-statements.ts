@@ -18,33 +18,57 @@ const HEADLINE =
   "'MaxFragments=1, MaxWords=24, MinWords=8, StartSel=**, StopSel=**'";
 
 /**
- * Stored resources matching `query` (websearch syntax), best first. The WHERE is the indexed
- * expression of migration 0014, so the GIN index serves it; RLS on pgmcp.resources keeps rows
- * the role cannot read out of the matches and the count.
+ * Stored resources matching `query` (websearch syntax), best first. pgmcp.search_resources
+ * (migration 0022) lets the GIN index of migration 0014 find the matches, which row-level security
+ * would forbid as the request role, and keeps those the resources policy shows the caller: no
+ * match, snippet or count comes from a row the role cannot read, nor from a sensitive one.
  */
 export const SEARCH_RESOURCES: PreparedQuery<
   { query: string; limit: number },
   SearchMatchRow
 > = {
   name: 'pgmcp_search_resources',
-  text: `with q as (select websearch_to_tsquery('english'::regconfig, $1) as q),
-matches as (
-  select r.uri, coalesce(r.title, r.name) as title, r.mime_type, r.description, r.text,
-         ts_rank(pgmcp.search_document(r.title, r.description, r.text), q.q) as rank
-  from pgmcp.resources r, q
-  where pgmcp.search_document(r.title, r.description, r.text) @@ q.q
-    and not r.sensitive -- never a snippet of what needs a person's consent
-),
-ranked as (
-  select *, count(*) over () as total from matches order by rank desc, uri limit $2
-)
-select uri, title, mime_type, rank,
-       ts_headline('english'::regconfig,
-                   concat_ws(' — ', title, description, left(text, 20000)), q.q, ${HEADLINE}) as snippet,
-       total::text as total
-from ranked, q
-order by rank desc, uri`,
+  text: `select uri, title, mime_type, rank, snippet, total::text as total
+           from pgmcp.search_resources($1, $2)`,
   values: (args) => [args.query, args.limit],
+};
+
+/** A row of a searchable collection that matched: its key, title (or null), snippet, rank, count. */
+export interface RowMatchRow {
+  readonly key: string[];
+  readonly title: string | null;
+  readonly snippet: string;
+  readonly rank: number;
+  readonly total: string;
+}
+
+/**
+ * Rows of schema.table whose searchable `columns` match `query`, best first, read as the request
+ * role (pgmcp.search_collection_rows, migration 0022, SECURITY INVOKER): the table's GRANTs and
+ * row-level security decide what matches and what is counted.
+ */
+export const SEARCH_COLLECTION_ROWS: PreparedQuery<
+  {
+    schema: string;
+    table: string;
+    columns: readonly string[];
+    query: string;
+    limit: number;
+    titleColumn: string | null;
+  },
+  RowMatchRow
+> = {
+  name: 'pgmcp_search_collection_rows',
+  text: `select row_key as key, title, snippet, rank, total::text as total
+           from pgmcp.search_collection_rows($1, $2, $3::text[], $4, $5, $6)`,
+  values: (args) => [
+    args.schema,
+    args.table,
+    args.columns,
+    args.query,
+    args.limit,
+    args.titleColumn,
+  ],
 };
 
 /** A relation the role may read whose names or comments match. */

@@ -11,6 +11,8 @@ export interface CollectionConfig {
   readonly list: boolean;
   /** A column whose text becomes each listed row's title. */
   readonly titleColumn: string | undefined;
+  /** Columns the search tool matches, in weight order (docs/tools.md "Searching rows"). */
+  readonly searchable?: readonly string[] | undefined;
 }
 
 /**

@@ -17,8 +17,10 @@ export { createCompleteMethod } from './completion.js';
 export {
   catalogSource,
   deliveredChanges,
+  searchableCollections,
   type CatalogSource,
   type DeliveredChange,
+  type SearchableRows,
 } from './rows.js';
 export {
   type CatalogScope,

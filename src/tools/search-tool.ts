@@ -1,14 +1,16 @@
-// search (issue 15 point 1): PostgreSQL full-text search over stored resources and the catalog, as
-// the caller's role. The answer follows the contract ChatGPT's connectors publish for `search`
+// search (issue 15 point 1): PostgreSQL full-text search over stored resources, the catalog and
+// the rows of collections with searchable columns, as the caller's role. The answer follows the contract ChatGPT's connectors publish for `search`
 // (one text item holding {"results": [{id, title, url}]}), with the same results as structured
 // content and as resource_links for MCP hosts.
 import { z } from 'zod';
 import {
   runRequestQuery,
   SEARCH_CATALOG,
+  SEARCH_COLLECTION_ROWS,
   SEARCH_RESOURCES,
   type DatabaseHandle,
 } from '../db/index.js';
+import type { RequestContext } from '../protocol/index.js';
 import { defineTool, type ContentBlock, type Tool } from './tool.js';
 
 export interface SearchDependencies {
@@ -22,6 +24,27 @@ export interface SearchDependencies {
   };
   /** How many results a search returns (config file tools.searchLimit, at most 100). */
   readonly limit: number;
+  /** Collections whose rows search matches (config file collections[].searchable). */
+  readonly collections?: readonly SearchableCollection[];
+}
+
+/** A collection with searchable columns, in the database it is served from. */
+export interface SearchableCollection {
+  readonly db: DatabaseHandle;
+  readonly schema: string;
+  readonly table: string;
+  /** Matched columns: the first weighs like a title, the second like a description, the rest like a body. */
+  readonly columns: readonly string[];
+  readonly titleColumn: string | undefined;
+  /** A row's resource URI (what resources/read and fetch accept), from its key's text forms. */
+  readonly rowUri: (key: readonly string[]) => string;
+  /** A row's name when it has no title: schema.table/key. */
+  readonly rowName: (key: readonly string[]) => string;
+}
+
+/** A match that ranks with the others: a stored resource or a row. */
+interface RankedResult extends SearchResult {
+  readonly rank: number;
 }
 
 interface SearchResult {
@@ -29,7 +52,7 @@ interface SearchResult {
   title: string;
   url: string;
   snippet: string;
-  kind: 'resource' | 'relation';
+  kind: 'resource' | 'relation' | 'row';
   mimeType?: string;
 }
 
@@ -45,7 +68,7 @@ const SEARCH_OUTPUT_SCHEMA = {
           title: { type: 'string' },
           url: { type: 'string' },
           snippet: { type: 'string', description: 'Matches in **bold**.' },
-          kind: { enum: ['resource', 'relation'] },
+          kind: { enum: ['resource', 'relation', 'row'] },
         },
         required: ['id', 'title', 'url'],
       },
@@ -62,7 +85,7 @@ const SearchArgsSchema = z
       .min(1)
       .max(1000)
       .describe(
-        'Words to look for in documents, notes, files and table names ("quoted phrase", -excluded, or).',
+        'Words to look for in documents, notes, files, table names and searchable rows ("quoted phrase", -excluded, or).',
       ),
   })
   .strict();
@@ -73,24 +96,38 @@ export function createSearchTool(deps: SearchDependencies): Tool {
     name: 'search',
     title: 'Search',
     description:
-      'Full-text search over the documents, notes and files you can read and the tables and views you may query. Returns up to ' +
+      'Full-text search over the documents, notes, files and table rows you can read and the tables and views you may query. Returns up to ' +
       `${deps.limit} results, best first, each with an id to fetch.`,
     args: SearchArgsSchema,
     outputSchema: SEARCH_OUTPUT_SCHEMA,
     async call({ query }, ctx) {
       const args = { query, limit: deps.limit };
-      const [resources, relations] = await Promise.all([
+      const [resources, relations, rows] = await Promise.all([
         runRequestQuery(deps.db, ctx.principal, ctx, SEARCH_RESOURCES, args),
         runRequestQuery(deps.db, ctx.principal, ctx, SEARCH_CATALOG, {
           ...args,
           ...deps.scope,
         }),
+        searchRows(deps, query, ctx),
       ]);
-      // Ranks of notes and of relation names do not compare: relations come first, taking at
-      // most a quarter of the results unless there are too few resources to fill the rest.
+      // Stored resources and rows rank alike (the same weighted document, migration 0022); ranks
+      // of relation names do not compare with theirs: relations come first, taking at most a
+      // quarter of the results unless there are too few others to fill the rest.
+      const ranked = [
+        ...resources.map((row): RankedResult => ({
+          id: row.uri,
+          title: row.title,
+          url: row.uri,
+          snippet: row.snippet,
+          kind: 'resource',
+          rank: row.rank,
+          ...(row.mime_type === null ? {} : { mimeType: row.mime_type }),
+        })),
+        ...rows.results,
+      ].sort((a, b) => b.rank - a.rank || (a.id < b.id ? -1 : 1));
       const relationSlots = Math.max(
         Math.ceil(deps.limit / 4),
-        deps.limit - resources.length,
+        deps.limit - ranked.length,
       );
       const shown: SearchResult[] = [
         ...relations.slice(0, relationSlots).map((row) => {
@@ -103,20 +140,60 @@ export function createSearchTool(deps: SearchDependencies): Tool {
             kind: 'relation' as const,
           };
         }),
-        ...resources.map((row) => ({
-          id: row.uri,
-          title: row.title,
-          url: row.uri,
-          snippet: row.snippet,
-          kind: 'resource' as const,
-          ...(row.mime_type === null ? {} : { mimeType: row.mime_type }),
-        })),
+        ...ranked.map(({ rank: _rank, ...result }) => result),
       ].slice(0, deps.limit);
       const total =
-        Number(resources[0]?.total ?? 0) + Number(relations[0]?.total ?? 0);
+        Number(resources[0]?.total ?? 0) +
+        Number(relations[0]?.total ?? 0) +
+        rows.total;
       return answer(shown, total - shown.length);
     },
   });
+}
+
+/** Each searchable collection's best matches as the caller, and how many matched in all. */
+async function searchRows(
+  deps: SearchDependencies,
+  query: string,
+  ctx: RequestContext,
+): Promise<{ results: RankedResult[]; total: number }> {
+  const found = await Promise.all(
+    (deps.collections ?? []).map(async (collection) => {
+      const matches = await runRequestQuery(
+        collection.db,
+        ctx.principal,
+        ctx,
+        SEARCH_COLLECTION_ROWS,
+        {
+          schema: collection.schema,
+          table: collection.table,
+          columns: collection.columns,
+          query,
+          limit: deps.limit,
+          titleColumn: collection.titleColumn ?? null,
+        },
+      );
+      return matches.map((match) => {
+        const uri = collection.rowUri(match.key);
+        return {
+          result: {
+            id: uri,
+            title: match.title ?? collection.rowName(match.key),
+            url: uri,
+            snippet: match.snippet,
+            kind: 'row' as const,
+            mimeType: 'application/json',
+            rank: match.rank,
+          },
+          total: Number(match.total),
+        };
+      });
+    }),
+  );
+  return {
+    results: found.flat().map((entry) => entry.result),
+    total: found.reduce((sum, matches) => sum + (matches[0]?.total ?? 0), 0),
+  };
 }
 
 /** The contract's JSON text first, then a resource_link per result, then how many more matched. */

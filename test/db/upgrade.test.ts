@@ -44,8 +44,11 @@ const COLLECTIONS: CollectionConfig[] = [
   titleColumn: titleColumn as string | undefined,
 }));
 const SAME_TIME = '2026-01-02T03:04:05.678Z';
-/** Demo seed files that need tables later than EARLIER (prompts: 0015); neither database loads them. */
-const LATER_SEEDS = ['70_prompts.sql'];
+/**
+ * Demo seed files that need objects later than EARLIER (the tickets' search index:
+ * pgmcp.search_document, 0014; prompts: 0015); neither database loads them.
+ */
+const LATER_SEEDS = ['65_search_index.sql', '70_prompts.sql'];
 
 const databases = { upgraded: '', fresh: '' };
 let folder: string;

@@ -133,8 +133,24 @@ describe('several databases', () => {
     }
   });
 
-  it('refuses at start-up a collection whose table is missing or has no key, and a name used twice', async () => {
+  it('refuses at start-up a collection whose table is missing or has no key or a searchable column, and a name used twice', async () => {
     const attempts: [string, { config: string; databases: string[] }][] = [
+      [
+        '"searchable" names "nickname", which the table does not have',
+        {
+          config: configFile('searchable.json', {
+            collections: [
+              {
+                database: 'hr',
+                schema: 'people',
+                table: 'staff',
+                searchable: ['name', 'nickname'],
+              },
+            ],
+          }),
+          databases: [`hr=${hrUrl}`],
+        },
+      ],
       [
         'no such table',
         {
