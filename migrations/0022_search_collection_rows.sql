@@ -120,13 +120,19 @@ declare
   q tsquery := websearch_to_tsquery('english'::regconfig, query);
 begin
   select r.rolsuper or r.rolbypassrls into bypass from pg_roles r where r.rolname = caller;
-  with recursive memberships(roleid) as (
-    select oid from pg_roles where rolname = caller
-    union
-    select m.roleid from pg_auth_members m join memberships on m.member = memberships.roleid
-  )
-  select coalesce(array_agg(r.rolname::text), '{}') || array['public'] into roles
-    from memberships join pg_roles r on r.oid = memberships.roleid;
+  -- pgmcp.member_roles()'s rules (0011, 0024) for the caller rather than current_user (the owner,
+  -- here): the roles whose privileges the caller holds, so a NOINHERIT role or login gets none of
+  -- the roles granted to it.
+  roles := array(
+    with recursive candidates(roleid) as (
+      select unnest(array[to_regrole(quote_ident(caller))::oid,
+                          to_regrole('pg_database_owner')::oid])
+      union
+      select m.roleid from pg_auth_members m join candidates c on m.member = c.roleid
+    )
+    select pg_get_userbyid(roleid)::text from candidates
+     where pg_has_role(caller::name, roleid, 'USAGE')
+  ) || array['public'];
   return query
   with matches as (
     select r.uri, coalesce(r.title, r.name) as title, r.mime_type, r.description, r.text,

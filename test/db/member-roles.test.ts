@@ -8,6 +8,8 @@ import { testDatabaseUrl } from '../setup/harness.js';
 let sql: pg.Client;
 const prefix = `pgmcp_mr_${randomBytes(4).toString('hex')}`;
 const role = (name: string): string => `${prefix}_${name}`;
+// A word only this file's resources hold, for pgmcp.search_resources.
+const WORD = `mrword${prefix.slice(-8)}`;
 
 // top → mid → leaf is an INHERIT chain; top → gate → beyond passes a NOINHERIT role (gate), which
 // holds beyond's privileges only after SET ROLE; solo is NOINHERIT and a member of leaf.
@@ -42,8 +44,8 @@ beforeAll(async () => {
     await sql.query(`create table ${role(name)}_t (id int)`);
     await sql.query(`grant select on ${role(name)}_t to ${role(name)}`);
     await sql.query(
-      `insert into pgmcp.resources (uri, name, text, readers) values ($1, 'x', 'x', $2)`,
-      [`test:///${prefix}/${name}`, [role(name)]],
+      `insert into pgmcp.resources (uri, name, text, readers) values ($1, 'x', $3, $2)`,
+      [`test:///${prefix}/${name}`, [role(name)], `about ${WORD}`],
     );
   }
   for (const [granted, member] of GRANTS)
@@ -55,10 +57,10 @@ afterAll(async () => {
   await sql.end();
 });
 
-/** As `name`: member_roles() and the test resources row-level security lets it see. */
+/** As `name`: member_roles(), the test resources row-level security lets it see and search finds. */
 async function asRole(
   name: string,
-): Promise<{ members: string[]; visible: string[] }> {
+): Promise<{ members: string[]; visible: string[]; found: string[] }> {
   await sql.query(`set local role ${name}`);
   try {
     const members = await sql.query<{ roles: string[] }>(
@@ -68,9 +70,15 @@ async function asRole(
       `select readers[1] as reader from pgmcp.resources where uri like $1`,
       [`test:///${prefix}/%`],
     );
+    // The search runs as the table's owner and applies these rules itself (migration 0022).
+    const found = await sql.query<{ uri: string }>(
+      `select uri from pgmcp.search_resources($1, 100)`,
+      [WORD],
+    );
     return {
       members: members.rows[0]?.roles ?? [],
       visible: visible.rows.map((row) => row.reader),
+      found: found.rows.map((row) => row.uri.split('/').at(-1) ?? ''),
     };
   } finally {
     await sql.query('reset role');
@@ -81,11 +89,12 @@ describe('pgmcp.member_roles()', () => {
   it.each(NAMES)(
     'holds for %s exactly the roles it inherits, as has_table_privilege and RLS see them',
     async (name) => {
-      const { members, visible } = await asRole(role(name));
+      const { members, visible, found } = await asRole(role(name));
       const ours = members.filter((member) => member.startsWith(`${prefix}_`));
       expect(ours.sort()).toEqual(INHERITED[name].map(role).sort());
       expect(members).toContain('public');
       expect(visible.sort()).toEqual(ours.sort());
+      expect(found.sort()).toEqual([...INHERITED[name]].sort());
       // PostgreSQL's own answer: SELECT on each role's table only through inherited privileges.
       const privileges = await sql.query<{ name: string; allowed: boolean }>(
         `select n as name, has_table_privilege($1, n || '_t', 'select') as allowed
@@ -102,15 +111,17 @@ describe('pgmcp.member_roles()', () => {
     const ident = `"${quoted.replaceAll('"', '""')}"`;
     await sql.query(`create role ${ident} nologin inherit`);
     await sql.query(`grant ${role('leaf')} to ${ident}`);
-    const { members, visible } = await asRole(ident);
+    const { members, visible, found } = await asRole(ident);
     expect(members.sort()).toEqual([quoted, role('leaf'), 'public'].sort());
     expect(visible).toEqual([role('leaf')]);
+    expect(found).toEqual(['leaf']);
   });
 
   it('gives the NOINHERIT authenticator none of the roles granted to it', async () => {
     await sql.query(`grant ${role('top')} to pgmcp_authenticator`);
-    const { members, visible } = await asRole('pgmcp_authenticator');
+    const { members, visible, found } = await asRole('pgmcp_authenticator');
     expect(members.sort()).toEqual(['pgmcp_authenticator', 'public']);
     expect(visible).toEqual([]);
+    expect(found).toEqual([]);
   });
 });
