@@ -14,8 +14,10 @@ import {
   createDispatcher,
   createEraDispatcher,
   createLegacyAdapter,
+  GetPromptParamsSchema,
   LegacySession,
   type Dispatcher,
+  type GetPromptParams,
   type LegacyAdapter,
   StreamingResult,
   type MethodHandler,
@@ -55,12 +57,15 @@ import {
 import { createLegacyHttp, type LegacyHttp } from '../transport/index.js';
 import {
   conformanceFixtureTools,
+  conformanceInputTools,
   createCallToolMethod,
   createExplainTool,
   createFetchTool,
   createQueryTool,
   createSearchTool,
   createListToolsMethod,
+  INPUT_FIXTURE_PROMPT,
+  inputFixturePrompt,
   type ReadResource,
   type Tool,
 } from '../tools/index.js';
@@ -209,7 +214,7 @@ export function createApp(options: AppOptions): App {
         cache: 'list',
       }),
     ],
-    ['prompts/get', createGetPromptMethod(promptDeps)],
+    ['prompts/get', getPromptMethod(options, promptDeps)],
     [
       'subscriptions/listen',
       createListenMethod({
@@ -287,8 +292,28 @@ function serverTools(
     createQueryTool(sql),
     createExplainTool({ ...sql, analyzeAllowed: settings.explainAnalyze }),
   ];
-  if (settings.conformanceFixtures) tools.push(...conformanceFixtureTools());
+  if (settings.conformanceFixtures)
+    tools.push(
+      ...conformanceFixtureTools(),
+      ...conformanceInputTools(options.cursorSecrets),
+    );
   return tools.filter((tool) => !settings.disabled.includes(tool.name));
+}
+
+/** prompts/get of stored prompts, and with the conformance fixtures the suite's asking prompt. */
+function getPromptMethod(
+  options: AppOptions,
+  deps: PromptDependencies,
+): MethodHandler<GetPromptParams> {
+  const stored = createGetPromptMethod(deps);
+  if (!(options.tools ?? DEFAULT_TOOLS).conformanceFixtures) return stored;
+  return {
+    params: GetPromptParamsSchema,
+    handle: (params, ctx) =>
+      params.name === INPUT_FIXTURE_PROMPT
+        ? Promise.resolve(inputFixturePrompt(ctx, params))
+        : stored.handle(params, ctx),
+  };
 }
 
 /** What prompts/ renders with: the main database, its catalog, and reads as the caller. */

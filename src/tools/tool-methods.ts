@@ -89,7 +89,10 @@ export function createCallToolMethod(
       if (!parsed.success)
         return { ...toolError(`Invalid arguments: ${issues(parsed.error)}.`) };
       try {
-        const result = await tool.call(parsed.data, ctx);
+        const result = await tool.call(parsed.data, ctx, {
+          inputResponses: params.inputResponses,
+          requestState: params.requestState,
+        });
         return result instanceof StreamingResult ? result : { ...result };
       } catch (error) {
         if (error instanceof ProtocolError && CALLER_FAULTS.has(error.key))

@@ -1,7 +1,12 @@
 // What a tool is: a name, JSON schemas for its arguments and result, annotations, and a call that
 // runs as the caller's principal. Tools lead agents to resources (issue 15); they never write.
 import { z } from 'zod';
-import type { RequestContext, StreamingResult } from '../protocol/index.js';
+import type {
+  InputParams,
+  InputRequiredResult,
+  RequestContext,
+  StreamingResult,
+} from '../protocol/index.js';
 
 /** One content block of a tool result (spec §6.x ContentBlock); pgmcp builds them as plain JSON. */
 export type ContentBlock = Record<string, unknown> & { type: string };
@@ -26,9 +31,14 @@ export interface Tool<TArgs = unknown> {
   readonly outputSchema?: Record<string, unknown>;
   /**
    * Run the call as `ctx.principal`. A StreamingResult only when the call sends notifications on
-   * its own response stream before the result (progress, spec §11).
+   * its own response stream before the result (progress, spec §11); an InputRequiredResult when
+   * it needs the client's help first (spec §4), `input` being what the retry carries.
    */
-  call(args: TArgs, ctx: RequestContext): Promise<ToolResult | StreamingResult>;
+  call(
+    args: TArgs,
+    ctx: RequestContext,
+    input: InputParams,
+  ): Promise<ToolResult | InputRequiredResult | StreamingResult>;
 }
 
 /** Type-checks a tool against its argument schema at the definition site. */
