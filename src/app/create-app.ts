@@ -88,6 +88,8 @@ export interface AppOptions {
   readonly roleDecisions?: { clear(): void };
   /** How long a consent request's state stays good (PGMCP_CONSENT_MINUTES); default 10. */
   readonly consentMinutes?: number;
+  /** The clock consents expire by (tests); Date.now by default. */
+  readonly now?: () => number;
   /** Tool settings (config file "tools"); the defaults when absent. */
   readonly tools?: Config['tools'];
 }
@@ -162,6 +164,7 @@ export function createApp(options: AppOptions): App {
       db: options.db,
       secrets: options.cursorSecrets,
       expiryMinutes: options.consentMinutes ?? 10,
+      now: options.now,
     }),
   };
   const promptDeps = promptDependencies(options, readDeps);
@@ -172,6 +175,8 @@ export function createApp(options: AppOptions): App {
     maxPendingBytes: options.live.maxPendingBytes,
     stallTimeoutMs: options.live.stallTimeoutMs,
     log: (line) => options.logger.warn(line),
+    // A sensitive resource's updates reach only a caller whose consent holds (docs/consent.md).
+    consented: (principal, uri) => readDeps.consent.hasConsent(principal, uri),
   });
   // fetch (tools/) reads through the same method, so consent and errors are the same.
   const readMethod = createReadResourceMethod(readDeps);

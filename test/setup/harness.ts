@@ -90,6 +90,8 @@ export interface TestServerOptions {
   statementTimeoutMs?: number;
   /** Tool settings (config file "tools"); the defaults by default. */
   tools?: Partial<Config['tools']>;
+  /** The clock consents expire by (default Date.now). */
+  now?: () => number;
 }
 
 /** The test database URL global setup provided. */
@@ -129,6 +131,7 @@ export async function startTestServer(
     live: { ...TEST_LIVE, ...options.liveSettings, ...options.live },
     logger,
     roleDecisions: options.roleDecisions,
+    now: options.now,
     tools:
       options.tools === undefined
         ? undefined
