@@ -300,7 +300,7 @@ function serverTools(
   if (settings.conformanceFixtures)
     tools.push(
       ...conformanceFixtureTools(),
-      ...conformanceInputTools(options.cursorSecrets),
+      ...conformanceInputTools(options.cursorSecrets, options.db),
     );
   return tools.filter((tool) => !settings.disabled.includes(tool.name));
 }

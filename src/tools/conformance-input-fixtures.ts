@@ -4,6 +4,7 @@
 // same input-required machinery as a person's consent (protocol/ input-required.ts): capability
 // checks, answers checked per method, requestState signed and bound to the caller and the call.
 import { z } from 'zod';
+import { changeConformancePrompts, type DatabaseHandle } from '../db/index.js';
 import {
   clientCanAnswer,
   collectAnswers,
@@ -97,15 +98,37 @@ function fixture(
   });
 }
 
-/** The suite's input-required and capability fixtures; state signed with `secrets`. */
-export function conformanceInputTools(secrets: readonly string[]): Tool[] {
+/**
+ * The suite's input-required and capability fixtures, state signed with `secrets`, and the one
+ * that changes the stored prompts in `db`.
+ */
+export function conformanceInputTools(
+  secrets: readonly string[],
+  db: DatabaseHandle,
+): Tool[] {
   const states = new RequestStateCodec(secrets, {
     purpose: 'pgmcp conformance fixture state',
     version: 'f1',
     expiryMs: 600_000,
     now: Date.now,
   });
-  return [...basicInputTools(), ...statefulInputTools(states), ...probeTools()];
+  const changePrompts = defineTool({
+    name: 'test_trigger_prompt_change',
+    title: 'test_trigger_prompt_change',
+    description:
+      'Adds or removes a stored prompt with SQL (the conformance seed’s hook), so listen streams hear prompts/list_changed.',
+    args: NO_ARGUMENTS,
+    call: async () => {
+      await changeConformancePrompts(db);
+      return textResult('The prompt list changed.');
+    },
+  });
+  return [
+    ...basicInputTools(),
+    ...statefulInputTools(states),
+    ...probeTools(),
+    changePrompts,
+  ];
 }
 
 /** One request each, no state (tampering could only make the call fail, spec §4.5). */
