@@ -49,6 +49,8 @@ export const ERROR_KEYS = {
     httpStatus: 400,
   },
   CONSENT_DECLINED: { code: JSONRPC.INVALID_REQUEST, httpStatus: 200 },
+  /** A retry's requestState or inputResponses failed their checks (spec §4.5): never a tool result. */
+  INVALID_INPUT_RESPONSE: { code: JSONRPC.INVALID_PARAMS, httpStatus: 200 },
   UNSUPPORTED_PROTOCOL_VERSION: {
     code: JSONRPC.UNSUPPORTED_PROTOCOL_VERSION,
     httpStatus: 400,

@@ -14,8 +14,10 @@ import {
   createDispatcher,
   createEraDispatcher,
   createLegacyAdapter,
+  GetPromptParamsSchema,
   LegacySession,
   type Dispatcher,
+  type GetPromptParams,
   type LegacyAdapter,
   StreamingResult,
   type MethodHandler,
@@ -58,12 +60,15 @@ import { createLegacyHttp, type LegacyHttp } from '../transport/index.js';
 import {
   conformanceFixtureTools,
   legacyConformanceFixtureTools,
+  conformanceInputTools,
   createCallToolMethod,
   createExplainTool,
   createFetchTool,
   createQueryTool,
   createSearchTool,
   createListToolsMethod,
+  INPUT_FIXTURE_PROMPT,
+  inputFixturePrompt,
   type ReadResource,
   type Tool,
 } from '../tools/index.js';
@@ -97,6 +102,8 @@ export interface AppOptions {
    * absent.
    */
   readonly inputTimeoutMs?: number;
+  /** The clock consents expire by (tests); Date.now by default. */
+  readonly now?: () => number;
   /** Tool settings (config file "tools"); the defaults when absent. */
   readonly tools?: Config['tools'];
 }
@@ -171,6 +178,7 @@ export function createApp(options: AppOptions): App {
       db: options.db,
       secrets: options.cursorSecrets,
       expiryMinutes: options.consentMinutes ?? 10,
+      now: options.now,
     }),
   };
   const promptDeps = promptDependencies(options, readDeps);
@@ -187,6 +195,8 @@ export function createApp(options: AppOptions): App {
     maxPendingBytes: options.live.maxPendingBytes,
     stallTimeoutMs: options.live.stallTimeoutMs,
     log: (line) => options.logger.warn(line),
+    // A sensitive resource's updates reach only a caller whose consent holds (docs/consent.md).
+    consented: (principal, uri) => readDeps.consent.hasConsent(principal, uri),
   });
   // fetch (tools/) reads through the same method, so consent and errors are the same.
   const readMethod = createReadResourceMethod(readDeps);
@@ -230,7 +240,7 @@ export function createApp(options: AppOptions): App {
         memo: promptPages,
       }),
     ],
-    ['prompts/get', createGetPromptMethod(promptDeps)],
+    ['prompts/get', getPromptMethod(options, promptDeps)],
     [
       'subscriptions/listen',
       createListenMethod({
@@ -332,8 +342,25 @@ function serverTools(
     tools.push(
       ...conformanceFixtureTools(),
       ...legacyConformanceFixtureTools(),
+      ...conformanceInputTools(options.cursorSecrets, options.db),
     );
   return tools.filter((tool) => !settings.disabled.includes(tool.name));
+}
+
+/** prompts/get of stored prompts, and with the conformance fixtures the suite's asking prompt. */
+function getPromptMethod(
+  options: AppOptions,
+  deps: PromptDependencies,
+): MethodHandler<GetPromptParams> {
+  const stored = createGetPromptMethod(deps);
+  if (!(options.tools ?? DEFAULT_TOOLS).conformanceFixtures) return stored;
+  return {
+    params: GetPromptParamsSchema,
+    handle: (params, ctx) =>
+      params.name === INPUT_FIXTURE_PROMPT
+        ? Promise.resolve(inputFixturePrompt(ctx, params))
+        : stored.handle(params, ctx),
+  };
 }
 
 /** What prompts/ renders with: the main database, its catalog, and reads as the caller. */

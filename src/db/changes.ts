@@ -216,6 +216,17 @@ export const CHANGE_VISIBILITY = prepare(
           eb.cast<string>('c.seq', 'text').as('seq'),
           visible('c.readers_before').as('before'),
           visible('c.readers_after').as('after'),
+          // A stored resource marked sensitive (migration 0016): heard of only after consent.
+          eb
+            .exists(
+              eb
+                .selectFrom('pgmcp.resources as s')
+                .select(sql<number>`1`.as('one'))
+                .where('s.uri', '=', eb.ref('c.uri'))
+                .where(sql<boolean>`s.sensitive`),
+            )
+            .$castTo<boolean>()
+            .as('sensitive'),
         ];
       })
       .where((eb) =>

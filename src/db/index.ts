@@ -17,6 +17,7 @@ export {
   type SqlRows,
 } from './ad-hoc-sql.js';
 export { pruneAudit, writeAudit, type AuditEntry } from './audit-log.js';
+export { changeConformancePrompts } from './conformance-prompts.js';
 export {
   SEARCH_CATALOG,
   SEARCH_COLLECTION_ROWS,

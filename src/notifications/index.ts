@@ -145,7 +145,10 @@ function authorizeIn(db: DatabaseHandle): Authorize {
       { seqs },
     );
     return new Map(
-      rows.map((row) => [row.seq, { before: row.before, after: row.after }]),
+      rows.map((row) => [
+        row.seq,
+        { before: row.before, after: row.after, sensitive: row.sensitive },
+      ]),
     );
   };
 }

@@ -21,12 +21,17 @@ export interface PublishedChange {
    * is heard by the streams that asked for prompts' list changes.
    */
   readonly prompt?: boolean;
+  /** Reading `uri` needs a person's consent (a row of a table marked sensitive in the config). */
+  readonly sensitive?: boolean;
 }
 
-/** What one role may hear of, per change seq: readable before it, readable after it. */
+/**
+ * What one role may hear of, per change seq: readable before it, readable after it, and whether
+ * the changed stored resource is marked sensitive (heard of only after consent).
+ */
 export type Visibility = ReadonlyMap<
   string,
-  { before: boolean; after: boolean }
+  { before: boolean; after: boolean; sensitive?: boolean }
 >;
 
 /**
@@ -141,7 +146,7 @@ export async function enqueueHeard(
     if (seen === undefined) continue;
     const changes = hearing.interested.get(stream);
     if (changes !== undefined)
-      enqueueUpdates(stream, { changes, seen, jsonOf });
+      enqueueUpdates(stream, { changes, seen, jsonOf, streams });
     if (stream.listChanged && listChanged.get(stream.roleKey) === true)
       stream.enqueue(undefined, true);
     if (
@@ -162,18 +167,23 @@ export async function enqueueHeard(
   }
 }
 
-/** Enqueue on `stream` the URIs of `changes` a role that sees `seen` may hear of. */
+/**
+ * Enqueue on `stream` the URIs of `changes` a role that sees `seen` may hear of; a sensitive one
+ * only when the stream's caller has consented to reading it within the expiry.
+ */
 function enqueueUpdates(
   stream: StreamQueue,
   {
     changes,
     seen,
     jsonOf,
+    streams,
   }: {
     changes: readonly PublishedChange[];
     seen: Visibility;
     /** A URI as JSON, computed once per batch. */
     jsonOf: (uri: string) => string;
+    streams: StreamRegistry;
   },
 ): void {
   for (const change of changes) {
@@ -181,10 +191,16 @@ function enqueueUpdates(
     const entry = seen.get(change.seq);
     // Creates and updates are heard by who can read the result; deletes by who could read it.
     if (
-      entry !== undefined &&
-      (change.kind === 'deleted' ? entry.before : entry.after)
+      entry === undefined ||
+      !(change.kind === 'deleted' ? entry.before : entry.after)
     )
-      stream.enqueue(jsonOf(change.uri), false);
+      continue;
+    if (
+      (change.sensitive === true || entry.sensitive === true) &&
+      !streams.consented(stream.principal, change.uri)
+    )
+      continue;
+    stream.enqueue(jsonOf(change.uri), false);
   }
 }
 

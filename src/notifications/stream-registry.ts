@@ -16,6 +16,11 @@ export interface StreamRegistryOptions extends QueueLimits {
   readonly maxStreamsPerRole: number;
   /** Longest a broadcast writes before yielding to the event loop, in ms (default 2). */
   readonly sliceMs?: number;
+  /**
+   * Whether `principal` consented to reading the sensitive resource `uri` within the expiry
+   * (resources/ consent.ts); without it, no stream hears of sensitive resources' updates.
+   */
+  readonly consented?: (principal: Principal, uri: string) => boolean;
 }
 
 export class StreamRegistry {
@@ -46,6 +51,11 @@ export class StreamRegistry {
   /** Longest a broadcast writes before yielding to the event loop, in ms. */
   get sliceMs(): number {
     return this.#options.sliceMs ?? 2;
+  }
+
+  /** Whether `principal` may hear of updates of the sensitive resource `uri` (its consent holds). */
+  consented(principal: Principal, uri: string): boolean {
+    return this.#options.consented?.(principal, uri) ?? false;
   }
 
   /** Streams that asked for notifications/resources/list_changed. */

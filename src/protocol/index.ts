@@ -66,6 +66,19 @@ export {
   type LegacyHandshake,
   type LogLevel,
 } from './legacy-state.js';
+export {
+  clientCanAnswer,
+  collectAnswers,
+  formElicitation,
+  inputRequired,
+  principalDigest,
+  RequestStateCodec,
+  requireClientCapabilities,
+  type ElicitAnswer,
+  type InputParams,
+  type InputRequest,
+  type InputRequiredResult,
+} from './input-required.js';
 export { createEraDispatcher } from './era-dispatcher.js';
 export {
   streamedResponse,

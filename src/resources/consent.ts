@@ -1,33 +1,42 @@
 // A person's consent before sensitive data is read (issue 17, spec §4): the first read answers
 // input_required with a form asking for a reason and a signed requestState; the retry that carries
-// the answer and that state reads the data. Every step is written to pgmcp.audit.
-import { createHmac, createHash, timingSafeEqual } from 'node:crypto';
+// the answer and that state reads the data. Every step is written to pgmcp.audit. Consents given
+// are remembered, per caller and URI until they expire, for listen streams (hasConsent).
 import type { Principal } from '../auth/index.js';
 import { writeAudit, type DatabaseHandle } from '../db/index.js';
 import { ProtocolError } from '../errors.js';
-import type { RequestContext } from '../protocol/index.js';
+import {
+  collectAnswers,
+  formElicitation,
+  inputRequired,
+  principalDigest,
+  RequestStateCodec,
+  requireClientCapabilities,
+  type ElicitAnswer,
+  type InputParams,
+  type InputRequest,
+  type RequestContext,
+} from '../protocol/index.js';
 
 /** The input request's key in `inputRequests` and `inputResponses`. */
 export const CONSENT_KEY = 'consent';
 /** Longest reason kept (the audit's reason column is free text; this keeps it readable). */
 const MAX_REASON = 500;
-const STATE_VERSION = 'c1';
+/** Most consents remembered for listen streams; the oldest are forgotten first. */
+const MAX_REMEMBERED = 10_000;
 
 export interface ConsentOptions {
   readonly db: DatabaseHandle;
   /** The first signs requestState, all verify (the cursor secrets: rotation, replicas). */
   readonly secrets: readonly string[];
-  /** How long a requestState stays good, in minutes. */
+  /** How long a requestState, and a consent given with it, stays good, in minutes. */
   readonly expiryMinutes: number;
   /** The clock (tests); Date.now by default. */
   readonly now?: () => number;
 }
 
 /** What a consent-gated request carries on its retry (spec §4.3 InputResponseRequestParams). */
-export interface ConsentParams {
-  readonly inputResponses?: Record<string, unknown> | undefined;
-  readonly requestState?: string | undefined;
-}
+export type ConsentParams = InputParams;
 
 export type ConsentOutcome =
   | { readonly granted: true }
@@ -47,14 +56,23 @@ export interface ConsentGate {
     target: string,
     params: ConsentParams,
   ): Promise<ConsentOutcome>;
+  /**
+   * Whether `principal` consented to reading `uri` within the expiry, through this process (a
+   * listen stream hears of a sensitive resource's updates only then).
+   */
+  hasConsent(principal: Principal, uri: string): boolean;
 }
 
 export function createConsentGate(options: ConsentOptions): ConsentGate {
-  const states = new ConsentStates(
-    options.secrets,
-    options.expiryMinutes,
-    options.now ?? Date.now,
-  );
+  const now = options.now ?? Date.now;
+  const expiryMs = options.expiryMinutes * 60_000;
+  const states = new RequestStateCodec(options.secrets, {
+    purpose: 'pgmcp consent state',
+    version: 'c1',
+    expiryMs,
+    now,
+  });
+  const given = new ConsentLedger(now);
   const audit = (
     principal: Principal,
     action: string,
@@ -71,21 +89,26 @@ export function createConsentGate(options: ConsentOptions): ConsentGate {
   return {
     async check(ctx, method, target, params) {
       const { principal } = ctx;
+      const request = { method, target };
+      const question = { [CONSENT_KEY]: ask(target) };
       if (params.requestState === undefined) {
-        requireForm(ctx);
+        requireForm(ctx, question);
         await audit(principal, 'consent-asked', target);
-        const state = states.sign(principal, method, target);
-        return { granted: false, result: ask(target, state) };
+        const state = states.sign(principal, request);
+        return { granted: false, result: inputRequired(question, state) };
       }
-      states.verify(params.requestState, principal, method, target);
-      const answer = params.inputResponses?.[CONSENT_KEY];
+      states.verify(params.requestState, principal, request);
+      const { answers } = collectAnswers(question, params.inputResponses);
+      const answer = answers[CONSENT_KEY] as ElicitAnswer | undefined;
       // Spec §4.5: a retry missing the answer gets the question again, not an error.
       if (answer === undefined) {
-        requireForm(ctx);
-        return { granted: false, result: ask(target, params.requestState) };
+        requireForm(ctx, question);
+        return {
+          granted: false,
+          result: inputRequired(question, params.requestState),
+        };
       }
-      const { action, reason } = readAnswer(answer);
-      if (action !== 'accept') {
+      if (answer.action !== 'accept') {
         await audit(principal, 'consent-declined', target);
         throw new ProtocolError(
           'CONSENT_DECLINED',
@@ -93,177 +116,88 @@ export function createConsentGate(options: ConsentOptions): ConsentGate {
           { data: { uri: target } },
         );
       }
-      await audit(principal, 'consent-given', target, reason);
+      await audit(principal, 'consent-given', target, reasonOf(answer));
+      given.remember(principal, target, now() + expiryMs);
       return { granted: true };
     },
+    hasConsent: (principal, uri) => given.holds(principal, uri),
   };
 }
 
 /**
- * requestState: `c1.<payload>.<HMAC>`, the payload binding the caller, the exact request (method
- * and target) and an expiry (spec §4.5: attacker-controlled input, integrity-protected).
+ * Consents given through this process, per caller and URI, until they expire. In memory: a
+ * listen stream on another replica does not see a consent given here (docs/consent.md).
  */
-class ConsentStates {
-  readonly #keys: Buffer[];
+class ConsentLedger {
+  readonly #until = new Map<string, number>();
 
-  constructor(
-    secrets: readonly string[],
-    readonly expiryMinutes: number,
-    readonly now: () => number,
-  ) {
-    this.#keys = secrets.map((secret) =>
-      createHmac('sha256', secret).update('pgmcp consent state').digest(),
-    );
+  constructor(readonly now: () => number) {}
+
+  remember(principal: Principal, uri: string, until: number): void {
+    const key = `${principalDigest(principal)} ${uri}`;
+    this.#until.delete(key);
+    this.#until.set(key, until);
+    // Insertion order is expiry order (one expiry for all): drop the expired, then the oldest.
+    for (const [oldest, expiry] of this.#until) {
+      if (expiry > this.now() && this.#until.size <= MAX_REMEMBERED) break;
+      this.#until.delete(oldest);
+    }
   }
 
-  sign(principal: Principal, method: string, target: string): string {
-    const payload = Buffer.from(
-      JSON.stringify({
-        p: principalDigest(principal),
-        r: requestDigest(method, target),
-        e: this.now() + this.expiryMinutes * 60_000,
-      }),
-    ).toString('base64url');
-    const mac = createHmac('sha256', this.#keys[0] as Buffer)
-      .update(`${STATE_VERSION}.${payload}`)
-      .digest('base64url');
-    return `${STATE_VERSION}.${payload}.${mac}`;
-  }
-
-  /** Throws -32602 unless `state` is ours, unexpired, and for this caller and this request. */
-  verify(
-    state: string,
-    principal: Principal,
-    method: string,
-    target: string,
-  ): void {
-    const [version, payload, mac, extra] = state.split('.');
-    const given = Buffer.from(mac ?? '', 'base64url');
-    const signed =
-      version === STATE_VERSION &&
-      payload !== undefined &&
-      extra === undefined &&
-      this.#keys.some((key) => {
-        const expected = createHmac('sha256', key)
-          .update(`${version}.${payload}`)
-          .digest();
-        return (
-          expected.length === given.length && timingSafeEqual(expected, given)
-        );
-      });
-    if (!signed) invalidState('it was not issued by this server');
-    const claims = JSON.parse(
-      Buffer.from(payload ?? '', 'base64url').toString('utf8'),
-    ) as { p?: unknown; r?: unknown; e?: unknown };
-    if (claims.p !== principalDigest(principal))
-      invalidState('it was issued to another caller');
-    if (claims.r !== requestDigest(method, target))
-      invalidState('it was issued for another request');
-    if (typeof claims.e !== 'number' || claims.e <= this.now())
-      invalidState('it has expired; read again to be asked again');
+  holds(principal: Principal, uri: string): boolean {
+    const until = this.#until.get(`${principalDigest(principal)} ${uri}`);
+    return until !== undefined && until > this.now();
   }
 }
 
-/** The input_required result: a form asking for a reason, and the signed state (spec §4.3). */
-function ask(target: string, state: string): Record<string, unknown> {
-  return {
-    resultType: 'input_required',
-    inputRequests: {
-      [CONSENT_KEY]: {
-        method: 'elicitation/create',
-        params: {
-          mode: 'form',
-          message: `${target} holds sensitive data. Reading it is recorded, with your reason, in the audit trail. Why is it needed?`,
-          requestedSchema: {
-            type: 'object',
-            properties: {
-              reason: {
-                type: 'string',
-                title: 'Reason',
-                description:
-                  'Why this data is needed (kept in the audit trail)',
-                minLength: 1,
-                maxLength: MAX_REASON,
-              },
-            },
-            required: ['reason'],
-          },
+/** The form: one required free-text reason (kept in the audit trail). */
+function ask(target: string): InputRequest {
+  return formElicitation(
+    `${target} holds sensitive data. Reading it is recorded, with your reason, in the audit trail. Why is it needed?`,
+    {
+      type: 'object',
+      properties: {
+        reason: {
+          type: 'string',
+          title: 'Reason',
+          description: 'Why this data is needed (kept in the audit trail)',
+          minLength: 1,
+          maxLength: MAX_REASON,
         },
       },
+      required: ['reason'],
     },
-    requestState: state,
-  };
+  );
 }
 
 /** Form elicitation declared in this request's capabilities (`{}` alone means form), else -32021. */
-function requireForm(ctx: RequestContext): void {
-  const elicitation =
-    ctx.meta['io.modelcontextprotocol/clientCapabilities']['elicitation'];
-  const form =
-    typeof elicitation === 'object' &&
-    elicitation !== null &&
-    (Object.keys(elicitation).length === 0 || 'form' in elicitation);
-  if (!form)
-    throw new ProtocolError(
-      'MISSING_CLIENT_CAPABILITY',
-      'This resource is sensitive: reading it needs a person’s consent, asked through form elicitation, which this request did not declare.',
-      { data: { requiredCapabilities: { elicitation: { form: {} } } } },
-    );
+function requireForm(
+  ctx: RequestContext,
+  question: Record<string, InputRequest>,
+): void {
+  requireClientCapabilities(
+    ctx.meta,
+    question,
+    'This resource is sensitive: reading it needs a person’s consent, asked through form elicitation, which this request did not declare.',
+  );
 }
 
-/** An ElicitResult: accept with a reason, or decline/cancel; anything else is -32602. */
-function readAnswer(answer: unknown): { action: string; reason?: string } {
-  const record =
-    typeof answer === 'object' && answer !== null
-      ? (answer as Record<string, unknown>)
-      : {};
-  const action = record['action'];
-  if (action === 'decline' || action === 'cancel') return { action };
-  const content = record['content'];
-  const reason =
-    typeof content === 'object' && content !== null
-      ? (content as Record<string, unknown>)['reason']
-      : undefined;
+/** An accepted answer's reason, 1 to MAX_REASON characters; anything else is -32602. */
+function reasonOf(answer: ElicitAnswer): string {
+  const reason = answer.content['reason'];
   if (
-    action !== 'accept' ||
     typeof reason !== 'string' ||
     reason.trim() === '' ||
     reason.length > MAX_REASON
   )
     throw new ProtocolError(
-      'INVALID_PARAMS',
+      'INVALID_INPUT_RESPONSE',
       `Invalid params: inputResponses.${CONSENT_KEY} must be {action: "accept", content: {reason}} with a reason of 1 to ${MAX_REASON} characters, or {action: "decline"}.`,
     );
-  return { action, reason: reason.trim() };
-}
-
-function invalidState(problem: string): never {
-  throw new ProtocolError(
-    'INVALID_PARAMS',
-    `Invalid params: requestState is not valid: ${problem}.`,
-  );
+  return reason.trim();
 }
 
 function subjectOf(principal: Principal): string | null {
   const sub = principal.claims['sub'];
   return typeof sub === 'string' ? sub : null;
-}
-
-/** Who: the role and the token's issuer and subject (one person's state is useless to another). */
-function principalDigest(principal: Principal): string {
-  return createHash('sha256')
-    .update(
-      JSON.stringify([
-        principal.role,
-        principal.claims['iss'] ?? null,
-        principal.claims['sub'] ?? null,
-      ]),
-    )
-    .digest('base64url');
-}
-
-function requestDigest(method: string, target: string): string {
-  return createHash('sha256')
-    .update(JSON.stringify([method, target]))
-    .digest('base64url');
 }

@@ -265,6 +265,8 @@ export interface DeliveredChange {
   readonly kind: 'created' | 'updated' | 'deleted' | 'schema';
   /** Whether the change can alter resources/list (false for rows of unlisted collections). */
   readonly listed: boolean;
+  /** A row of a table marked sensitive: heard of only after the caller's consent (consent.ts). */
+  readonly sensitive?: boolean;
 }
 
 /**
@@ -304,6 +306,7 @@ export function deliveredChanges(
         uri: rowUri(source.name, schema, table, key),
         kind: change.kind,
         listed: collection.list,
+        sensitive: isSensitiveTable(source, schema, table),
       },
     ];
   }

@@ -6,6 +6,7 @@
 // questions as elicitation/create and sampling/createMessage requests from the era adapter.
 import { setTimeout as delay } from 'node:timers/promises';
 import { z } from 'zod';
+import type { InputRequest } from '../protocol/index.js';
 import {
   defineTool,
   textResult,
@@ -25,7 +26,7 @@ function asking<TArgs>(options: {
   name: string;
   description: string;
   args: z.ZodType<TArgs>;
-  ask: (args: TArgs) => { method: string; params: Record<string, unknown> };
+  ask: (args: TArgs) => InputRequest;
   answer: (result: Record<string, unknown>) => string;
 }): Tool<TArgs> {
   return defineTool({
@@ -54,7 +55,10 @@ function elicited(prefix: string) {
     `${prefix}: action=${String(result['action'])}, content=${JSON.stringify(result['content'] ?? {})}`;
 }
 
-function elicitation(message: string, properties: Record<string, unknown>) {
+function elicitation(
+  message: string,
+  properties: Record<string, unknown>,
+): InputRequest {
   return {
     method: 'elicitation/create',
     params: {

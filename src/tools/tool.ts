@@ -1,7 +1,12 @@
 // What a tool is: a name, JSON schemas for its arguments and result, annotations, and a call that
 // runs as the caller's principal. Tools lead agents to resources (issue 15); they never write.
 import { z } from 'zod';
-import type { RequestContext, StreamingResult } from '../protocol/index.js';
+import type {
+  InputParams,
+  InputRequiredResult,
+  RequestContext,
+  StreamingResult,
+} from '../protocol/index.js';
 
 /** One content block of a tool result (spec §6.x ContentBlock); pgmcp builds them as plain JSON. */
 export type ContentBlock = Record<string, unknown> & { type: string };
@@ -14,24 +19,10 @@ export interface ToolResult {
   readonly isError?: boolean;
 }
 
-/**
- * A call that needs input first (spec §4.3): the dispatcher answers it as is, and the client asks
- * again with `inputResponses` (a 2025-11-25 session: the legacy adapter asks the client for them).
- */
-export interface InputRequiredResult {
-  readonly resultType: 'input_required';
-  readonly inputRequests: Record<
-    string,
-    { readonly method: string; readonly params: Record<string, unknown> }
-  >;
-  readonly requestState?: string;
-}
-
 /** What a retried call carries (spec §4.3 InputResponseRequestParams). */
-export interface ToolInput {
-  readonly inputResponses?: Record<string, unknown> | undefined;
-  readonly requestState?: string | undefined;
-}
+export type ToolInput = InputParams;
+
+export type { InputRequiredResult };
 
 /** A tool the registry serves. `TArgs` is what `args` parses `arguments` into. */
 export interface Tool<TArgs = unknown> {
@@ -45,13 +36,14 @@ export interface Tool<TArgs = unknown> {
   readonly outputSchema?: Record<string, unknown>;
   /**
    * Run the call as `ctx.principal`. A StreamingResult only when the call sends notifications on
-   * its own response stream before the result (progress, spec §11).
+   * its own response stream before the result (progress, spec §11); an InputRequiredResult when
+   * it needs the client's help first (spec §4), `input` being what the retry carries.
    */
   call(
     args: TArgs,
     ctx: RequestContext,
-    input: ToolInput,
-  ): Promise<ToolResult | StreamingResult | InputRequiredResult>;
+    input: InputParams,
+  ): Promise<ToolResult | InputRequiredResult | StreamingResult>;
 }
 
 /** Type-checks a tool against its argument schema at the definition site. */

@@ -94,6 +94,8 @@ export interface TestServerOptions {
   tools?: Partial<Config['tools']>;
   /** How long a legacy request waits for the client's answer to a server request (createApp's). */
   inputTimeoutMs?: number;
+  /** The clock consents expire by (default Date.now). */
+  now?: () => number;
 }
 
 /** The test database URL global setup provided. */
@@ -137,6 +139,7 @@ export async function startTestServer(
     ...(options.inputTimeoutMs === undefined
       ? {}
       : { inputTimeoutMs: options.inputTimeoutMs }),
+    now: options.now,
     tools:
       options.tools === undefined
         ? undefined

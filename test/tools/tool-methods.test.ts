@@ -46,7 +46,16 @@ function sseMessages(text: string): Record<string, unknown>[] {
 describe('tools/list', () => {
   it('does not serve the conformance fixtures unless the config file asks for them', async () => {
     const { result } = await call(plain.url, 'tools/list');
-    expect(names(result)).not.toContain('test_simple_text');
+    expect(names(result).filter((name) => name.startsWith('test_'))).toEqual(
+      [],
+    );
+    const prompt = await call(
+      plain.url,
+      'prompts/get',
+      { name: 'test_input_required_result_prompt' },
+      { 'Mcp-Name': 'test_input_required_result_prompt' },
+    );
+    expect(prompt.error).toMatchObject({ code: -32602 });
   });
 
   it('lists the same tools in the same order every time, cacheable by anyone', async () => {
@@ -216,5 +225,62 @@ describe('tools in a 2025-11-25 session', () => {
       },
     });
     expect(answer.result?.['capabilities']).toMatchObject({ tools: {} });
+  });
+});
+
+describe('input-required fixtures', () => {
+  const callTool = (name: string, extra: Record<string, unknown> = {}) =>
+    call(fixtures.url, 'tools/call', {
+      _meta: {
+        ...META,
+        'io.modelcontextprotocol/clientCapabilities': { elicitation: {} },
+      },
+      name,
+      arguments: {},
+      ...extra,
+    });
+
+  it('asks with a signed requestState, finishes on the retry, and refuses the state changed or on another tool', async () => {
+    const first = await callTool('test_input_required_result_request_state');
+    expect(first.result).toMatchObject({
+      resultType: 'input_required',
+      inputRequests: { confirm: { method: 'elicitation/create' } },
+    });
+    const requestState = first.result?.['requestState'] as string;
+    const inputResponses = {
+      confirm: { action: 'accept', content: { ok: true } },
+    };
+    const done = await callTool('test_input_required_result_request_state', {
+      inputResponses,
+      requestState,
+    });
+    expect(done.result).toMatchObject({ resultType: 'complete' });
+    for (const [name, state] of [
+      ['test_input_required_result_request_state', `${requestState}x`],
+      ['test_input_required_result_tampered_state', requestState],
+    ] as const) {
+      const refused = await callTool(name, {
+        inputResponses,
+        requestState: state,
+      });
+      expect(refused.error).toMatchObject({
+        code: -32602,
+        data: { code: 'INVALID_INPUT_RESPONSE' },
+      });
+    }
+  });
+
+  it('answers -32021 naming what a request did not declare, before asking anything', async () => {
+    const refused = await callTool('test_missing_capability', {
+      _meta: {
+        ...META,
+        'io.modelcontextprotocol/clientCapabilities': { elicitation: {} },
+      },
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.error).toMatchObject({
+      code: -32021,
+      data: { requiredCapabilities: { sampling: {} } },
+    });
   });
 });
