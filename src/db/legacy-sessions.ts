@@ -151,6 +151,7 @@ function findInRequest(
   return {
     statement: {
       ...findStatement(keys, renewBelowSeconds),
+      db,
       settle: (found) => (rows = found),
     },
     result: async () =>

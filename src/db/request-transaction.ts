@@ -25,8 +25,11 @@ export type Cancellation =
       readonly aborted: boolean;
       readonly signal?: AbortSignal;
       statementRan?(name: string, ms: number, rows: number): void;
-      /** A statement to run first in this request's transaction (LeadingStatement); once. */
-      takeLeadingStatement?(): LeadingStatement | undefined;
+      /**
+       * A statement to run first in this request's transaction (LeadingStatement); once, and only
+       * in a transaction on the database it names.
+       */
+      takeLeadingStatement?(db: DatabaseHandle): LeadingStatement | undefined;
     };
 
 /**
@@ -34,6 +37,8 @@ export type Cancellation =
  * request's own round trip, as the login, before the identity statement; `settle` gets its rows.
  */
 export interface LeadingStatement {
+  /** The database it must run in (a request may read other databases first). */
+  readonly db: DatabaseHandle;
   readonly name: string;
   readonly text: string;
   readonly values: unknown[];
@@ -78,7 +83,7 @@ export async function runRequestQuery<TArgs, TRow>(
       return observe(await runUnpipelined(client, principal, statement));
     const leading =
       'takeLeadingStatement' in cancellation
-        ? cancellation.takeLeadingStatement?.()
+        ? cancellation.takeLeadingStatement?.(db)
         : undefined;
     // Text rows come back as the driver's own field arrays, which pg's Query would copy into objects.
     const transaction = new ImplicitTransaction([

@@ -35,8 +35,10 @@ export interface RequestContext {
   readonly notices: RequestNotices;
   /** db/ reports each statement the request ran: a debug notice (its name and timing, no values). */
   statementRan(name: string, ms: number, rows: number): void;
-  /** db/ takes the transport's leading statement into the request's first transaction. */
-  takeLeadingStatement(): LeadingStatement | undefined;
+  /** db/ takes the transport's leading statement into the request's first transaction on its database. */
+  takeLeadingStatement(
+    db: LeadingStatement['db'],
+  ): LeadingStatement | undefined;
 }
 
 /** A method handler: validated params in, result payload out (without resultType/_meta, added here). */
@@ -129,6 +131,8 @@ export interface TransportContext {
 
 /** A statement to run as the login ahead of a request's own, and where its rows go. */
 export interface LeadingStatement {
+  /** The database handle it must run in, compared by identity (a request may read others first). */
+  readonly db: object;
   readonly name: string;
   readonly text: string;
   readonly values: unknown[];
@@ -372,9 +376,12 @@ class HandlerContext implements RequestContext {
     return this.#transport.signal;
   }
 
-  /** The transport's leading statement, to the request's first transaction only. */
-  takeLeadingStatement(): LeadingStatement | undefined {
+  /** The transport's leading statement, to the request's first transaction on its database only. */
+  takeLeadingStatement(
+    db: LeadingStatement['db'],
+  ): LeadingStatement | undefined {
     const leading = this.#leading;
+    if (leading?.db !== db) return undefined;
     this.#leading = undefined;
     return leading;
   }

@@ -415,15 +415,8 @@ class LegacyHttpSessions implements LegacyHttp {
     const controller = new AbortController();
     const flight = { controller, principal };
     entry.inFlight.set(key, flight);
-    // Notices about the request (progress, log messages) make its POST answer an SSE stream that
-    // ends with the response (legacy digest §5.4). A request checked in its transaction has none.
-    let streaming = false;
-    const notify = (notice: string) => {
-      if (controller.signal.aborted || response.writableEnded) return;
-      if (!streaming) response.writeHead(200, [...SSE_HEADERS]);
-      streaming = true;
-      response.write(`data: ${notice}\n\n`);
-    };
+    const notices = noticeSink(response, controller, check);
+    const { notify } = notices;
     try {
       const outcome = await this.#options.adapter.handle(
         message,
@@ -431,7 +424,7 @@ class LegacyHttpSessions implements LegacyHttp {
         {
           principal,
           signal: controller.signal,
-          notify: check === undefined ? notify : undefined,
+          notify,
           leadingStatement: check?.statement,
         },
       );
@@ -441,7 +434,7 @@ class LegacyHttpSessions implements LegacyHttp {
       )
         return;
       // A cancelled request gets no response (§8.4).
-      if (streaming)
+      if (notices.streaming)
         response.end(
           !controller.signal.aborted && outcome.kind === 'response'
             ? `data: ${serializeMessage(outcome.response)}\n\n`
@@ -559,6 +552,41 @@ class LegacyHttpSessions implements LegacyHttp {
 }
 
 type SessionCheck = ReturnType<LegacySessionRecords['check']>;
+
+/**
+ * Notices about a request (progress, log messages, a request to the client) make its POST answer
+ * an SSE stream that ends with the response (legacy digest §5.4). A request checked in its
+ * transaction sends none before that check has found its session live: a question for the person
+ * (consent) waits for it, and a session found gone ends the request.
+ */
+function noticeSink(
+  response: http.ServerResponse,
+  controller: AbortController,
+  check: SessionCheck | undefined,
+): { notify: (notice: string) => void; readonly streaming: boolean } {
+  let streaming = false;
+  const write = (notice: string) => {
+    if (controller.signal.aborted || response.writableEnded) return;
+    if (!streaming) response.writeHead(200, [...SSE_HEADERS]);
+    streaming = true;
+    response.write(`data: ${notice}\n\n`);
+  };
+  return {
+    notify:
+      check === undefined
+        ? write
+        : (notice) => {
+            void check.result().then(
+              (live) =>
+                live === undefined ? controller.abort() : write(notice),
+              () => controller.abort(),
+            );
+          },
+    get streaming() {
+      return streaming;
+    },
+  };
+}
 
 /**
  * Requests whose session check rides in their own request transaction (one round trip instead of
