@@ -22,6 +22,8 @@ import {
   StreamingResult,
   type MethodHandler,
   type StreamSink,
+  type InputParams,
+  type RequestContext,
 } from '../protocol/index.js';
 import {
   createListenMethod,
@@ -42,6 +44,7 @@ import {
 } from '../prompts/index.js';
 import {
   createConsentGate,
+  type ConsentGate,
   catalogUri,
   deliveredChanges,
   type CatalogSource,
@@ -266,6 +269,7 @@ export function createApp(options: AppOptions): App {
       result.stream.cancel();
       throw new ProtocolError('INTERNAL', 'A read produced a stream.');
     },
+    consent: readDeps.consent,
   });
   methods.set('tools/list', createListToolsMethod(tools));
   methods.set('tools/call', createCallToolMethod(tools));
@@ -311,16 +315,25 @@ export function createApp(options: AppOptions): App {
 /** The tools served (issue 15), minus those the config file switches off. */
 function serverTools(
   options: AppOptions,
-  deps: { read: ReadResource },
+  deps: { read: ReadResource; consent: ConsentGate },
 ): Tool[] {
   const settings = options.tools ?? DEFAULT_TOOLS;
+  const main = options.sources[0];
   const sql = {
     db: options.db,
     schemas: settings.schemas,
     auditRetentionSeconds: options.live.auditRetentionSeconds,
     log: (line: string) => options.logger.warn(line),
+    // query runs in the main database: the tables marked sensitive there ask for consent.
+    consent: {
+      tables: (main?.sensitive ?? []).filter(
+        (table) =>
+          table.database === undefined || table.database === main?.name,
+      ),
+      check: (ctx: RequestContext, target: string, input: InputParams) =>
+        deps.consent.check(ctx, 'tools/call', target, input),
+    },
   };
-  const main = options.sources[0];
   const tools: Tool[] = [
     ...(main === undefined
       ? []

@@ -133,6 +133,38 @@ export async function explainSql(
 }
 
 /**
+ * The tables the caller's statement reads, from its plan (EXPLAIN (VERBOSE, FORMAT JSON): views
+ * expanded to their tables), without running it: what a consent check needs to know.
+ */
+export async function tablesOfSql(
+  db: DatabaseHandle,
+  principal: Principal,
+  options: AdHocSqlOptions,
+): Promise<{ schema: string; table: string }[]> {
+  return inRequestTransaction(db, principal, options, async (client) => {
+    await checkSchemas(client, options);
+    const { rows } = await client.query<{ 'QUERY PLAN': unknown }>(
+      single(`EXPLAIN (VERBOSE, FORMAT JSON) ${options.sql}`, [
+        ...options.params,
+      ]),
+    );
+    const found = new Map<string, { schema: string; table: string }>();
+    const walk = (node: unknown): void => {
+      if (Array.isArray(node)) node.forEach(walk);
+      if (typeof node !== 'object' || node === null) return;
+      const fields = node as Record<string, unknown>;
+      const schema = fields['Schema'];
+      const table = fields['Relation Name'];
+      if (typeof schema === 'string' && typeof table === 'string')
+        found.set(`${schema}.${table}`, { schema, table });
+      Object.values(fields).forEach(walk);
+    };
+    walk(rows[0]?.['QUERY PLAN']);
+    return [...found.values()];
+  });
+}
+
+/**
  * EXPLAIN ANALYZE runs the statement, so it runs where query's FETCH does: inside the role's own
  * security-definer function, where no role change is possible. The statement is PREPAREd (one
  * statement, through the extended protocol) and EXECUTEd there with the parameters as literals,

@@ -15,6 +15,7 @@ export {
   type AdHocSqlOptions,
   type SqlColumn,
   type SqlRows,
+  tablesOfSql,
 } from './ad-hoc-sql.js';
 export { pruneAudit, writeAudit, type AuditEntry } from './audit-log.js';
 export { changeConformancePrompts } from './conformance-prompts.js';

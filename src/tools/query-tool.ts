@@ -4,10 +4,22 @@ import { z } from 'zod';
 import {
   runReadOnlySql,
   SqlStatementError,
+  tablesOfSql,
   type SqlRows,
 } from '../db/index.js';
-import { createAuditedRunner, type SqlToolDependencies } from './sql-audit.js';
-import { defineTool, textResult, toolError, type Tool } from './tool.js';
+import type { InputParams, RequestContext } from '../protocol/index.js';
+import {
+  createAuditedRunner,
+  type SqlConsent,
+  type SqlToolDependencies,
+} from './sql-audit.js';
+import {
+  defineTool,
+  textResult,
+  toolError,
+  type InputRequiredResult,
+  type Tool,
+} from './tool.js';
 
 export const QUERY_DEFAULT_ROWS = 500;
 export const QUERY_MAX_ROWS = 10_000;
@@ -70,10 +82,15 @@ export function createQueryTool(deps: SqlToolDependencies): Tool {
       'Run one read-only SQL statement as your database role (SELECT, VALUES, TABLE, WITH … SELECT) and get its rows. Writes, DDL, SET and several statements are refused by PostgreSQL.',
     args: QueryArgsSchema,
     outputSchema: QUERY_OUTPUT_SCHEMA,
-    async call(args, ctx) {
+    async call(args, ctx, input) {
       const params = args.params ?? [];
       const maxRows = args.max_rows ?? QUERY_DEFAULT_ROWS;
       try {
+        const asked = await askConsent(deps, ctx, input, {
+          sql: args.sql,
+          params: params.map(asText),
+        });
+        if (asked !== undefined) return asked;
         const result = await audited(
           {
             action: 'query',
@@ -103,6 +120,39 @@ export function createQueryTool(deps: SqlToolDependencies): Tool {
       }
     },
   });
+}
+
+/**
+ * The consent question (input_required) when the statement reads a table the config file marks
+ * sensitive and the person has not yet answered, else undefined (read on). A table with a sensitive
+ * column counts whole: the plan says which tables a statement reads, not reliably which columns.
+ * The statement and its parameters are what the state is bound to and what the audit records.
+ */
+async function askConsent(
+  deps: SqlToolDependencies,
+  ctx: RequestContext,
+  input: InputParams,
+  statement: { sql: string; params: (string | null)[] },
+): Promise<InputRequiredResult | undefined> {
+  const consent: SqlConsent | undefined = deps.consent;
+  if (consent === undefined || consent.tables.length === 0) return undefined;
+  const read = await tablesOfSql(deps.db, ctx.principal, {
+    ...statement,
+    schemas: deps.schemas,
+    cancellation: ctx,
+  });
+  const sensitive = read.some((table) =>
+    consent.tables.some(
+      (marked) =>
+        marked.schema === table.schema && marked.table === table.table,
+    ),
+  );
+  if (!sensitive) return undefined;
+  const target = `query: ${statement.sql}${statement.params.length === 0 ? '' : ` -- params ${JSON.stringify(statement.params)}`}`;
+  const outcome = await consent.check(ctx, target, input);
+  return outcome.granted
+    ? undefined
+    : (outcome.result as unknown as InputRequiredResult);
 }
 
 /** A PostgreSQL error as the tool's error result: SQLSTATE and message, as psql shows them. */

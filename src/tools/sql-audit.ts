@@ -8,6 +8,7 @@ import {
   type DatabaseHandle,
 } from '../db/index.js';
 import { ProtocolError } from '../errors.js';
+import type { InputParams, RequestContext } from '../protocol/index.js';
 
 /** What query and explain share: the database, which schemas they may read, the audit's settings. */
 export interface SqlToolDependencies {
@@ -17,6 +18,27 @@ export interface SqlToolDependencies {
   readonly auditRetentionSeconds: number;
   /** Logs an audit write that failed (the call itself still answers). */
   readonly log: (line: string) => void;
+  /**
+   * Tables (or tables with columns) the config file marks sensitive, and the consent gate a
+   * statement reading one must pass (issue 17); absent or empty: no statement asks.
+   */
+  readonly consent?: SqlConsent;
+}
+
+/** What query needs of the consent gate: the sensitive tables and the check (resources/ consent.ts). */
+export interface SqlConsent {
+  readonly tables: readonly {
+    readonly schema: string;
+    readonly table: string;
+  }[];
+  check(
+    ctx: RequestContext,
+    target: string,
+    input: InputParams,
+  ): Promise<
+    | { readonly granted: true }
+    | { readonly granted: false; readonly result: Record<string, unknown> }
+  >;
 }
 
 const PRUNE_EVERY_MS = 60_000;

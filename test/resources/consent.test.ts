@@ -295,6 +295,45 @@ describe('consent for sensitive data over HTTP', () => {
   });
 });
 
+describe('consent for the query tool', () => {
+  const query = (sqlText: string, extra: Record<string, unknown> = {}) =>
+    call(serverA.url, 'tools/call', {
+      _meta: ELICITATION,
+      name: 'query',
+      arguments: { sql: sqlText },
+      ...extra,
+    });
+
+  it('asks before a statement that reads a sensitive table, through a view too, and runs it on the retry', async () => {
+    await sql.query(`create or replace view payroll.totals as select sum(amount) as total from payroll.pay;
+      grant select on payroll.totals to ${ROLE_A}`);
+    for (const statement of [
+      'select amount from payroll.pay where id = 1',
+      'select total from payroll.totals',
+    ]) {
+      const first = await query(statement);
+      expect(first.result).toMatchObject({ resultType: 'input_required' });
+      const retry = await query(statement, {
+        inputResponses: accept('quarterly review'),
+        requestState: first.result?.['requestState'],
+      });
+      expect(retry.result).toMatchObject({
+        structuredContent: { rows: [['100']] },
+      });
+      expect(await audit(`query: ${statement}`)).toMatchObject([
+        { action: 'consent-asked' },
+        { action: 'consent-given', reason: 'quarterly review' },
+      ]);
+    }
+  });
+
+  it('runs a statement that reads no sensitive table without asking', async () => {
+    const { result } = await query("select 'plain' as word");
+    expect(result).toMatchObject({ structuredContent: { rows: [['plain']] } });
+    expect(result?.['resultType']).not.toBe('input_required');
+  });
+});
+
 describe('consent over stdio', () => {
   it('asks, reads on the retry, and refuses a client without elicitation', async () => {
     const folder = await mkdtemp(path.join(os.tmpdir(), 'pgmcp-consent-'));
