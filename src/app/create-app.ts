@@ -391,6 +391,8 @@ function promptDependencies(
         catalogUri(main?.name ?? '', schema, relation),
     },
     read: (uri, ctx) => readContents(readDeps, uri, ctx.principal, ctx),
+    consent: (ctx, target, input) =>
+      readDeps.consent.check(ctx, 'prompts/get', target, input),
   };
 }
 

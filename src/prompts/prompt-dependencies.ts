@@ -1,7 +1,7 @@
 // What the prompt handlers need from the rest of the server, handed in by app/ (prompts/ sits
 // beside resources/ and does not import it).
 import type { DatabaseHandle } from '../db/index.js';
-import type { RequestContext } from '../protocol/index.js';
+import type { InputParams, RequestContext } from '../protocol/index.js';
 
 export interface PromptDependencies {
   /** The main database: pgmcp.prompts, the stored resources and the catalog templates render. */
@@ -14,9 +14,24 @@ export interface PromptDependencies {
   };
   /**
    * resources/read for `uri` as the caller: each content's JSON, none when it does not exist or
-   * the role cannot read it (an invalid URI throws INVALID_URI).
+   * the role cannot read it, and whether it is sensitive (an invalid URI throws INVALID_URI).
    */
-  readonly read: (uri: string, ctx: RequestContext) => Promise<string[]>;
+  readonly read: (
+    uri: string,
+    ctx: RequestContext,
+  ) => Promise<{ contents: string[]; sensitive: boolean }>;
+  /**
+   * The consent gate (resources/ consent.ts) for a prompt that embeds a sensitive resource:
+   * granted, or the input_required result asking the person (issue 17).
+   */
+  readonly consent: (
+    ctx: RequestContext,
+    target: string,
+    input: InputParams,
+  ) => Promise<
+    | { readonly granted: true }
+    | { readonly granted: false; readonly result: Record<string, unknown> }
+  >;
 }
 
 /** One stored argument (pgmcp.prompts.arguments; the migration's check keeps this shape). */

@@ -13,7 +13,11 @@ import type {
   PromptDependencies,
   StoredArgument,
 } from './prompt-dependencies.js';
-import { renderMessages, type MessageTemplate } from './prompt-render.js';
+import {
+  ConsentNeeded,
+  renderMessages,
+  type MessageTemplate,
+} from './prompt-render.js';
 
 /** A stored prompt as prompts/get and completion read it. */
 export interface StoredPrompt {
@@ -80,7 +84,23 @@ export function createGetPromptMethod(
     async handle(params, ctx) {
       const prompt = await findPrompt(deps, ctx, params.name);
       const values = argumentValues(prompt, params.arguments ?? {});
-      const messages = await renderMessages(deps, ctx, prompt.messages, values);
+      let messages;
+      try {
+        messages = await renderMessages(deps, ctx, prompt.messages, values);
+      } catch (error) {
+        if (!(error instanceof ConsentNeeded)) throw error;
+        // Bound to the prompt, its arguments and the resource: the state fits this request only.
+        const target = `prompt: ${prompt.name} ${JSON.stringify(params.arguments ?? {})} embeds ${error.uri}`;
+        const outcome = await deps.consent(ctx, target, params);
+        if (!outcome.granted) return outcome.result;
+        messages = await renderMessages(
+          deps,
+          ctx,
+          prompt.messages,
+          values,
+          true,
+        );
+      }
       return {
         ...(prompt.description === null
           ? {}

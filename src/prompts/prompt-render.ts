@@ -64,6 +64,7 @@ export async function renderMessages(
   ctx: RequestContext,
   templates: readonly MessageTemplate[],
   values: ReadonlyMap<string, string>,
+  consented = false,
 ): Promise<PromptMessage[]> {
   const messages: PromptMessage[] = [];
   for (const template of templates) {
@@ -73,7 +74,10 @@ export async function renderMessages(
       for (const link of await renderLinks(deps, ctx, content))
         messages.push({ role, content: link });
     else if (content.type === 'pgmcp:embed')
-      messages.push({ role, content: await renderEmbed(deps, ctx, content) });
+      messages.push({
+        role,
+        content: await renderEmbed(deps, ctx, content, consented),
+      });
     else if (CONTENT_TYPES.has(content.type))
       messages.push({ role, content: checkUri(content) });
     else
@@ -172,11 +176,19 @@ async function renderLinks(
   });
 }
 
+/** A prompt embeds a sensitive resource: prompts/get asks the person before rendering it. */
+export class ConsentNeeded extends Error {
+  constructor(readonly uri: string) {
+    super(`embedding ${uri} needs a person's consent`);
+  }
+}
+
 /** pgmcp:embed: the resource `uri`, or the description of table `table`, read as the caller. */
 async function renderEmbed(
   deps: PromptDependencies,
   ctx: RequestContext,
   content: Content,
+  consented: boolean,
 ): Promise<Content> {
   const table = stringField(content, 'table');
   let uri = stringField(content, 'uri');
@@ -188,7 +200,9 @@ async function renderEmbed(
     throw new Error(
       'a stored prompt has a pgmcp:embed content without uri or table',
     );
-  const [first] = await deps.read(uri, ctx);
+  const read = await deps.read(uri, ctx);
+  if (read.sensitive && !consented) throw new ConsentNeeded(uri);
+  const [first] = read.contents;
   if (first === undefined)
     throw new ProtocolError(
       'INVALID_PARAMS',

@@ -109,21 +109,22 @@ export function createReadResourceMethod(
 
 /**
  * What a read of `requested` as `principal` finds, for embedding elsewhere (a prompt): each
- * content's JSON, none when the resource does not exist, the role cannot read it, or it is
- * sensitive (consent is asked only by resources/read itself); an invalid URI throws INVALID_URI.
+ * content's JSON, none when the resource does not exist or the role cannot read it, and whether
+ * it is sensitive (its contents go out only once a person consented: the embedder asks, through
+ * the consent gate, before it uses them); an invalid URI throws INVALID_URI.
  */
 export async function readContents(
   deps: ReadDependencies,
   requested: string,
   principal: Principal,
   cancellation: { readonly aborted: boolean },
-): Promise<string[]> {
+): Promise<{ contents: string[]; sensitive: boolean }> {
   const found = await find(deps, validateResourceUri(requested), {
     principal,
     cancellation,
     notices: undefined,
   });
-  return found.sensitive ? [] : found.contents;
+  return { contents: found.contents, sensitive: found.sensitive };
 }
 
 /** Who reads, how the request is cancelled, and where its notices go (none when embedded). */

@@ -334,6 +334,46 @@ describe('consent for the query tool', () => {
   });
 });
 
+describe('consent for a prompt that embeds a sensitive resource', () => {
+  it('asks before rendering it, renders it on the retry, and audits both', async () => {
+    await sql.query(
+      `insert into pgmcp.prompts (name, messages, readers) values ('pay-review', $1, $2)
+       on conflict (name) do nothing`,
+      [
+        JSON.stringify([
+          { role: 'user', content: { type: 'pgmcp:embed', uri: SALARIES } },
+        ]),
+        [ROLE_A],
+      ],
+    );
+    const get = (extra: Record<string, unknown> = {}) =>
+      call(
+        serverA.url,
+        'prompts/get',
+        { _meta: ELICITATION, name: 'pay-review', ...extra },
+        { 'Mcp-Name': 'pay-review' },
+      );
+    const first = await get();
+    expect(first.result).toMatchObject({ resultType: 'input_required' });
+    expect(JSON.stringify(first.result)).not.toContain('Ada: 100');
+    const retry = await get({
+      inputResponses: accept('pay review'),
+      requestState: first.result?.['requestState'],
+    });
+    expect(retry.result).toMatchObject({
+      messages: [
+        { content: { type: 'resource', resource: { text: 'Ada: 100' } } },
+      ],
+    });
+    expect(
+      await audit(`prompt: pay-review {} embeds ${SALARIES}`),
+    ).toMatchObject([
+      { action: 'consent-asked' },
+      { action: 'consent-given', reason: 'pay review' },
+    ]);
+  });
+});
+
 describe('consent over stdio', () => {
   it('asks, reads on the retry, and refuses a client without elicitation', async () => {
     const folder = await mkdtemp(path.join(os.tmpdir(), 'pgmcp-consent-'));
