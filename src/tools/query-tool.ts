@@ -136,11 +136,19 @@ async function askConsent(
 ): Promise<InputRequiredResult | undefined> {
   const consent: SqlConsent | undefined = deps.consent;
   if (consent === undefined || consent.tables.length === 0) return undefined;
-  const read = await tablesOfSql(deps.db, ctx.principal, {
-    ...statement,
-    schemas: deps.schemas,
-    cancellation: ctx,
-  });
+  let read;
+  try {
+    read = await tablesOfSql(deps.db, ctx.principal, {
+      ...statement,
+      schemas: deps.schemas,
+      cancellation: ctx,
+    });
+  } catch (error) {
+    // A statement PostgreSQL cannot plan fails the same way when run: run it, so the call is
+    // audited like any other, and it reads nothing.
+    if (error instanceof SqlStatementError) return undefined;
+    throw error;
+  }
   const sensitive = read.some((table) =>
     consent.tables.some(
       (marked) =>
