@@ -423,5 +423,33 @@ describe('consent over stdio', () => {
       code: -32021,
       data: { requiredCapabilities: { elicitation: { form: {} } } },
     });
+    // The query tool asks the same way over stdio (a table with a sensitive column counts whole).
+    const statement = 'select id from payroll.pay';
+    const callQuery = async (id: string, extra: Record<string, unknown>) => {
+      child.send(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id,
+          method: 'tools/call',
+          params: {
+            _meta: ELICITATION,
+            name: 'query',
+            arguments: { sql: statement },
+            ...extra,
+          },
+        }),
+      );
+      const answer = await child.waitFor((line) => line['id'] === id);
+      assertValidResponse('tools/call', answer);
+      return answer['result'] as Record<string, unknown>;
+    };
+    const asked = await callQuery('4', {});
+    expect(asked).toMatchObject({ resultType: 'input_required' });
+    expect(
+      await callQuery('5', {
+        inputResponses: accept('query over stdio'),
+        requestState: asked['requestState'],
+      }),
+    ).toMatchObject({ structuredContent: { rows: [['1']] } });
   });
 });
