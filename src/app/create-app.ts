@@ -58,6 +58,7 @@ import {
   searchableCollections,
   TTL_MS,
   RolePageMemo,
+  type ListPage,
 } from '../resources/index.js';
 import { createLegacyHttp, type LegacyHttp } from '../transport/index.js';
 import {
@@ -187,7 +188,7 @@ export function createApp(options: AppOptions): App {
   const promptDeps = promptDependencies(options, readDeps);
   // prompts/list pages per role (pgmcp.prompts' policy reads only the role), dropped when the
   // feed reports a prompt or schema change, and after the role decisions' age.
-  const promptPages = new RolePageMemo({
+  const promptPages = new RolePageMemo<ListPage>({
     maxEntries: 1000,
     maxAgeMs: options.roleCacheMaxAgeMs ?? 10_000,
   });

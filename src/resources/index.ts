@@ -1,6 +1,10 @@
 // Public surface of resources/: the handlers app/ registers, plus URI helpers.
 export { createListResourcesMethod } from './list.js';
-export { createKeysetListMethod, type ListDependencies } from './keyset.js';
+export {
+  createKeysetListMethod,
+  type ListDependencies,
+  type ListPage,
+} from './keyset.js';
 export { RolePageMemo } from './role-page-memo.js';
 export { createListTemplatesMethod } from './templates.js';
 export {

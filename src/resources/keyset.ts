@@ -16,7 +16,13 @@ import {
   type RequestContext,
 } from '../protocol/index.js';
 import { cacheHints, type TTL_MS } from './cache-hints.js';
-import type { MemoPage, RolePageMemo } from './role-page-memo.js';
+import type { RolePageMemo } from './role-page-memo.js';
+
+/** A page as a keyset list method answers it: the items' JSON and the cursor to the next page. */
+export interface ListPage {
+  readonly items: string;
+  readonly nextCursor: string | undefined;
+}
 
 /** What every list method needs. */
 export interface ListDependencies {
@@ -85,13 +91,13 @@ export function createKeysetListMethod<TRow>(
     readonly keyOf: (row: TRow) => string;
     readonly cache: keyof typeof TTL_MS;
     /** Pages kept per role, for a table whose policy reads only the role (prompts). */
-    readonly memo?: RolePageMemo;
+    readonly memo?: RolePageMemo<ListPage>;
   },
 ): MethodHandler<PaginatedParams> {
   const readPage = async (
     ctx: RequestContext,
     afterId: string,
-  ): Promise<MemoPage> => {
+  ): Promise<ListPage> => {
     const { page, more } = await keysetPage(
       deps.db,
       ctx,
@@ -136,11 +142,11 @@ export function createKeysetListMethod<TRow>(
 
 /** The role's page from `memo`, else read (and kept unless the memo was cleared meanwhile). */
 async function memoized(
-  memo: RolePageMemo,
+  memo: RolePageMemo<ListPage>,
   ctx: RequestContext,
   afterId: string,
-  read: (ctx: RequestContext, afterId: string) => Promise<MemoPage>,
-): Promise<MemoPage> {
+  read: (ctx: RequestContext, afterId: string) => Promise<ListPage>,
+): Promise<ListPage> {
   const role = ctx.principal.role;
   const kept = memo.get(role, afterId);
   ctx.notices.log('info', 'cache', {

@@ -42,16 +42,11 @@ export async function readNavigator(
 ): Promise<string[]> {
   const role = request.principal.role;
   const kept = source.navigators.get(role, format);
-  if (kept !== undefined) return [kept.items];
+  if (kept !== undefined) return [kept];
   const generation = source.navigators.generation;
   const contents = await renderNavigator(source, request, format);
   if (contents[0] !== undefined)
-    source.navigators.set(
-      role,
-      format,
-      { items: contents[0], nextCursor: undefined },
-      generation,
-    );
+    source.navigators.set(role, format, contents[0], generation);
   return contents;
 }
 

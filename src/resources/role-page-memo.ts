@@ -1,11 +1,6 @@
-// Pages of a list whose rows depend only on the caller's role (the table's policy reads the role's
-// memberships, nothing from the token), kept per role so that a repeated page costs no statement.
-
-/** A page as the list method answers it: the items' JSON and the cursor to the next page. */
-export interface MemoPage {
-  readonly items: string;
-  readonly nextCursor: string | undefined;
-}
+// Answers that depend only on the caller's role (a prompts/list page: the table's policy reads the
+// role's memberships, nothing from the token; a navigator), kept per role so that a repeated one
+// costs no statement.
 
 export interface RolePageMemoOptions {
   /** Most pages kept; the least recently used goes first. */
@@ -24,10 +19,10 @@ export interface RolePageMemoOptions {
  * all and starts a new generation: a page read before the clear and stored after it is refused,
  * so a change is never hidden behind a page read from an older snapshot.
  */
-export class RolePageMemo {
+export class RolePageMemo<TPage> {
   readonly #entries = new Map<
     string,
-    { readonly page: MemoPage; readonly storedAt: number }
+    { readonly page: TPage; readonly storedAt: number }
   >();
   readonly #options: RolePageMemoOptions;
   #generation = 0;
@@ -52,7 +47,7 @@ export class RolePageMemo {
     this.#on = true;
   }
 
-  get(role: string | null, position: string): MemoPage | undefined {
+  get(role: string | null, position: string): TPage | undefined {
     if (!this.#on) return undefined;
     const key = keyOf(role, position);
     const entry = this.#entries.get(key);
@@ -71,7 +66,7 @@ export class RolePageMemo {
   set(
     role: string | null,
     position: string,
-    page: MemoPage,
+    page: TPage,
     generation: number,
   ): void {
     if (

@@ -40,7 +40,7 @@ export interface CatalogSource {
     { readonly any: boolean; readonly until: number }
   >;
   /** Navigators per role and format (navigator.ts); kept only while a change feed can clear them. */
-  readonly navigators: RolePageMemo;
+  readonly navigators: RolePageMemo<string>;
 }
 
 /** How long a remembered lookahead holds without a schema change (a database without event triggers). */
@@ -68,7 +68,7 @@ export async function catalogSource(
     collections: options.collections ?? [],
     sensitive: options.sensitive ?? [],
     lookahead: new Map(),
-    navigators: new RolePageMemo({
+    navigators: new RolePageMemo<string>({
       maxEntries: 1000,
       maxAgeMs: LOOKAHEAD_TTL_MS,
     }),

@@ -87,7 +87,7 @@ describe('database failures', () => {
           collections: [],
           sensitive: [],
           lookahead: new Map(),
-          navigators: new RolePageMemo({ maxEntries: 0, maxAgeMs: 0 }),
+          navigators: new RolePageMemo<string>({ maxEntries: 0, maxAgeMs: 0 }),
         },
       ],
       cursorSecrets: ['x'.repeat(20)],
