@@ -22,8 +22,7 @@ import {
   StreamingResult,
   type MethodHandler,
   type StreamSink,
-  type InputParams,
-  type RequestContext,
+  type ConsentCheck,
 } from '../protocol/index.js';
 import {
   createListenMethod,
@@ -320,6 +319,8 @@ function serverTools(
 ): Tool[] {
   const settings = options.tools ?? DEFAULT_TOOLS;
   const main = options.sources[0];
+  const askConsent: ConsentCheck = (ctx, target, input) =>
+    deps.consent.check(ctx, 'tools/call', target, input);
   const sql = {
     db: options.db,
     schemas: settings.schemas,
@@ -331,8 +332,7 @@ function serverTools(
         (table) =>
           table.database === undefined || table.database === main?.name,
       ),
-      check: (ctx: RequestContext, target: string, input: InputParams) =>
-        deps.consent.check(ctx, 'tools/call', target, input),
+      check: askConsent,
     },
   };
   const tools: Tool[] = [

@@ -1,7 +1,7 @@
 // What the prompt handlers need from the rest of the server, handed in by app/ (prompts/ sits
 // beside resources/ and does not import it).
 import type { DatabaseHandle } from '../db/index.js';
-import type { InputParams, RequestContext } from '../protocol/index.js';
+import type { ConsentCheck, RequestContext } from '../protocol/index.js';
 
 export interface PromptDependencies {
   /** The main database: pgmcp.prompts, the stored resources and the catalog templates render. */
@@ -24,14 +24,7 @@ export interface PromptDependencies {
    * The consent gate (resources/ consent.ts) for a prompt that embeds a sensitive resource:
    * granted, or the input_required result asking the person (issue 17).
    */
-  readonly consent: (
-    ctx: RequestContext,
-    target: string,
-    input: InputParams,
-  ) => Promise<
-    | { readonly granted: true }
-    | { readonly granted: false; readonly result: Record<string, unknown> }
-  >;
+  readonly consent: ConsentCheck;
 }
 
 /** One stored argument (pgmcp.prompts.arguments; the migration's check keeps this shape). */

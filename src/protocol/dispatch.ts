@@ -3,6 +3,7 @@
 import type { z } from 'zod';
 import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
+import type { ConsentOutcome, InputParams } from './input-required.js';
 import {
   META_CLIENT_CAPABILITIES,
   META_PROTOCOL_VERSION,
@@ -40,6 +41,16 @@ export interface RequestContext {
     db: LeadingStatement['db'],
   ): LeadingStatement | undefined;
 }
+
+/**
+ * The consent gate as a tool or a prompt asks it (resources/ consent.ts, bound to the request's
+ * method): may the request read `target`, given the retry's answers in `input`?
+ */
+export type ConsentCheck = (
+  ctx: RequestContext,
+  target: string,
+  input: InputParams,
+) => Promise<ConsentOutcome>;
 
 /** A method handler: validated params in, result payload out (without resultType/_meta, added here). */
 export interface MethodHandler<TParams> {

@@ -2,6 +2,7 @@
 export {
   createDispatcher,
   createMethod,
+  type ConsentCheck,
   type DispatchOutcome,
   type Dispatcher,
   type JsonRpcResponse,
@@ -74,6 +75,7 @@ export {
   principalDigest,
   RequestStateCodec,
   requireClientCapabilities,
+  type ConsentOutcome,
   type ElicitAnswer,
   type InputParams,
   type InputRequest,

@@ -30,6 +30,11 @@ export interface InputRequiredResult {
   readonly [key: string]: unknown;
 }
 
+/** A person's consent decision (resources/ consent.ts): granted, or the question to answer with. */
+export type ConsentOutcome =
+  | { readonly granted: true }
+  | { readonly granted: false; readonly result: InputRequiredResult };
+
 export function inputRequired(
   inputRequests: Record<string, InputRequest>,
   requestState?: string,

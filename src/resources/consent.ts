@@ -12,6 +12,7 @@ import {
   principalDigest,
   RequestStateCodec,
   requireClientCapabilities,
+  type ConsentOutcome,
   type ElicitAnswer,
   type InputParams,
   type InputRequest,
@@ -37,10 +38,6 @@ export interface ConsentOptions {
 
 /** What a consent-gated request carries on its retry (spec §4.3 InputResponseRequestParams). */
 export type ConsentParams = InputParams;
-
-export type ConsentOutcome =
-  | { readonly granted: true }
-  | { readonly granted: false; readonly result: Record<string, unknown> };
 
 /** The one gate every sensitive read passes: resources/read today, tools later. */
 export interface ConsentGate {

@@ -158,9 +158,7 @@ async function askConsent(
   if (!sensitive) return undefined;
   const target = `query: ${statement.sql}${statement.params.length === 0 ? '' : ` -- params ${JSON.stringify(statement.params)}`}`;
   const outcome = await consent.check(ctx, target, input);
-  return outcome.granted
-    ? undefined
-    : (outcome.result as unknown as InputRequiredResult);
+  return outcome.granted ? undefined : outcome.result;
 }
 
 /** A PostgreSQL error as the tool's error result: SQLSTATE and message, as psql shows them. */

@@ -8,7 +8,7 @@ import {
   type DatabaseHandle,
 } from '../db/index.js';
 import { ProtocolError } from '../errors.js';
-import type { InputParams, RequestContext } from '../protocol/index.js';
+import type { ConsentCheck } from '../protocol/index.js';
 
 /** What query and explain share: the database, which schemas they may read, the audit's settings. */
 export interface SqlToolDependencies {
@@ -31,14 +31,7 @@ export interface SqlConsent {
     readonly schema: string;
     readonly table: string;
   }[];
-  check(
-    ctx: RequestContext,
-    target: string,
-    input: InputParams,
-  ): Promise<
-    | { readonly granted: true }
-    | { readonly granted: false; readonly result: Record<string, unknown> }
-  >;
+  readonly check: ConsentCheck;
 }
 
 const PRUNE_EVERY_MS = 60_000;
