@@ -24,7 +24,7 @@ import { catalogSource } from '../src/resources/index.js';
 import { DEFAULT_NAVIGATOR_BYTES } from '../src/resources/navigator.js';
 import type { CatalogSource } from '../src/resources/rows.js';
 import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../src/config/index.js';
-import type { LoadCaller, Run, Workload } from './load.js';
+import type { LoadCaller, LoadRunner, Run, Workload } from './load.js';
 import { serve } from './serve.js';
 import type { TokenIssuer } from './token-issuer.js';
 import type { Walk, WalkSpec } from './walk.js';
@@ -35,12 +35,7 @@ export interface CatalogBenchContext {
   readonly logger: Logger;
   readonly rounds: number;
   /** An HTTP load on `url` for the bench's duration, in a worker thread (run.ts's `load`). */
-  readonly load: (
-    url: string,
-    concurrency: number,
-    workload: Workload,
-    callers: readonly LoadCaller[],
-  ) => Promise<Run>;
+  readonly load: LoadRunner;
   /** Signs the requests' tokens (HS256 in run.ts). */
   readonly issuer: TokenIssuer;
   /** Distinct tokens per role. */

@@ -14,7 +14,13 @@ import type { Logger } from '../src/log.js';
 import type { HttpTransport, LegacyHttp } from '../src/transport/index.js';
 import { catalogSource } from '../src/resources/index.js';
 import type { Dispatcher } from '../src/protocol/index.js';
-import type { LoadCaller, Run, Workload } from './load.js';
+import type {
+  CompareRuns,
+  LoadCaller,
+  LoadRunner,
+  Run,
+  Workload,
+} from './load.js';
 import { listenRequest } from './live.js';
 import { commitLatency, startClients } from './notify-latency.js';
 
@@ -25,18 +31,9 @@ export interface LegacyBenchContext {
   /** The bench database's URL; the memory figure recreates its own database on that server. */
   readonly databaseUrl: string;
   /** run.ts's HTTP load in a worker thread. */
-  readonly load: (
-    url: string,
-    concurrency: number,
-    workload: Workload,
-    callers: readonly LoadCaller[],
-  ) => Promise<Run>;
+  readonly load: LoadRunner;
   /** run.ts's alternation of two runs, `ratioOf` per round, medians. */
-  readonly compare: (
-    baseline: () => Promise<Run>,
-    served: () => Promise<Run>,
-    ratioOf: (base: Run, ours: Run) => number,
-  ) => Promise<unknown>;
+  readonly compare: CompareRuns;
   /** Serve `dispatcher` with `legacy` sessions over HTTP, tokens verified (serve.ts). */
   readonly serve: (
     dispatcher: Dispatcher,

@@ -29,6 +29,21 @@ export type Workload =
   | { kind: 'tool-search'; rows: number }
   | { kind: 'tool-query'; rows: number; sql: string };
 
+/** run.ts's `load`: an HTTP load on `url` for the bench's duration, in a worker thread. */
+export type LoadRunner = (
+  url: string,
+  concurrency: number,
+  workload: Workload,
+  callers: readonly LoadCaller[],
+) => Promise<Run>;
+
+/** run.ts's `compare`: two runs alternated for the rounds, `ratioOf` per round, medians. */
+export type CompareRuns = (
+  baseline: () => Promise<Run>,
+  served: () => Promise<Run>,
+  ratioOf: (base: Run, ours: Run) => number,
+) => Promise<unknown>;
+
 /** Who sends a request: its bearer token, and which stored rows its role reads. */
 export interface LoadCaller {
   /** The Authorization header value. */

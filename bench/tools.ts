@@ -3,7 +3,7 @@
 // primary-key point read against the raw prepared point read, and tools/list against a bare
 // node:http JSON echo. Results go under the keys below (plus the scheme's suffix); their targets
 // are in bench/report.ts.
-import type { LoadCaller, Run, Workload } from './load.js';
+import type { CompareRuns, LoadCaller, LoadRunner, Run } from './load.js';
 
 /** What run.ts lends: its loads, its alternation of baseline and pgmcp, and where results go. */
 export interface ToolFiguresContext {
@@ -19,17 +19,8 @@ export interface ToolFiguresContext {
     concurrency: number,
     uri: (i: number) => string,
   ) => Promise<Run>;
-  readonly load: (
-    url: string,
-    concurrency: number,
-    workload: Workload,
-    callers: readonly LoadCaller[],
-  ) => Promise<Run>;
-  readonly compare: (
-    baseline: () => Promise<Run>,
-    served: () => Promise<Run>,
-    ratioOf: (base: Run, ours: Run) => number,
-  ) => Promise<unknown>;
+  readonly load: LoadRunner;
+  readonly compare: CompareRuns;
   readonly startEcho: () => Promise<{
     url: string;
     close: () => Promise<void>;
