@@ -7,16 +7,24 @@
 // statement is refused by the protocol), in a READ ONLY transaction (writes, FOR UPDATE and writing
 // functions fail with 25006), under the session's statement timeout, with the role set
 // transaction-locally. Rows are FETCHed max+1 at most, so a huge result is never computed past the
-// cap. The FETCH runs inside a SECURITY DEFINER function owned by the request role itself (a temp
-// function, made in the transaction before it turns read-only): the statement keeps exactly the
-// role's privileges, and PostgreSQL refuses set_config('role', …) inside it ("cannot set parameter
-// role within security-definer function"), so a statement cannot switch to another role the login
-// may assume. The transaction always ends in ROLLBACK, which drops the function and undoes any
+// cap. The FETCH runs inside a SECURITY DEFINER function owned by the request role itself: the
+// statement keeps exactly the role's privileges, and PostgreSQL refuses set_config('role', …) inside
+// it ("cannot set parameter role within security-definer function"), so a statement cannot switch
+// to another role the login may assume. The transaction always ends in ROLLBACK, which undoes any
 // setting the statement made.
+//
+// Each pooled connection makes a role's functions once, as temporary functions (pg_temp) owned by
+// the role, executable by it alone, and keeps them until the connection closes: making them per
+// call cost more than the rest of the call. A function checks that its owner still has the name it
+// was made for (a renamed role's functions are never used for a new role of the old name).
 import type pg from 'pg';
 import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
-import { connectClient, type DatabaseHandle } from './pool.js';
+import {
+  ImplicitTransaction,
+  type ImplicitField,
+} from './implicit-transaction.js';
+import { connectClient, PIPELINE, type DatabaseHandle } from './pool.js';
 import { watchCancel, type Cancellation } from './request-transaction.js';
 import { toDatabaseError } from './sqlstate.js';
 
@@ -55,27 +63,130 @@ export interface AdHocSqlOptions {
   readonly cancellation?: Cancellation | { readonly aborted: boolean };
 }
 
+/** A connection's functions for one role (see the file comment). */
+interface RoleFunctions {
+  readonly fetch: string;
+  readonly explain: string;
+}
+
+/** Per pooled connection: its roles' functions, and the number the next ones get. */
+const roleFunctionsByConnection = new WeakMap<
+  object,
+  { next: number; readonly byRole: Map<string, RoleFunctions> }
+>();
+/** A connection keeps the functions of this many roles; the least recently made go first. */
+const ROLES_PER_CONNECTION = 32;
+/** Raised by a function whose owner was renamed: make new ones and run again. */
+const STALE_FUNCTION = 'PGM01';
+
 /**
- * Rows of the cursor as text arrays (json_each_text keeps order and repeated names), FETCHed while
- * a security-definer function owned by the request role is running (see the file comment).
+ * The functions as `owner` makes them: FETCH rows of the cursor as text arrays (json_each_text
+ * keeps order and repeated names); EXPLAIN ANALYZE the prepared statement. Both refuse to run when
+ * their owner is no longer named `owner`.
  */
-const FETCH_FUNCTION = `create function pg_temp.pgmcp_tool_fetch(n integer) returns setof text[]
+function roleFunctionsSql(names: RoleFunctions, owner: string): string {
+  const guard = `if current_user <> ${owner} then raise exception 'pgmcp: this function''s owner was renamed' using errcode = '${STALE_FUNCTION}'; end if;`;
+  return `create function ${names.fetch}(n integer) returns setof text[]
 language plpgsql security definer as $f$
 declare c refcursor := 'pgmcp_tool_query'; r record;
 begin
+  ${guard}
   for i in 1..n loop
     fetch c into r;
     exit when not found;
     return next (select array_agg(value) from json_each_text(row_to_json(r)));
   end loop;
 end $f$;
-create function pg_temp.pgmcp_tool_explain(arguments text) returns json
+create function ${names.explain}(arguments text) returns json
 language plpgsql security definer as $f$
 declare plan json;
 begin
+  ${guard}
   execute 'EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE pgmcp_tool_statement' || arguments into plan;
   return plan;
-end $f$`;
+end $f$;
+revoke all on function ${names.fetch}(integer) from public;
+revoke all on function ${names.explain}(text) from public`;
+}
+
+/**
+ * The request role's functions on this connection, made (as the role, so owned by it, in a
+ * committed transaction of their own) the first time the connection serves the role.
+ */
+async function roleFunctions(
+  client: pg.PoolClient,
+  role: string | null,
+): Promise<RoleFunctions> {
+  let state = roleFunctionsByConnection.get(client);
+  if (state === undefined) {
+    state = { next: 1, byRole: new Map() };
+    roleFunctionsByConnection.set(client, state);
+  }
+  const key = role ?? '';
+  const known = state.byRole.get(key);
+  if (known !== undefined) return known;
+  const oldest = state.byRole.keys().next();
+  if (state.byRole.size >= ROLES_PER_CONNECTION && oldest.done !== true)
+    await dropRoleFunctions(client, state.byRole, oldest.value);
+  const n = state.next;
+  state.next += 1;
+  const names = {
+    fetch: `pg_temp.pgmcp_tool_fetch_${n}`,
+    explain: `pg_temp.pgmcp_tool_explain_${n}`,
+  };
+  try {
+    await client.query('BEGIN READ WRITE');
+    const { rows } = await client.query<{ owner: string }>(
+      "select set_config('role', coalesce($1, current_user), true) as owner",
+      [role],
+    );
+    await client.query(
+      roleFunctionsSql(names, client.escapeLiteral(rows[0]?.owner ?? '')),
+    );
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  }
+  state.byRole.set(key, names);
+  return names;
+}
+
+/** Drop a role's functions from this connection (as the role, their owner); forget them either way. */
+async function dropRoleFunctions(
+  client: pg.PoolClient,
+  byRole: Map<string, RoleFunctions>,
+  key: string,
+): Promise<void> {
+  const names = byRole.get(key);
+  byRole.delete(key);
+  if (names === undefined) return;
+  await client
+    .query(
+      `BEGIN READ WRITE; select set_config('role', ${key === '' ? 'current_user' : client.escapeLiteral(key)}, true); drop function if exists ${names.fetch}(integer); drop function if exists ${names.explain}(text); COMMIT`,
+    )
+    .catch(() => client.query('ROLLBACK').catch(() => undefined));
+}
+
+/**
+ * Whether `error` says the connection's functions for the role can no longer be used: a guard
+ * found its owner renamed, or the functions are gone or no longer the role's to run (its name now
+ * belongs to a new role). Errors about any other function, another role's included, are the
+ * statement's own.
+ */
+function staleFunctions(error: unknown, names: RoleFunctions): boolean {
+  const { code, message } = (error ?? {}) as {
+    code?: unknown;
+    message?: unknown;
+  };
+  if (code === STALE_FUNCTION) return true;
+  if ((code !== '42501' && code !== '42883') || typeof message !== 'string')
+    return false;
+  return [names.fetch, names.explain].some((name) =>
+    new RegExp(`\\b${name.replace('pg_temp.', '')}\\b`).test(message),
+  );
+}
+
 const CURSOR = 'DECLARE pgmcp_tool_query NO SCROLL CURSOR FOR ';
 /** The prefix's length: PostgreSQL's error positions are reported relative to the caller's text. */
 const CURSOR_LENGTH = CURSOR.length;
@@ -86,7 +197,11 @@ export async function runReadOnlySql(
   principal: Principal,
   options: AdHocSqlOptions & { readonly maxRows: number },
 ): Promise<SqlRows> {
-  return inRequestTransaction(db, principal, options, async (client) => {
+  return withToolConnection(db, principal, options, async (session) => {
+    if (PIPELINE && options.schemas === null)
+      return fetchInOneRoundTrip(session, principal, options);
+    const { client, functions } = session;
+    await beginReadOnly(session, principal, options);
     await checkSchemas(client, options);
     await client.query(single(CURSOR + options.sql, [...options.params]));
     // Zero rows: the columns' names and types, without running the statement.
@@ -94,17 +209,86 @@ export async function runReadOnlySql(
       'FETCH FORWARD 0 FROM pgmcp_tool_query',
     );
     const fetched = await client.query<{ row: (string | null)[] | null }>(
-      'select pg_temp.pgmcp_tool_fetch($1) as row',
+      `select ${functions.fetch}($1) as row`,
       [options.maxRows + 1],
     );
-    // A row of no columns comes back as NULL (array_agg of nothing).
-    const rows = fetched.rows.map((entry) => entry.row ?? []);
-    return {
-      columns: await columnTypes(client, described.fields),
-      rows: rows.slice(0, options.maxRows),
-      truncated: rows.length > options.maxRows,
-    };
+    return rowsOf(
+      client,
+      described.fields,
+      fetched.rows.map((entry) => entry.row),
+      options.maxRows,
+    );
   });
+}
+
+/**
+ * The whole call in one round trip (db/implicit-transaction.ts): BEGIN READ ONLY, the role and
+ * claims, the cursor, its description (FETCH 0), the rows through the role's function, ROLLBACK and
+ * the release of advisory locks, then a single Sync. After an error the backend skips the rest and
+ * the connection's clean-up ends the transaction.
+ */
+async function fetchInOneRoundTrip(
+  session: ToolSession,
+  principal: Principal,
+  options: AdHocSqlOptions & { readonly maxRows: number },
+): Promise<SqlRows> {
+  const { client, functions } = session;
+  const transaction = new ImplicitTransaction([
+    { name: 'pgmcp_tool_begin', text: 'BEGIN READ ONLY', values: [] },
+    {
+      name: 'pgmcp_tool_identity',
+      text: "select set_config('role', coalesce($1, current_user), true), set_config('request.jwt.claims', $2, true)",
+      values: [principal.role, JSON.stringify(principal.claims)],
+    },
+    { name: '', text: CURSOR + options.sql, values: [...options.params] },
+    {
+      name: 'pgmcp_tool_describe',
+      text: 'FETCH FORWARD 0 FROM pgmcp_tool_query',
+      values: [],
+    },
+    {
+      name: functions.fetch.replace('pg_temp.', ''),
+      text: `select ${functions.fetch}($1) as row`,
+      values: [options.maxRows + 1],
+    },
+    { name: 'pgmcp_tool_rollback', text: 'ROLLBACK', values: [] },
+    {
+      name: 'pgmcp_tool_unlock',
+      text: 'select pg_advisory_unlock_all()',
+      values: [],
+    },
+  ]);
+  void client.query(transaction as unknown as pg.Submittable);
+  let results;
+  try {
+    results = await transaction.result;
+  } catch (error) {
+    if (transaction.unsafeToReuse) session.halfParsed = transaction;
+    throw error;
+  }
+  session.ended = true;
+  const fetched = (results[4] ?? []) as { row: (string | null)[] | null }[];
+  return rowsOf(
+    client,
+    transaction.fields[3] ?? [],
+    fetched.map((entry) => entry.row),
+    options.maxRows,
+  );
+}
+
+/** The FETCHed rows (max+1 at most) as a result; a row of no columns came back as NULL. */
+async function rowsOf(
+  client: pg.PoolClient,
+  fields: readonly ImplicitField[],
+  fetched: readonly ((string | null)[] | null)[],
+  maxRows: number,
+): Promise<SqlRows> {
+  const rows = fetched.map((row) => row ?? []);
+  return {
+    columns: await columnTypes(client, fields),
+    rows: rows.slice(0, maxRows),
+    truncated: rows.length > maxRows,
+  };
 }
 
 /** The plan of the caller's statement as JSON (EXPLAIN FORMAT JSON), executed only with `analyze`. */
@@ -113,13 +297,15 @@ export async function explainSql(
   principal: Principal,
   options: AdHocSqlOptions & { readonly analyze: boolean },
 ): Promise<{ plan: unknown; text: string }> {
-  return inRequestTransaction(db, principal, options, async (client) => {
+  return withToolConnection(db, principal, options, async (session) => {
+    const { client } = session;
+    await beginReadOnly(session, principal, options);
     await checkSchemas(client, options);
     const text = await client.query<{ 'QUERY PLAN': string }>(
       single(`EXPLAIN (FORMAT TEXT) ${options.sql}`, [...options.params]),
     );
     const plan = options.analyze
-      ? await explainAnalyzed(client, options)
+      ? await explainAnalyzed(session, options)
       : (
           await client.query<{ 'QUERY PLAN': unknown }>(
             single(`EXPLAIN (FORMAT JSON) ${options.sql}`, [...options.params]),
@@ -141,7 +327,9 @@ export async function tablesOfSql(
   principal: Principal,
   options: AdHocSqlOptions,
 ): Promise<{ schema: string; table: string }[]> {
-  return inRequestTransaction(db, principal, options, async (client) => {
+  return withToolConnection(db, principal, options, async (session) => {
+    const { client } = session;
+    await beginReadOnly(session, principal, options);
     await checkSchemas(client, options);
     const { rows } = await client.query<{ 'QUERY PLAN': unknown }>(
       single(`EXPLAIN (VERBOSE, FORMAT JSON) ${options.sql}`, [
@@ -168,82 +356,125 @@ export async function tablesOfSql(
  * EXPLAIN ANALYZE runs the statement, so it runs where query's FETCH does: inside the role's own
  * security-definer function, where no role change is possible. The statement is PREPAREd (one
  * statement, through the extended protocol) and EXECUTEd there with the parameters as literals,
- * which PostgreSQL converts to the types it inferred; the prepared statement is always dropped.
+ * which PostgreSQL converts to the types it inferred; the clean-up drops the prepared statement.
  */
 async function explainAnalyzed(
-  client: pg.PoolClient,
+  session: ToolSession,
   options: AdHocSqlOptions,
 ): Promise<unknown> {
+  const { client, functions } = session;
+  session.prepared = true;
   await client.query(
     single(`PREPARE pgmcp_tool_statement AS ${options.sql}`, []),
   );
-  try {
-    const literals = options.params.map((value) =>
-      value === null ? 'NULL' : client.escapeLiteral(value),
-    );
-    const { rows } = await client.query<{ plan: unknown }>(
-      'select pg_temp.pgmcp_tool_explain($1) as plan',
-      [literals.length === 0 ? '' : `(${literals.join(', ')})`],
-    );
-    return rows[0]?.plan;
-  } finally {
-    await client
-      .query('DEALLOCATE pgmcp_tool_statement')
-      .catch(() => undefined);
-  }
+  const literals = options.params.map((value) =>
+    value === null ? 'NULL' : client.escapeLiteral(value),
+  );
+  const { rows } = await client.query<{ plan: unknown }>(
+    `select ${functions.explain}($1) as plan`,
+    [literals.length === 0 ? '' : `(${literals.join(', ')})`],
+  );
+  return rows[0]?.plan;
+}
+
+/** A pooled connection lent to one tool call, and what its clean-up must undo. */
+interface ToolSession {
+  readonly client: pg.PoolClient;
+  readonly functions: RoleFunctions;
+  /** The call's transaction ended, its locks released: nothing to clean up. */
+  ended: boolean;
+  /** pgmcp_tool_statement may exist (explain with analyze). */
+  prepared: boolean;
+  /** A pipeline whose new prepared statements may be half-made (an error on their first use). */
+  halfParsed?: ImplicitTransaction;
 }
 
 /**
- * One round trip sets up the transaction: BEGIN, the role and claims (transaction-local), the
- * search_path when schemas are named, the fetch function (made as the role, so owned by it), then
- * READ ONLY for the rest. `work` runs, then ROLLBACK whatever happened. The caller's own errors
- * become SqlStatementError; the connection's own failures the usual ProtocolErrors.
+ * BEGIN, the role and claims (transaction-local), the search_path when schemas are named, then READ
+ * ONLY for the rest, in one round trip.
  */
-async function inRequestTransaction<T>(
+async function beginReadOnly(
+  session: ToolSession,
+  principal: Principal,
+  options: AdHocSqlOptions,
+): Promise<void> {
+  const { client } = session;
+  const literal = (value: string) => client.escapeLiteral(value);
+  await client.query(
+    [
+      'BEGIN READ ONLY',
+      `select set_config('role', ${principal.role === null ? 'current_user' : literal(principal.role)}, true), set_config('request.jwt.claims', ${literal(JSON.stringify(principal.claims))}, true)${options.schemas === null ? '' : `, set_config('search_path', ${literal(searchPath(options.schemas))}, true)`}`,
+    ].join(';\n'),
+  );
+}
+
+/**
+ * Lend `work` a connection with the role's functions, then clean it up and return it to the pool.
+ * A function found stale (its owner renamed or gone) is made again and `work` runs once more. The
+ * caller's own errors become SqlStatementError; the connection's own failures the usual
+ * ProtocolErrors.
+ */
+async function withToolConnection<T>(
   db: DatabaseHandle,
   principal: Principal,
   options: AdHocSqlOptions,
-  work: (client: pg.PoolClient) => Promise<T>,
+  work: (session: ToolSession) => Promise<T>,
 ): Promise<T> {
   const client = await connectClient(db);
   let broken: Error | undefined;
+  let session: ToolSession | undefined;
   const watch = watchCancel(client, options.cancellation ?? { aborted: false });
   try {
-    const literal = (value: string) => client.escapeLiteral(value);
-    await client.query(
-      [
-        'BEGIN READ WRITE',
-        `select set_config('role', ${principal.role === null ? 'current_user' : literal(principal.role)}, true), set_config('request.jwt.claims', ${literal(JSON.stringify(principal.claims))}, true)${options.schemas === null ? '' : `, set_config('search_path', ${literal(searchPath(options.schemas))}, true)`}`,
-        FETCH_FUNCTION,
-        'SET TRANSACTION READ ONLY',
-      ].join(';\n'),
-    );
-    return await work(client);
+    for (let retried = false; ; retried = true) {
+      session = {
+        client,
+        functions: await roleFunctions(client, principal.role),
+        ended: false,
+        prepared: false,
+      };
+      try {
+        return await work(session);
+      } catch (error) {
+        if (retried || !staleFunctions(error, session.functions)) throw error;
+        const failed = await cleanUp(session);
+        if (failed !== undefined) throw failed;
+        session.ended = true;
+        forgetRoleFunctions(client, principal.role);
+      }
+    }
   } catch (error) {
     throw statementError(error);
   } finally {
     // A cancel still on its way could hit the clean-up or the next request: wait for it first.
-    broken =
-      (await watch.stop()) === false
-        ? new Error('a cancel request could not be delivered')
-        : await cleanUp(client);
+    if ((await watch.stop()) === false)
+      broken = new Error('a cancel request could not be delivered');
+    else if (session !== undefined && !session.ended)
+      broken = await cleanUp(session);
     client.release(broken);
   }
 }
 
+/** Forget this connection's functions for `role` (they are gone, or belong to someone else now). */
+function forgetRoleFunctions(client: pg.PoolClient, role: string | null): void {
+  roleFunctionsByConnection.get(client)?.byRole.delete(role ?? '');
+}
+
 /**
  * End the caller's transaction and undo what outlives a ROLLBACK: session-level advisory locks the
- * statement took (pg_advisory_lock is allowed read-only) and the explain statement prepared by
- * name. An error says the connection cannot be trusted and must not go back to the pool.
+ * statement took (pg_advisory_lock is allowed read-only), the explain statement prepared by name,
+ * and prepared statements a failed pipeline may have half-made. An error says the connection
+ * cannot be trusted and must not go back to the pool.
  */
-async function cleanUp(client: pg.PoolClient): Promise<Error | undefined> {
+async function cleanUp(session: ToolSession): Promise<Error | undefined> {
+  const { client } = session;
   try {
-    await client.query('ROLLBACK');
-    await client.query('select pg_advisory_unlock_all()');
-    await client.query('DEALLOCATE pgmcp_tool_statement').catch((error) => {
-      // 26000: nothing was prepared (the usual case).
-      if ((error as { code?: string }).code !== '26000') throw error;
-    });
+    await client.query('ROLLBACK; select pg_advisory_unlock_all()');
+    if (session.prepared)
+      await client.query('DEALLOCATE pgmcp_tool_statement').catch((error) => {
+        // 26000: the PREPARE itself failed.
+        if ((error as { code?: string }).code !== '26000') throw error;
+      });
+    await session.halfParsed?.forgetPreparedStatements(client);
     return undefined;
   } catch (error) {
     return error instanceof Error ? error : new Error(String(error));
@@ -299,9 +530,9 @@ function single(text: string, values: readonly unknown[]): pg.QueryConfig {
 /** The PostgreSQL type name of each result column. */
 async function columnTypes(
   client: pg.PoolClient,
-  fields: readonly pg.FieldDef[],
+  fields: readonly ImplicitField[],
 ): Promise<SqlColumn[]> {
-  const key = (field: pg.FieldDef) =>
+  const key = (field: ImplicitField) =>
     `${field.dataTypeID}:${field.dataTypeModifier}`;
   if (fields.every((field) => typeNames.has(key(field))))
     return fields.map((field) => ({

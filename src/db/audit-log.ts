@@ -2,7 +2,7 @@
 // Written by the login through pgmcp.write_audit, outside the request's own transaction, so a call
 // that failed or a consent that was declined is on record either way.
 import type { DatabaseHandle } from './pool.js';
-import { inWriteTransaction } from './write-transaction.js';
+import { inWriteTransaction, writeOneStatement } from './write-transaction.js';
 
 /** One audit row; the columns are migration 0013's. */
 export interface AuditEntry {
@@ -24,36 +24,100 @@ export interface AuditEntry {
   readonly detail?: Record<string, unknown> | null;
 }
 
+/** Most entries one audit transaction writes. */
+const BATCH = 100;
+
+interface Pending {
+  readonly entry: AuditEntry;
+  readonly settle: (error?: unknown) => void;
+}
+
+/** Per database: entries waiting for the transaction under way to end, and whether one is. */
+const queues = new WeakMap<
+  DatabaseHandle,
+  { waiting: Pending[]; writing: boolean }
+>();
+
 /**
- * Write one entry in its own read-write transaction (the pool's sessions default to read-only).
- * Its commit does not wait for the WAL flush (synchronous_commit off, this transaction only): the
- * call it records answers sooner, and a server crash may lose the last fraction of a second of
- * entries (wal_writer_delay), never a part of one.
+ * Write one entry; resolves once its transaction has committed. Entries that arrive while an audit
+ * transaction is under way wait for it and then go together in the next one (group commit: one
+ * round trip and one commit for every call that ended meanwhile, not one each). The commit does not
+ * wait for the WAL flush (synchronous_commit off, these transactions only): a server crash may lose
+ * the last fraction of a second of entries (wal_writer_delay), never a part of one.
  */
-export async function writeAudit(
+export function writeAudit(
   db: DatabaseHandle,
   entry: AuditEntry,
 ): Promise<void> {
-  await inWriteTransaction(db, (client) =>
-    client.query(
-      `select set_config('synchronous_commit', 'off', true),
-              pgmcp.write_audit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-      [
-        entry.role,
-        entry.subject,
-        entry.action,
-        entry.target,
-        entry.parameterCount ?? null,
-        entry.rowCount ?? null,
-        entry.durationMs ?? null,
-        entry.sqlstate ?? null,
-        entry.reason ?? null,
+  let queue = queues.get(db);
+  if (queue === undefined) {
+    queue = { waiting: [], writing: false };
+    queues.set(db, queue);
+  }
+  const written = new Promise<void>((resolve, reject) =>
+    queue.waiting.push({
+      entry,
+      settle: (error) => (error === undefined ? resolve() : reject(error)),
+    }),
+  );
+  if (!queue.writing) void drain(db, queue);
+  return written;
+}
+
+/** Write what waits, a batch per transaction, until nothing does. */
+async function drain(
+  db: DatabaseHandle,
+  queue: { waiting: Pending[]; writing: boolean },
+): Promise<void> {
+  queue.writing = true;
+  while (queue.waiting.length > 0) {
+    const batch = queue.waiting.splice(0, BATCH);
+    try {
+      await writeBatch(
+        db,
+        batch.map((pending) => pending.entry),
+      );
+      for (const pending of batch) pending.settle();
+    } catch (error) {
+      for (const pending of batch) pending.settle(error ?? new Error('audit'));
+    }
+  }
+  queue.writing = false;
+}
+
+/** One transaction: pgmcp.write_audit for each entry, the columns sent as arrays. */
+async function writeBatch(
+  db: DatabaseHandle,
+  entries: readonly AuditEntry[],
+): Promise<void> {
+  const column = <T>(value: (entry: AuditEntry) => T): T[] =>
+    entries.map(value);
+  await writeOneStatement(db, {
+    name: 'pgmcp_write_audit',
+    text: `select set_config('synchronous_commit', 'off', true),
+                  pgmcp.write_audit(e.role, e.subject, e.action, e.target, e.parameter_count,
+                                    e.row_count, e.duration_ms, e.sqlstate, e.reason, e.detail)
+             from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::integer[],
+                         $6::bigint[], $7::double precision[], $8::text[], $9::text[], $10::jsonb[])
+                  as e(role, subject, action, target, parameter_count, row_count, duration_ms,
+                       sqlstate, reason, detail)`,
+    values: [
+      column((entry) => entry.role),
+      column((entry) => entry.subject),
+      column((entry) => entry.action),
+      column((entry) => entry.target),
+      column((entry) => entry.parameterCount ?? null),
+      column((entry) => entry.rowCount ?? null),
+      column((entry) => entry.durationMs ?? null),
+      column((entry) => entry.sqlstate ?? null),
+      column((entry) => entry.reason ?? null),
+      column((entry) =>
         entry.detail === undefined || entry.detail === null
           ? null
           : JSON.stringify(entry.detail),
-      ],
-    ),
-  );
+      ),
+    ],
+  });
 }
 
 /** Delete entries older than the retention period (pgmcp.prune_audit); returns how many went. */

@@ -91,7 +91,10 @@ const prepareValue = installedPipelineDriver().prepareValue as (
   value: unknown,
 ) => unknown;
 
-/** One statement; a named one is prepared once per connection. */
+/**
+ * One statement; a named one is prepared once per connection, the unnamed one ('') is parsed every
+ * time (a caller's own SQL, which no name could be reused for).
+ */
 export interface ImplicitStatement {
   readonly name: string;
   readonly text: string;
@@ -102,10 +105,13 @@ export interface ImplicitStatement {
 
 type Row = Record<string, unknown> | readonly (string | null)[];
 
-interface Field {
+/** A result column as the backend's RowDescription names it. */
+export interface ImplicitField {
   readonly name: string;
   readonly dataTypeID: number;
+  readonly dataTypeModifier: number;
 }
+type Field = ImplicitField;
 
 // The parts of pg's Connection a Submittable drives (not in @types/pg).
 interface WireConnection {
@@ -132,6 +138,8 @@ const keepText = (value: string): string => value;
  */
 export class ImplicitTransaction {
   readonly result: Promise<Row[][]>;
+  /** Each statement's result columns, once its RowDescription came (statements not textOutput). */
+  readonly fields: (readonly Field[] | undefined)[];
   unsafeToReuse = false;
   #resolve: (rows: Row[][]) => void = () => undefined;
   #reject: (error: unknown) => void = () => undefined;
@@ -146,6 +154,7 @@ export class ImplicitTransaction {
 
   constructor(readonly statements: readonly ImplicitStatement[]) {
     this.#rows = statements.map(() => []);
+    this.fields = statements.map(() => undefined);
     this.#textRows = statements[0]?.textOutput === true;
     this.result = new Promise((resolve, reject) => {
       this.#resolve = resolve;
@@ -159,7 +168,9 @@ export class ImplicitTransaction {
     connection.stream.cork?.();
     try {
       for (const statement of this.statements) {
-        if (
+        if (statement.name === '')
+          connection.parse({ text: statement.text, name: '', types: [] });
+        else if (
           connection.parsedStatements[statement.name] === undefined &&
           !this.#parsing.includes(statement.name)
         ) {
@@ -190,6 +201,7 @@ export class ImplicitTransaction {
 
   handleRowDescription(message: { fields: readonly Field[] }): void {
     this.#fields = message.fields;
+    this.fields[this.#current] = message.fields;
     this.#parsers = this.#textRows
       ? []
       : message.fields.map(

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import type { Principal } from '../auth/index.js';
 import type { DatabaseHandle } from './pool.js';
 import type { LeadingStatement } from './request-transaction.js';
-import { inWriteTransaction } from './write-transaction.js';
+import { writeOneStatement } from './write-transaction.js';
 import { toDatabaseError } from './sqlstate.js';
 
 /** What a session row holds besides its keys (both are SHA-256 digests, never the id itself). */
@@ -26,10 +26,7 @@ async function write<TRow>(
   text: string,
   values: unknown[],
 ): Promise<TRow[]> {
-  return inWriteTransaction(db, async (client) => {
-    const { rows } = await client.query<TRow & object>(text, values);
-    return rows;
-  });
+  return writeOneStatement<TRow>(db, { name: '', text, values });
 }
 
 /** Store a new session; false when `role` already holds `maxPerRole` live sessions. */

@@ -249,3 +249,89 @@ describe('query', () => {
     expect(text(result)).toContain('ERROR 42501:');
   });
 });
+
+// A pooled connection keeps each role's fetch function (db/ad-hoc-sql.ts): one connection serves
+// several roles here, the role named by the Authorization header.
+describe('query on a connection several roles share', () => {
+  let shared: TestServer;
+  const roles = ['qt_alpha', 'qt_beta', 'qt_gamma', 'qt_delta'];
+
+  beforeAll(async () => {
+    await sql.query(
+      `drop role if exists qt_gamma_old; drop role if exists qt_delta_old; ${roles.map((role) => `drop role if exists ${role}; create role ${role} nologin;`).join(' ')}`,
+    );
+    shared = await startTestServer({
+      poolSize: 1,
+      authenticate: (request) =>
+        Promise.resolve({
+          role: request.headers.authorization ?? 'qt_alpha',
+          claims: {},
+        }),
+    });
+  });
+
+  afterAll(async () => {
+    // The roles own functions on the server's connection until it closes.
+    await shared.close();
+    await sql.query(
+      `drop role if exists qt_gamma_old; drop role if exists qt_delta_old; ${roles.map((role) => `drop role if exists ${role};`).join(' ')}`,
+    );
+  });
+
+  async function queryAs(
+    role: string,
+    statement: string,
+  ): Promise<Record<string, unknown>> {
+    const { result, error } = await call(
+      shared.url,
+      'tools/call',
+      { name: 'query', arguments: { sql: statement } },
+      { authorization: role },
+    );
+    expect(error).toBeUndefined();
+    return result ?? {};
+  }
+
+  it("refuses a statement that calls another role's fetch function", async () => {
+    await queryAs('qt_alpha', 'select 1');
+    const found = await queryAs(
+      'qt_beta',
+      `select p.proname::text from pg_proc p
+        where p.pronamespace = pg_my_temp_schema() and p.proname like 'pgmcp_tool_fetch_%'
+          and pg_get_userbyid(p.proowner) = 'qt_alpha'`,
+    );
+    const name = (found['structuredContent'] as { rows: string[][] })
+      .rows[0]?.[0];
+    expect(name).toMatch(/^pgmcp_tool_fetch_\d+$/);
+    const result = await queryAs(
+      'qt_beta',
+      `select * from pg_temp.${name ?? 'missing'}(1)`,
+    );
+    expect(text(result)).toContain('ERROR 42501:');
+  });
+
+  it('runs as the role now bearing a name, not as a renamed role that made functions under it', async () => {
+    const before = await queryAs('qt_gamma', 'select current_user::text');
+    expect(before['structuredContent']).toMatchObject({
+      rows: [['qt_gamma']],
+    });
+    await sql.query(
+      'alter role qt_gamma rename to qt_gamma_old; create role qt_gamma nologin',
+    );
+    const after = await queryAs('qt_gamma', 'select current_user::text');
+    expect(after['structuredContent']).toMatchObject({
+      rows: [['qt_gamma']],
+    });
+  });
+
+  it('runs as the new role even when it is a member of the renamed one, which could run its functions', async () => {
+    await queryAs('qt_delta', 'select 1');
+    await sql.query(
+      'alter role qt_delta rename to qt_delta_old; create role qt_delta nologin in role qt_delta_old',
+    );
+    const after = await queryAs('qt_delta', 'select current_user::text');
+    expect(after['structuredContent']).toMatchObject({
+      rows: [['qt_delta']],
+    });
+  });
+});
