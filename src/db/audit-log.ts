@@ -29,7 +29,7 @@ const BATCH = 100;
 
 interface Pending {
   readonly entry: AuditEntry;
-  readonly settle: (error?: unknown) => void;
+  readonly settle: (error?: Error) => void;
 }
 
 /** Per database: entries waiting for the transaction under way to end, and whether one is. */
@@ -79,7 +79,8 @@ async function drain(
       );
       for (const pending of batch) pending.settle();
     } catch (error) {
-      for (const pending of batch) pending.settle(error ?? new Error('audit'));
+      const failure = error instanceof Error ? error : new Error(String(error));
+      for (const pending of batch) pending.settle(failure);
     }
   }
   queue.writing = false;
