@@ -138,23 +138,43 @@ export async function findLegacySession(
   }
 }
 
-/** findLegacySession as a request's leading statement; read on its own if it never ran. */
-function findInRequest(
+/**
+ * A held session's check (pgmcp.legacy_session_check: null when the session is not live, else
+ * whether its expiry is due to be pushed back) as a request's leading statement, read on its own
+ * if the request ran no statement; when due, the expiry is pushed `lease` seconds ahead.
+ */
+function checkInRequest(
   db: DatabaseHandle,
   keys: LegacySessionKeys,
   renewBelowSeconds: number,
-): { statement: LeadingStatement; result(): Promise<Found | undefined> } {
+  lease: number,
+): LegacySessionCheck {
+  const statement = {
+    name: 'pgmcp_legacy_session_check',
+    text: 'select pgmcp.legacy_session_check($1, $2, $3) as due',
+    values: [keys.idHash, keys.principalHash, renewBelowSeconds],
+  };
   let rows: unknown[] | undefined;
+  const due = async (): Promise<boolean | null> => {
+    try {
+      // Alone, in the pool's read-only implicit transaction: no WAL, no dead row version.
+      rows ??= (await db.pool.query(statement)).rows;
+    } catch (error) {
+      throw toDatabaseError(error);
+    }
+    return (rows[0] as { due: boolean | null } | undefined)?.due ?? null;
+  };
+  const decide = async (): Promise<boolean> => {
+    const renew = await due();
+    if (renew === null) return false;
+    // Renewal re-checks liveness: a session ended meanwhile is not brought back.
+    return !renew || (await touchLegacySession(db, keys, lease)) !== undefined;
+  };
+  // Asked once per notice and once before the answer: checked (and renewed) once.
+  let live: Promise<boolean> | undefined;
   return {
-    statement: {
-      ...findStatement(keys, renewBelowSeconds),
-      db,
-      settle: (found) => (rows = found),
-    },
-    result: async () =>
-      rows === undefined
-        ? findLegacySession(db, keys, renewBelowSeconds)
-        : foundOf(rows),
+    statement: { ...statement, db, settle: (found) => (rows = found) },
+    result: () => (live ??= decide()),
   };
 }
 
@@ -207,7 +227,8 @@ export interface LegacySessionStore {
 
 export interface LegacySessionCheck {
   readonly statement: LeadingStatement;
-  result(): Promise<LegacySessionRow | undefined>;
+  /** Whether the session is live and this principal's; its expiry pushed back when due. */
+  result(): Promise<boolean>;
 }
 
 /**
@@ -259,14 +280,8 @@ export function createLegacySessionStore(
         sessionKeys,
       );
     },
-    check: (id, principal) => {
-      const sessionKeys = keys(id, principal);
-      const find = findInRequest(db, sessionKeys, limits.idleSeconds);
-      return {
-        statement: find.statement,
-        result: async () => renewed(await find.result(), sessionKeys),
-      };
-    },
+    check: (id, principal) =>
+      checkInRequest(db, keys(id, principal), limits.idleSeconds, lease),
     setLevel: (id, principal, level) =>
       setLegacySessionLevel(db, keys(id, principal), level),
     close: (id, principal) => closeLegacySession(db, keys(id, principal)),

@@ -50,7 +50,8 @@ export interface LegacySessionRecords {
     principal: Principal,
   ): {
     readonly statement: LeadingStatement;
-    result(): Promise<LegacySessionRecord | undefined>;
+    /** Whether the session is live (and this principal's); renewed when due. */
+    result(): Promise<boolean>;
   };
   close(id: string, principal: Principal): Promise<boolean>;
 }
@@ -454,7 +455,7 @@ class LegacyHttpSessions implements LegacyHttp {
     check: SessionCheck,
     response: http.ServerResponse,
   ): Promise<boolean> {
-    if ((await check.result()) === undefined) {
+    if (!(await check.result())) {
       this.#refuse(
         response,
         'SESSION_NOT_FOUND',
