@@ -64,6 +64,8 @@ export interface MethodHandler<TParams> {
    * serialized once, and every request still passes all the checks before getting it.
    */
   readonly constant?: boolean;
+  /** The same, for the requests whose params this says yes to (tools/list without a cursor). */
+  constantFor?(params: TParams): boolean;
 }
 
 export type JsonRpcResponse =
@@ -222,7 +224,9 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       message,
       transport,
     );
-    const cached = constantResults.get(method);
+    const constant =
+      method.constant === true || method.constantFor?.(params) === true;
+    const cached = constant ? constantResults.get(method) : undefined;
     if (cached !== undefined) return respond(id, cached);
     const notices = noticesFor(meta, transport);
     let payload;
@@ -237,7 +241,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     if (payload instanceof StreamingResult)
       return { kind: 'stream', id, stream: payload.stream };
     const result = { resultType: 'complete', ...payload, _meta: serverMeta };
-    if (method.constant !== true) return respond(id, result);
+    if (!constant) return respond(id, result);
     const serialized = new RawJson(
       serializeMessage({ result }).slice('{"result":'.length, -1),
     );

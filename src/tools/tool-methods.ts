@@ -50,6 +50,8 @@ export function createListToolsMethod(
   );
   return createMethod({
     params: PaginatedParamsSchema,
+    // The one page is the same for every caller: serialized once (a cursor is refused below).
+    constantFor: (params) => params.cursor === undefined,
     handle(params) {
       // There is only ever one page: a cursor cannot have come from this server.
       if (params.cursor !== undefined)
