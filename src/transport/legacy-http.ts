@@ -578,8 +578,7 @@ function noticeSink(
         ? write
         : (notice) => {
             void check.result().then(
-              (live) =>
-                live === undefined ? controller.abort() : write(notice),
+              (live) => (live ? write(notice) : controller.abort()),
               () => controller.abort(),
             );
           },

@@ -43,7 +43,13 @@ beforeAll(async () => {
   sql = new pg.Client({ connectionString: databaseUrl });
   await sql.connect();
   for (const transport of TRANSPORTS)
-    for (const name of ['accepted', 'declined', 'incapable', 'fetched'])
+    for (const name of [
+      'accepted',
+      'declined',
+      'incapable',
+      'fetched',
+      'ended',
+    ])
       await sql.query(
         `insert into pgmcp.resources (uri, name, text, readers, sensitive)
          values ($1, $2, 'Ada: 100', '{}', true)`,
@@ -199,3 +205,29 @@ describe.each(TRANSPORTS)(
     });
   },
 );
+
+describe('consent in a 2025-11-25 session that ended elsewhere', () => {
+  it('asks nothing when the session was deleted through another replica: the read is refused as its session is gone', async () => {
+    const uri = uriOf('http', 'ended');
+    const { client, asked } = await connect('http', {
+      action: 'accept',
+      content: { reason: 'too late' },
+    });
+    try {
+      // What a DELETE through another replica leaves: no row, while this process still holds it.
+      await sql.query('delete from pgmcp.legacy_sessions');
+      const error = await client.readResource({ uri }).then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+      expect(String(error)).toMatch(/404|Session not found/);
+      expect(asked).toEqual([]);
+    } finally {
+      await client.close().catch(() => undefined);
+    }
+    // The gate decided to ask (audited as asked), but no question left and nothing was read.
+    expect(await audit(uri)).not.toContainEqual(
+      expect.objectContaining({ action: 'consent-given' }),
+    );
+  });
+});
