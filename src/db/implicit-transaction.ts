@@ -131,12 +131,31 @@ interface WireConnection {
 
 const keepText = (value: string): string => value;
 
+/** Per connection: names whose Parse a transaction on the wire has sent and not yet seen answered. */
+const parsesInFlight = new WeakMap<object, Set<string>>();
+
+function pendingParses(connection: object): Set<string> {
+  let pending = parsesInFlight.get(connection);
+  if (pending === undefined) {
+    pending = new Set();
+    parsesInFlight.set(connection, pending);
+  }
+  return pending;
+}
+
 /**
  * Runs `statements` as one implicit transaction. `result` resolves with each statement's rows or
  * rejects with the first error. After an error the backend skips the rest up to the Sync and the
  * connection stays usable, unless `unsafeToReuse` says a new prepared statement may be half-made.
  */
-export class ImplicitTransaction {
+/**
+ * pg's Query as a base class and nothing more: pg's pipeline mode accepts only Query instances, and
+ * this class overrides submit() and every handle* call pg makes (its types describe pg's public
+ * Query, not the Submittable calls, hence the cast).
+ */
+const PgQuery = pg.Query as unknown as new (config: { text: string }) => object;
+
+export class ImplicitTransaction extends PgQuery {
   readonly result: Promise<Row[][]>;
   /** Each statement's result columns, once its RowDescription came (statements not textOutput). */
   readonly fields: (readonly Field[] | undefined)[];
@@ -152,7 +171,12 @@ export class ImplicitTransaction {
   #parsing: string[] = [];
   #connection: WireConnection | undefined;
 
-  constructor(readonly statements: readonly ImplicitStatement[]) {
+  constructor(
+    readonly statements: readonly ImplicitStatement[],
+    /** Parse every named statement before running any (a pipelined connection's transactions). */
+    readonly parseFirst = false,
+  ) {
+    super({ text: 'pgmcp implicit transaction' });
     this.#rows = statements.map(() => []);
     this.fields = statements.map(() => undefined);
     this.#textRows = statements[0]?.textOutput === true;
@@ -162,25 +186,40 @@ export class ImplicitTransaction {
     });
   }
 
-  /** Called by pg when this becomes the connection's active query. */
+  /**
+   * Called by pg when this is sent: when it becomes the connection's active query, or at once on a
+   * pipelined connection (db/request-pipeline.ts), where other transactions may be on the wire
+   * before it and after it, and a name being parsed by one of them is not parsed again. There
+   * (`parseFirst`) named statements are parsed before anything runs, so an error in a statement
+   * never leaves a later one unparsed while another transaction relies on it. Not elsewhere: a
+   * Parse takes a snapshot, after which BEGIN READ WRITE is refused.
+   */
   submit(connection: WireConnection): void {
     this.#connection = connection;
+    const pending = pendingParses(connection);
+    const parse = (statement: ImplicitStatement): void => {
+      if (statement.name === '')
+        connection.parse({ text: statement.text, name: '', types: [] });
+      else if (
+        connection.parsedStatements[statement.name] === undefined &&
+        !pending.has(statement.name)
+      ) {
+        connection.parse({
+          text: statement.text,
+          name: statement.name,
+          types: [],
+        });
+        pending.add(statement.name);
+        this.#parsing.push(statement.name);
+      }
+    };
     connection.stream.cork?.();
     try {
+      if (this.parseFirst)
+        for (const statement of this.statements)
+          if (statement.name !== '') parse(statement);
       for (const statement of this.statements) {
-        if (statement.name === '')
-          connection.parse({ text: statement.text, name: '', types: [] });
-        else if (
-          connection.parsedStatements[statement.name] === undefined &&
-          !this.#parsing.includes(statement.name)
-        ) {
-          connection.parse({
-            text: statement.text,
-            name: statement.name,
-            types: [],
-          });
-          this.#parsing.push(statement.name);
-        }
+        if (!this.parseFirst || statement.name === '') parse(statement);
         connection.bind({
           statement: statement.name,
           portal: '',
@@ -264,6 +303,7 @@ export class ImplicitTransaction {
   handleError(error: unknown): void {
     // Which of this transaction's Parse messages took effect is unknown after an error.
     if (this.#parsing.length > 0) this.unsafeToReuse = true;
+    this.#settleParses(false);
     if (this.#settled) return;
     this.#settled = true;
     this.#reject(error);
@@ -272,15 +312,24 @@ export class ImplicitTransaction {
   handleReadyForQuery(): void {
     if (this.#settled) return;
     this.#settled = true;
+    this.#settleParses(true);
+    this.#resolve(this.#rows);
+  }
+
+  /** This transaction's Parse messages are answered: made (recorded in pg's table) or not known. */
+  #settleParses(made: boolean): void {
     const connection = this.#connection;
+    if (connection === undefined) return;
+    const pending = pendingParses(connection);
     for (const name of this.#parsing) {
+      pending.delete(name);
       const statement = this.statements.find(
         (candidate) => candidate.name === name,
       );
-      if (connection !== undefined && statement !== undefined)
+      if (made && statement !== undefined)
         connection.parsedStatements[name] = statement.text;
     }
-    this.#resolve(this.#rows);
+    this.#parsing = [];
   }
 
   handleCopyInResponse(): void {

@@ -1,5 +1,6 @@
 // Connection pools: one for requests (read-only by default) and short-lived admin clients.
 import pg from 'pg';
+import { RequestPipelines } from './request-pipeline.js';
 import { toDatabaseError } from './sqlstate.js';
 import {
   installedPipelineDriver,
@@ -40,12 +41,19 @@ export interface DatabaseOptions {
   /** Longest a request waits for a pooled connection (queued or connecting); default 5000. */
   readonly poolWaitMs?: number;
   readonly onError: (message: string, error: unknown) => void;
+  /**
+   * Connections in pg's pipeline mode for statements on pgmcp's own tables (db/request-pipeline.ts),
+   * beside the pool; 0 sends those through the pool too. Default 2.
+   */
+  readonly pipelineConnections?: number;
 }
 
 /** The database handle the rest of pgmcp passes around; only db/ looks inside. */
 export interface DatabaseHandle {
   /** Pool for request transactions; its sessions default to read-only, UTC and a statement timeout. */
   readonly pool: pg.Pool;
+  /** Pipelined connections with the pool's session settings, for PreparedQuery.pipelined; or none. */
+  readonly pipelines: RequestPipelines | undefined;
   /** A fresh read-write client for migrations, seeds and start-up work; the caller ends it. */
   connectAdmin(): Promise<pg.Client>;
   /** Settings for a dedicated session of this database (the LISTEN connection). */
@@ -86,6 +94,7 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
     options: `-c default_transaction_read_only=on -c statement_timeout=${options.statementTimeoutMs} -c TimeZone=UTC -c extra_float_digits=1 -c plan_cache_mode=force_generic_plan -c jit=off -c max_parallel_workers_per_gather=0`,
   };
   const pool = new pg.Pool(config);
+  const pipelines = requestPipelines(config, options);
   // An idle client that loses its connection emits here; without a listener the process would crash.
   pool.on('error', (error) =>
     options.onError('idle database connection failed', error),
@@ -115,6 +124,7 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
 
   return {
     pool,
+    pipelines,
     connectAdmin,
     sessionConfig: (applicationName) => ({
       ...(options.connectionString === undefined
@@ -123,8 +133,30 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
       application_name: applicationName,
       options: '-c TimeZone=UTC',
     }),
-    close: () => pool.end(),
+    close: async () => {
+      await pipelines?.close();
+      await pool.end();
+    },
   };
+}
+
+/** Pipelined connections with the pool's session settings (db/request-pipeline.ts), or none. */
+function requestPipelines(
+  config: pg.PoolConfig,
+  options: DatabaseOptions,
+): RequestPipelines | undefined {
+  const connections = PIPELINE ? (options.pipelineConnections ?? 2) : 0;
+  if (connections === 0) return undefined;
+  return new RequestPipelines(
+    {
+      connectionString: config.connectionString,
+      connectionTimeoutMillis: config.connectionTimeoutMillis,
+      application_name: 'pgmcp',
+      options: config.options,
+    },
+    connections,
+    options.onError,
+  );
 }
 
 /** A pool connection; failing to get one (unreachable, pool exhausted) is a mapped ProtocolError. */

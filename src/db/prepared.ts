@@ -22,6 +22,11 @@ export interface PreparedQuery<TArgs, TRow> {
    * order, instead of an object of parsed JS values.
    */
   readonly textOutput?: boolean;
+  /**
+   * Runs on a pipelined connection (db/request-pipeline.ts): only for statements on pgmcp's own
+   * tables, short by construction, since a statement behind it waits and no cancel reaches it.
+   */
+  readonly pipelined?: boolean;
   /** Phantom field carrying the row type; never set. */
   readonly row?: TRow;
 }
@@ -78,4 +83,11 @@ export function prepare<TArgs extends object, TQuery extends Compilable>(
     values: (args) =>
       inputs.map((input) => (args as Record<string, unknown>)[input]),
   };
+}
+
+/** `query`, sent on a pipelined connection (PreparedQuery.pipelined). */
+export function pipelined<TArgs, TRow>(
+  query: PreparedQuery<TArgs, TRow>,
+): PreparedQuery<TArgs, TRow> {
+  return { ...query, pipelined: true };
 }

@@ -24,6 +24,7 @@ export const LIST_PROMPTS_PAGE: PreparedQuery<
           order by id
           limit $2`,
   values: (args) => [args.afterId, args.limit],
+  pipelined: true,
 };
 
 /** One prompt by name, when the role can read it; `arguments` and `messages` as JSON text. */
@@ -41,6 +42,7 @@ export const GET_PROMPT: PreparedQuery<
            from pgmcp.prompts
           where name = $1`,
   values: (args) => [args.name],
+  pipelined: true,
 };
 
 /**

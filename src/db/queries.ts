@@ -1,7 +1,7 @@
 // The resource statements: stored resources and templates, listed and read. Each is a named
 // prepared statement; those Kysely can express are built with it (db/prepared.ts).
 import { sql } from 'kysely';
-import { builder, prepare, type PreparedQuery } from './prepared.js';
+import { builder, pipelined, prepare, type PreparedQuery } from './prepared.js';
 
 // The hot queries return each row as the array of its columns' Postgres text output, in select
 // order: no per-row Date, array or bigint parsing in Node, and no row object either (the driver's
@@ -104,15 +104,18 @@ select ${LISTED}
 order by 1`,
   values: (args) => [args.afterId, args.limit],
   textOutput: true,
+  pipelined: true,
 };
 
 /** One stored resource by exact URI. */
-export const READ_RESOURCE = textRows<{ uri: string }, ResourceContentRow>(
-  prepare('pgmcp_read_resource', (args: { uri: string }) =>
-    builder
-      .selectFrom('pgmcp.resources')
-      .select([...LISTING_COLUMNS, 'text', 'blob', 'sensitive'])
-      .where('uri', '=', args.uri),
+export const READ_RESOURCE = pipelined(
+  textRows<{ uri: string }, ResourceContentRow>(
+    prepare('pgmcp_read_resource', (args: { uri: string }) =>
+      builder
+        .selectFrom('pgmcp.resources')
+        .select([...LISTING_COLUMNS, 'text', 'blob', 'sensitive'])
+        .where('uri', '=', args.uri),
+    ),
   ),
 );
 
@@ -121,24 +124,26 @@ export const READ_RESOURCE = textRows<{ uri: string }, ResourceContentRow>(
  * (it sorts before everything under it). `upperBound` is the exclusive end of the prefix range, so
  * the C-collated unique index serves it as a range scan.
  */
-export const READ_DIRECTORY = textRows<
-  { directoryUri: string; upperBound: string; limit: number },
-  ResourceContentRow
->(
-  prepare(
-    'pgmcp_read_directory',
-    (args: { directoryUri: string; upperBound: string; limit: number }) =>
-      builder
-        .selectFrom('pgmcp.resources')
-        .select([...LISTING_COLUMNS, 'text', 'blob', 'sensitive'])
-        .where('uri', '>=', args.directoryUri)
-        .where('uri', '<', args.upperBound)
-        // Immediate children only: after the prefix, no "/" except one trailing (a subdirectory).
-        .where(
-          sql<boolean>`strpos(rtrim(substr(uri, length(${args.directoryUri}) + 1), '/'), '/') = 0`,
-        )
-        .orderBy('uri')
-        .limit(args.limit),
+export const READ_DIRECTORY = pipelined(
+  textRows<
+    { directoryUri: string; upperBound: string; limit: number },
+    ResourceContentRow
+  >(
+    prepare(
+      'pgmcp_read_directory',
+      (args: { directoryUri: string; upperBound: string; limit: number }) =>
+        builder
+          .selectFrom('pgmcp.resources')
+          .select([...LISTING_COLUMNS, 'text', 'blob', 'sensitive'])
+          .where('uri', '>=', args.directoryUri)
+          .where('uri', '<', args.upperBound)
+          // Immediate children only: after the prefix, no "/" except one trailing (a subdirectory).
+          .where(
+            sql<boolean>`strpos(rtrim(substr(uri, length(${args.directoryUri}) + 1), '/'), '/') = 0`,
+          )
+          .orderBy('uri')
+          .limit(args.limit),
+    ),
   ),
 );
 

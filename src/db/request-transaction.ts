@@ -3,7 +3,11 @@ import type pg from 'pg';
 import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
 import { cancelBackend } from './backend-cancel.js';
-import { ImplicitTransaction } from './implicit-transaction.js';
+import {
+  ImplicitTransaction,
+  type ImplicitStatement,
+} from './implicit-transaction.js';
+import type { RequestPipelines } from './request-pipeline.js';
 import { connectClient, PIPELINE, type DatabaseHandle } from './pool.js';
 import type { PreparedQuery } from './prepared.js';
 import { toDatabaseError } from './sqlstate.js';
@@ -66,38 +70,29 @@ export async function runRequestQuery<TArgs, TRow>(
 ): Promise<TRow[]> {
   if (cancellation.aborted)
     throw new ProtocolError('TIMEOUT', 'The request was cancelled.');
+  const statement = {
+    name: query.name,
+    text: query.text,
+    values: query.values(args),
+    textOutput: query.textOutput,
+  };
+  if (query.pipelined === true && db.pipelines !== undefined)
+    return runPipelined(db, db.pipelines, principal, cancellation, statement);
   const client = await connectClient(db);
   let broken: Error | undefined;
   const watch = watchCancel(client, cancellation);
   const observe = observer<TRow>(cancellation, query.name);
   try {
-    const statement = {
-      name: query.name,
-      text: query.text,
-      values: query.values(args),
-      textOutput: query.textOutput,
-    };
     if (principal.role === null && query.textOutput !== true)
       return observe((await client.query(statement)).rows);
     if (!PIPELINE)
       return observe(await runUnpipelined(client, principal, statement));
-    const leading =
-      'takeLeadingStatement' in cancellation
-        ? cancellation.takeLeadingStatement?.(db)
-        : undefined;
-    // Text rows come back as the driver's own field arrays, which pg's Query would copy into objects.
-    const transaction = new ImplicitTransaction([
-      ...(leading === undefined ? [] : [leading]),
-      ...(principal.role === null
-        ? []
-        : [
-            {
-              ...SET_IDENTITY,
-              values: [principal.role, JSON.stringify(principal.claims)],
-            },
-          ]),
+    const { transaction, leading } = requestTransaction(
+      db,
+      principal,
+      cancellation,
       statement,
-    ]);
+    );
     void client.query(transaction as unknown as pg.Submittable);
     try {
       const rows = await transaction.result;
@@ -117,6 +112,70 @@ export async function runRequestQuery<TArgs, TRow>(
     if ((await watch.stop()) === false)
       broken ??= new Error('a cancel request could not be delivered');
     client.release(broken);
+  }
+}
+
+/**
+ * The request's transaction: the transport's leading statement if it has one (a legacy session's
+ * check), the identity when the request has a role, then the statement; text rows come back as
+ * the driver's own field arrays, which pg's Query would copy into objects.
+ */
+function requestTransaction(
+  db: DatabaseHandle,
+  principal: Principal,
+  cancellation: Cancellation | { readonly aborted: boolean },
+  statement: ImplicitStatement,
+  pipelined = false,
+): { transaction: ImplicitTransaction; leading: LeadingStatement | undefined } {
+  const leading =
+    'takeLeadingStatement' in cancellation
+      ? cancellation.takeLeadingStatement?.(db)
+      : undefined;
+  const transaction = new ImplicitTransaction(
+    [
+      ...(leading === undefined ? [] : [leading]),
+      ...(principal.role === null
+        ? []
+        : [
+            {
+              ...SET_IDENTITY,
+              values: [principal.role, JSON.stringify(principal.claims)],
+            },
+          ]),
+      statement,
+    ],
+    pipelined,
+  );
+  return { transaction, leading };
+}
+
+/**
+ * runRequestQuery for a statement on pgmcp's own tables: its transaction goes out on a pipelined
+ * connection (db/request-pipeline.ts). A cancel does not reach PostgreSQL (the statement is short,
+ * and a cancel could hit another request's statement on the same connection): the answer is
+ * dropped by the transport instead.
+ */
+async function runPipelined<TRow>(
+  db: DatabaseHandle,
+  pipelines: RequestPipelines,
+  principal: Principal,
+  cancellation: Cancellation | { readonly aborted: boolean },
+  statement: ImplicitStatement,
+): Promise<TRow[]> {
+  const observe = observer<TRow>(cancellation, statement.name);
+  const { transaction, leading } = requestTransaction(
+    db,
+    principal,
+    cancellation,
+    statement,
+    true,
+  );
+  try {
+    const rows = await pipelines.run(transaction);
+    leading?.settle(rows[0] ?? []);
+    return observe(rows.at(-1) ?? []);
+  } catch (error) {
+    throw toDatabaseError(error);
   }
 }
 

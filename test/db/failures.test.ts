@@ -197,7 +197,7 @@ describe('a pool that stays busy', () => {
     output.on('data', (chunk: string) => stdioLines.push(...chunk.split('\n')));
     const stdioRead = async (id: number): Promise<Record<string, unknown>> => {
       input.write(
-        `${JSON.stringify({ jsonrpc: '2.0', id, method: 'resources/read', params: { uri: 'test://static-text', _meta: META } })}\n`,
+        `${JSON.stringify({ jsonrpc: '2.0', id, method: 'resources/templates/list', params: { _meta: META } })}\n`,
       );
       for (;;) {
         const line = stdioLines.find((candidate) =>
@@ -208,17 +208,19 @@ describe('a pool that stays busy', () => {
         await once(output, 'data');
       }
     };
+    // A request that takes a pooled connection (a stored resource's read goes out on a pipelined
+    // connection beside the pool, db/request-pipeline.ts).
     const httpRead = () =>
       postRaw(
         busy.url,
         JSON.stringify({
           jsonrpc: '2.0',
           id: 1,
-          method: 'resources/read',
-          params: { uri: 'test://static-text', _meta: META },
+          method: 'resources/templates/list',
+          params: { _meta: META },
         }),
-        mcpHeaders('resources/read', 'test://static-text'),
-        'resources/read',
+        mcpHeaders('resources/templates/list'),
+        'resources/templates/list',
       );
     // Every pooled connection is taken and kept: the requests can only wait.
     const held = [await busy.db.pool.connect(), await busy.db.pool.connect()];

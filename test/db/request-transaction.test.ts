@@ -189,22 +189,26 @@ describe('runRequestQuery', () => {
         afterId: String(run * 3),
         limit: 2 + run,
       });
+    // On the connection the list ran on: the first pipelined one (one request at a time).
     const [plans] = await runRequestQuery(
       db,
       anyone,
       signal,
-      statement<{
-        generic: number;
-        custom: number;
-        jit: string;
-        workers: string;
-      }>(
-        'test_plans',
-        `select generic_plans::int as generic, custom_plans::int as custom,
-                current_setting('jit') as jit,
-                current_setting('max_parallel_workers_per_gather') as workers
-           from pg_prepared_statements where name = 'pgmcp_list_resources_page'`,
-      ),
+      {
+        ...statement<{
+          generic: number;
+          custom: number;
+          jit: string;
+          workers: string;
+        }>(
+          'test_plans',
+          `select generic_plans::int as generic, custom_plans::int as custom,
+                  current_setting('jit') as jit,
+                  current_setting('max_parallel_workers_per_gather') as workers
+             from pg_prepared_statements where name = 'pgmcp_list_resources_page'`,
+        ),
+        pipelined: true,
+      },
       {},
     );
     expect(plans).toEqual({ generic: 8, custom: 0, jit: 'off', workers: '0' });
@@ -407,5 +411,43 @@ describe('runRequestQuery', () => {
         {},
       ),
     ).rejects.toMatchObject({ key: 'TIMEOUT' });
+  });
+
+  it('keeps each pipelined transaction to its own role and claims, and an error to its own transaction', async () => {
+    // Many requests at once share the pipelined connections (db/request-pipeline.ts): their
+    // transactions follow one another on the wire without waiting, interleaved across roles.
+    const who = { ...WHO, name: 'test_who_pipelined', pipelined: true };
+    const failing = {
+      ...statement('test_fails_pipelined', 'select 1 / 0 as never'),
+      pipelined: true,
+    };
+    const callers = Array.from({ length: 120 }, (_, index) =>
+      index % 3 === 0
+        ? { role: READER, claims: { tenant: `t${index}` } }
+        : index % 3 === 1
+          ? { role: OUTSIDER, claims: { tenant: `t${index}` } }
+          : { role: READER, claims: { tenant: `t${index}` }, fails: true },
+    );
+    const answers = await Promise.all(
+      callers.map((caller) =>
+        caller.fails === true
+          ? runRequestQuery(db, caller, signal, failing, {}).then(
+              () => 'answered',
+              (error: unknown) => (error as ProtocolError).key,
+            )
+          : runRequestQuery(db, caller, signal, who, {}),
+      ),
+    );
+    callers.forEach((caller, index) => {
+      if (caller.fails === true) expect(answers[index]).not.toBe('answered');
+      else
+        expect(answers[index]).toEqual([
+          {
+            who: caller.role,
+            claims: JSON.stringify(caller.claims),
+            read_only: 'on',
+          },
+        ]);
+    });
   });
 });
