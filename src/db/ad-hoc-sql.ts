@@ -97,16 +97,19 @@ begin
     return next (select array_agg(value) from json_each_text(row_to_json(r)));
   end loop;
 end $f$;
-create function ${names.explain}(arguments text) returns json
+create function ${names.explain}(parameters text[]) returns json
 language plpgsql security definer as $f$
 declare plan json;
 begin
   ${guard}
-  execute 'EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE pgmcp_tool_statement' || arguments into plan;
+  -- The parameters become quoted literals here: nothing the caller passes is read as SQL.
+  execute 'EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE pgmcp_tool_statement' || coalesce(
+    '(' || (select string_agg(quote_nullable(value), ', ' order by n)
+              from unnest(parameters) with ordinality as p(value, n)) || ')', '') into plan;
   return plan;
 end $f$;
 revoke all on function ${names.fetch}(integer) from public;
-revoke all on function ${names.explain}(text) from public`;
+revoke all on function ${names.explain}(text[]) from public`;
 }
 
 /**
@@ -143,6 +146,18 @@ async function roleFunctions(
     await client.query(
       roleFunctionsSql(names, client.escapeLiteral(rows[0]?.owner ?? '')),
     );
+    // Default privileges (ALTER DEFAULT PRIVILEGES FOR ROLE … GRANT EXECUTE) may have granted them
+    // to others: only the role itself may run them.
+    const { rows: grantees } = await client.query<{ grantee: string }>(
+      `select distinct case a.grantee when 0 then 'public' else quote_ident(pg_get_userbyid(a.grantee)) end as grantee
+         from pg_proc p, aclexplode(p.proacl) a
+        where p.oid in (to_regprocedure($1), to_regprocedure($2)) and a.grantee <> p.proowner`,
+      [`${names.fetch}(integer)`, `${names.explain}(text[])`],
+    );
+    for (const { grantee } of grantees)
+      await client.query(
+        `revoke all on function ${names.fetch}(integer), ${names.explain}(text[]) from ${grantee}`,
+      );
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
@@ -161,20 +176,42 @@ async function dropRoleFunctions(
   const names = byRole.get(key);
   byRole.delete(key);
   if (names === undefined) return;
+  // The named statement that calls the fetch function goes with it.
+  const statement = fetchStatementName(names);
+  const parsed = parsedStatements(client);
+  if (parsed[statement] !== undefined) {
+    delete parsed[statement];
+    await client.query(`DEALLOCATE ${statement}`).catch(() => undefined);
+  }
   await client
     .query(
-      `BEGIN READ WRITE; select set_config('role', ${key === '' ? 'current_user' : client.escapeLiteral(key)}, true); drop function if exists ${names.fetch}(integer); drop function if exists ${names.explain}(text); COMMIT`,
+      `BEGIN READ WRITE; select set_config('role', ${key === '' ? 'current_user' : client.escapeLiteral(key)}, true); drop function if exists ${names.fetch}(integer); drop function if exists ${names.explain}(text[]); COMMIT`,
     )
     .catch(() => client.query('ROLLBACK').catch(() => undefined));
 }
 
+/** The named statement that calls a role's fetch function. */
+function fetchStatementName(names: RoleFunctions): string {
+  return names.fetch.replace('pg_temp.', '');
+}
+
+/** pg's table of the statements it has prepared on this connection (db/implicit-transaction.ts). */
+function parsedStatements(client: pg.PoolClient): Record<string, string> {
+  return (
+    (
+      client as unknown as {
+        connection?: { parsedStatements?: Record<string, string> };
+      }
+    ).connection?.parsedStatements ?? {}
+  );
+}
+
 /**
- * Whether `error` says the connection's functions for the role can no longer be used: a guard
- * found its owner renamed, or the functions are gone or no longer the role's to run (its name now
- * belongs to a new role). Errors about any other function, another role's included, are the
- * statement's own.
+ * Whether `error` may say the connection's functions for the role can no longer be used: a guard
+ * found its owner renamed, or the functions are gone or not the role's to run. Only a candidate:
+ * a statement can raise the same codes on purpose, so the catalog decides (functionsGone).
  */
-function staleFunctions(error: unknown, names: RoleFunctions): boolean {
+function maybeStale(error: unknown, names: RoleFunctions): boolean {
   const { code, message } = (error ?? {}) as {
     code?: unknown;
     message?: unknown;
@@ -185,6 +222,20 @@ function staleFunctions(error: unknown, names: RoleFunctions): boolean {
   return [names.fetch, names.explain].some((name) =>
     new RegExp(`\\b${name.replace('pg_temp.', '')}\\b`).test(message),
   );
+}
+
+/** Whether the role's fetch function is missing or owned by a role of another name now. */
+async function functionsGone(
+  client: pg.PoolClient,
+  names: RoleFunctions,
+  role: string | null,
+): Promise<boolean> {
+  const { rows } = await client.query<{ ours: boolean }>(
+    `select pg_get_userbyid(p.proowner) = coalesce($2, current_user::text) as ours
+       from pg_proc p where p.oid = to_regprocedure($1)`,
+    [`${names.fetch}(integer)`, role],
+  );
+  return rows[0]?.ours !== true;
 }
 
 const CURSOR = 'DECLARE pgmcp_tool_query NO SCROLL CURSOR FOR ';
@@ -202,7 +253,8 @@ export async function runReadOnlySql(
       return fetchInOneRoundTrip(session, principal, options);
     const { client, functions } = session;
     await beginReadOnly(session, principal, options);
-    await checkSchemas(client, options);
+    await checkSchemas(session, options);
+    session.prefixLength = CURSOR_LENGTH;
     await client.query(single(CURSOR + options.sql, [...options.params]));
     // Zero rows: the columns' names and types, without running the statement.
     const described = await client.query(
@@ -254,10 +306,11 @@ async function fetchInOneRoundTrip(
     { name: 'pgmcp_tool_rollback', text: 'ROLLBACK', values: [] },
     {
       name: 'pgmcp_tool_unlock',
-      text: 'select pg_advisory_unlock_all()',
+      text: `select pg_advisory_unlock_all(), c.* from (${PREPARED_COUNTS}) c`,
       values: [],
     },
   ]);
+  session.prefixLength = CURSOR_LENGTH;
   void client.query(transaction as unknown as pg.Submittable);
   let results;
   try {
@@ -267,6 +320,11 @@ async function fetchInOneRoundTrip(
     throw error;
   }
   session.ended = true;
+  // Counted after this pipeline's own statements were parsed, which pg's table now records.
+  session.tamperedWith = tampered(
+    client,
+    (results[6] ?? [])[0] as PreparedCounts | undefined,
+  );
   const fetched = (results[4] ?? []) as { row: (string | null)[] | null }[];
   return rowsOf(
     client,
@@ -300,22 +358,31 @@ export async function explainSql(
   return withToolConnection(db, principal, options, async (session) => {
     const { client } = session;
     await beginReadOnly(session, principal, options);
-    await checkSchemas(client, options);
+    await checkSchemas(session, options);
+    session.prefixLength = 'EXPLAIN (FORMAT TEXT) '.length;
     const text = await client.query<{ 'QUERY PLAN': string }>(
       single(`EXPLAIN (FORMAT TEXT) ${options.sql}`, [...options.params]),
     );
     const plan = options.analyze
       ? await explainAnalyzed(session, options)
-      : (
-          await client.query<{ 'QUERY PLAN': unknown }>(
-            single(`EXPLAIN (FORMAT JSON) ${options.sql}`, [...options.params]),
-          )
-        ).rows[0]?.['QUERY PLAN'];
+      : await explainJson(session, options);
     return {
       plan,
       text: text.rows.map((row) => row['QUERY PLAN']).join('\n'),
     };
   });
+}
+
+/** EXPLAIN (FORMAT JSON) of the caller's statement, without running it. */
+async function explainJson(
+  session: ToolSession,
+  options: AdHocSqlOptions,
+): Promise<unknown> {
+  session.prefixLength = 'EXPLAIN (FORMAT JSON) '.length;
+  const { rows } = await session.client.query<{ 'QUERY PLAN': unknown }>(
+    single(`EXPLAIN (FORMAT JSON) ${options.sql}`, [...options.params]),
+  );
+  return rows[0]?.['QUERY PLAN'];
 }
 
 /**
@@ -330,7 +397,8 @@ export async function tablesOfSql(
   return withToolConnection(db, principal, options, async (session) => {
     const { client } = session;
     await beginReadOnly(session, principal, options);
-    await checkSchemas(client, options);
+    await checkSchemas(session, options);
+    session.prefixLength = 'EXPLAIN (VERBOSE, FORMAT JSON) '.length;
     const { rows } = await client.query<{ 'QUERY PLAN': unknown }>(
       single(`EXPLAIN (VERBOSE, FORMAT JSON) ${options.sql}`, [
         ...options.params,
@@ -364,15 +432,14 @@ async function explainAnalyzed(
 ): Promise<unknown> {
   const { client, functions } = session;
   session.prepared = true;
+  session.prefixLength = 'PREPARE pgmcp_tool_statement AS '.length;
   await client.query(
     single(`PREPARE pgmcp_tool_statement AS ${options.sql}`, []),
   );
-  const literals = options.params.map((value) =>
-    value === null ? 'NULL' : client.escapeLiteral(value),
-  );
+  session.prefixLength = 'PREPARE pgmcp_tool_statement AS '.length;
   const { rows } = await client.query<{ plan: unknown }>(
     `select ${functions.explain}($1) as plan`,
-    [literals.length === 0 ? '' : `(${literals.join(', ')})`],
+    [[...options.params]],
   );
   return rows[0]?.plan;
 }
@@ -387,6 +454,10 @@ interface ToolSession {
   prepared: boolean;
   /** A pipeline whose new prepared statements may be half-made (an error on their first use). */
   halfParsed?: ImplicitTransaction;
+  /** What pgmcp put before the caller's text in the statement running now (error positions). */
+  prefixLength: number;
+  /** Why the connection cannot go back to the pool, found after the call ended. */
+  tamperedWith?: Error;
 }
 
 /**
@@ -426,37 +497,57 @@ async function withToolConnection<T>(
   const watch = watchCancel(client, options.cancellation ?? { aborted: false });
   try {
     for (let retried = false; ; retried = true) {
+      let functions;
+      try {
+        functions = await roleFunctions(client, principal.role);
+      } catch (error) {
+        // Its transaction may not have ended: the connection goes.
+        broken = error instanceof Error ? error : new Error(String(error));
+        throw error;
+      }
       session = {
         client,
-        functions: await roleFunctions(client, principal.role),
+        functions,
         ended: false,
         prepared: false,
+        prefixLength: 0,
       };
       try {
         return await work(session);
       } catch (error) {
-        if (retried || !staleFunctions(error, session.functions)) throw error;
+        if (retried || !maybeStale(error, functions)) throw error;
         const failed = await cleanUp(session);
-        if (failed !== undefined) throw failed;
         session.ended = true;
-        forgetRoleFunctions(client, principal.role);
+        if (failed !== undefined) {
+          broken = failed;
+          throw error;
+        }
+        if (!(await functionsGone(client, functions, principal.role)))
+          throw error;
+        await forgetRoleFunctions(client, principal.role);
       }
     }
   } catch (error) {
-    throw statementError(error);
+    throw statementError(error, session?.prefixLength ?? 0);
   } finally {
     // A cancel still on its way could hit the clean-up or the next request: wait for it first.
     if ((await watch.stop()) === false)
       broken = new Error('a cancel request could not be delivered');
+    else if (session?.tamperedWith !== undefined) broken = session.tamperedWith;
     else if (session !== undefined && !session.ended)
-      broken = await cleanUp(session);
+      broken ??= await cleanUp(session);
     client.release(broken);
   }
 }
 
-/** Forget this connection's functions for `role` (they are gone, or belong to someone else now). */
-function forgetRoleFunctions(client: pg.PoolClient, role: string | null): void {
-  roleFunctionsByConnection.get(client)?.byRole.delete(role ?? '');
+/** Forget this connection's functions for `role` (gone, or someone else's now), dropping what is left. */
+async function forgetRoleFunctions(
+  client: pg.PoolClient,
+  role: string | null,
+): Promise<void> {
+  const state = roleFunctionsByConnection.get(client);
+  if (state !== undefined)
+    await dropRoleFunctions(client, state.byRole, role ?? '');
 }
 
 /**
@@ -475,10 +566,39 @@ async function cleanUp(session: ToolSession): Promise<Error | undefined> {
         if ((error as { code?: string }).code !== '26000') throw error;
       });
     await session.halfParsed?.forgetPreparedStatements(client);
-    return undefined;
+    const { rows } = await client.query<PreparedCounts>(PREPARED_COUNTS);
+    return tampered(client, rows[0]);
   } catch (error) {
     return error instanceof Error ? error : new Error(String(error));
   }
+}
+
+/**
+ * The connection's prepared statements: made with SQL PREPARE, and through the protocol. pgmcp
+ * prepares none with SQL that outlives a call; a caller's function running dynamic SQL could
+ * (PREPARE and DEALLOCATE are allowed read-only and outlive ROLLBACK), to replace a statement
+ * pgmcp runs on this connection for the next request.
+ */
+const PREPARED_COUNTS = `select count(*) filter (where from_sql)::int as sql_prepared,
+       count(*) filter (where not from_sql)::int as protocol
+  from pg_prepared_statements`;
+
+interface PreparedCounts {
+  readonly sql_prepared: number;
+  readonly protocol: number;
+}
+
+/** Why the connection cannot be trusted after a caller's statement, or undefined when it can. */
+function tampered(
+  client: pg.PoolClient,
+  counts: PreparedCounts | undefined,
+): Error | undefined {
+  if (counts === undefined) return new Error('no prepared-statement count');
+  if (counts.sql_prepared > 0)
+    return new Error('a statement prepared with SQL outlived the call');
+  if (counts.protocol !== Object.keys(parsedStatements(client)).length)
+    return new Error("pgmcp's prepared statements changed during the call");
+  return undefined;
 }
 
 /**
@@ -486,10 +606,12 @@ async function cleanUp(session: ToolSession): Promise<Error | undefined> {
  * each scan's schema): PostgreSQL plans the statement, pgmcp only reads the plan.
  */
 async function checkSchemas(
-  client: pg.PoolClient,
+  session: ToolSession,
   options: AdHocSqlOptions,
 ): Promise<void> {
   if (options.schemas === null) return;
+  const { client } = session;
+  session.prefixLength = 'EXPLAIN (VERBOSE, FORMAT JSON) '.length;
   const { rows } = await client.query<{ 'QUERY PLAN': unknown }>(
     single(`EXPLAIN (VERBOSE, FORMAT JSON) ${options.sql}`, options.params),
   );
@@ -558,7 +680,7 @@ function searchPath(schemas: readonly string[]): string {
 }
 
 /** The caller's statement failed in PostgreSQL: its SQLSTATE and message, positions made its own. */
-function statementError(error: unknown): Error {
+function statementError(error: unknown, prefixLength: number): Error {
   if (error instanceof SqlStatementError || error instanceof ProtocolError)
     return error;
   const { code, message, position } = (error ?? {}) as {
@@ -579,6 +701,6 @@ function statementError(error: unknown): Error {
   return new SqlStatementError(
     code,
     typeof message === 'string' ? message : 'error',
-    Number.isFinite(at) && at > CURSOR_LENGTH ? at - CURSOR_LENGTH : undefined,
+    Number.isFinite(at) && at > prefixLength ? at - prefixLength : undefined,
   );
 }

@@ -64,7 +64,11 @@ export function writeAudit(
   return written;
 }
 
-/** Write what waits, a batch per transaction, until nothing does. */
+/**
+ * Write what waits, a batch per transaction, until nothing does. A batch PostgreSQL refuses (one
+ * entry with a NUL in its text fails them all) goes again one entry at a time, so only the entry
+ * at fault fails.
+ */
 async function drain(
   db: DatabaseHandle,
   queue: { waiting: Pending[]; writing: boolean },
@@ -72,18 +76,30 @@ async function drain(
   queue.writing = true;
   while (queue.waiting.length > 0) {
     const batch = queue.waiting.splice(0, BATCH);
-    try {
-      await writeBatch(
-        db,
-        batch.map((pending) => pending.entry),
-      );
-      for (const pending of batch) pending.settle();
-    } catch (error) {
-      const failure = error instanceof Error ? error : new Error(String(error));
-      for (const pending of batch) pending.settle(failure);
+    const failed = await written(db, batch);
+    if (failed === undefined || batch.length === 1) {
+      for (const pending of batch) pending.settle(failed);
+      continue;
     }
+    for (const pending of batch) pending.settle(await written(db, [pending]));
   }
   queue.writing = false;
+}
+
+/** Write `batch` in one transaction: undefined once committed, else why not. */
+async function written(
+  db: DatabaseHandle,
+  batch: readonly Pending[],
+): Promise<Error | undefined> {
+  try {
+    await writeBatch(
+      db,
+      batch.map((pending) => pending.entry),
+    );
+    return undefined;
+  } catch (error) {
+    return error instanceof Error ? error : new Error(String(error));
+  }
 }
 
 /** One transaction: pgmcp.write_audit for each entry, the columns sent as arrays. */

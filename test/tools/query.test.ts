@@ -22,6 +22,10 @@ beforeAll(async () => {
     create table if not exists tool_probe.writes (id int);
     create or replace function tool_probe.write_one() returns int volatile language sql
       as 'insert into tool_probe.writes values (1) returning 1';
+    create schema if not exists tool_probe_prepare;
+    create or replace function tool_probe_prepare.prepare_one() returns int language plpgsql
+      as $$ begin execute 'PREPARE tool_probe_left AS select 1'; return 1; end $$;
+    grant usage on schema tool_probe_prepare to support;
   `);
   support = await startTestServer({
     principal: { role: 'support', claims: { sub: 'query-test' } },
@@ -34,7 +38,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await support.close();
   await login.close();
-  await sql.query('drop schema tool_probe cascade');
+  await sql.query(
+    'drop schema tool_probe cascade; drop schema tool_probe_prepare cascade',
+  );
   await sql.end();
 });
 
@@ -240,6 +246,39 @@ describe('query', () => {
         sqlstate: '42P01',
       },
     ]);
+  });
+
+  it('does not let a statement leave a prepared statement on the connection for the next call', async () => {
+    // PREPARE through a function's dynamic SQL is allowed read-only and outlives ROLLBACK; such a
+    // statement could take the name of one pgmcp runs on that connection next.
+    const prepared = await query(support, {
+      sql: 'select tool_probe_prepare.prepare_one()',
+    });
+    expect(prepared['isError']).toBeUndefined();
+    const after = await query(support, {
+      sql: 'select count(*) from pg_prepared_statements where from_sql',
+    });
+    expect(after['structuredContent']).toMatchObject({ rows: [['0']] });
+  });
+
+  it("explain's function reads what it is given as values, never as SQL", async () => {
+    const found = await query(support, {
+      sql: `select p.proname::text from pg_proc p
+             where p.pronamespace = pg_my_temp_schema() and p.proname like 'pgmcp_tool_explain_%'
+               and pg_get_userbyid(p.proowner) = 'support'`,
+    });
+    const name = (found['structuredContent'] as { rows: string[][] })
+      .rows[0]?.[0];
+    expect(name).toMatch(/^pgmcp_tool_explain_\d+$/);
+    const injected = await query(support, {
+      sql: `select pg_temp.${name ?? 'missing'}(array['1); PREPARE tool_probe_injected AS select 1; select (''[]''']) `,
+    });
+    // Read as one quoted value: EXECUTE of a statement that does not exist, and nothing prepared.
+    expect(text(injected)).toContain('ERROR 26000:');
+    const after = await query(support, {
+      sql: "select count(*) from pg_prepared_statements where name = 'tool_probe_injected'",
+    });
+    expect(after['structuredContent']).toMatchObject({ rows: [['0']] });
   });
 
   it('keeps pgmcp.audit from request roles', async () => {

@@ -392,7 +392,7 @@ describe('legacy sessions', () => {
       expect((await read(ended)).result).toMatchObject({
         contents: [{ uri: 'notes:///legacy-checked/one', text: 'v1' }],
       });
-      expect(alone).not.toContain('pgmcp_find_legacy_session');
+      expect(alone).not.toContain('pgmcp_legacy_session_check');
     } finally {
       delete (pool as { query?: unknown }).query;
     }
