@@ -176,23 +176,11 @@ async function dropRoleFunctions(
   const names = byRole.get(key);
   byRole.delete(key);
   if (names === undefined) return;
-  // The named statement that calls the fetch function goes with it.
-  const statement = fetchStatementName(names);
-  const parsed = parsedStatements(client);
-  if (parsed[statement] !== undefined) {
-    delete parsed[statement];
-    await client.query(`DEALLOCATE ${statement}`).catch(() => undefined);
-  }
   await client
     .query(
       `BEGIN READ WRITE; select set_config('role', ${key === '' ? 'current_user' : client.escapeLiteral(key)}, true); drop function if exists ${names.fetch}(integer); drop function if exists ${names.explain}(text[]); COMMIT`,
     )
     .catch(() => client.query('ROLLBACK').catch(() => undefined));
-}
-
-/** The named statement that calls a role's fetch function. */
-function fetchStatementName(names: RoleFunctions): string {
-  return names.fetch.replace('pg_temp.', '');
 }
 
 /** pg's table of the statements it has prepared on this connection (db/implicit-transaction.ts). */
@@ -292,20 +280,19 @@ async function fetchInOneRoundTrip(
       text: "select set_config('role', coalesce($1, current_user), true), set_config('request.jwt.claims', $2, true)",
       values: [principal.role, JSON.stringify(principal.claims)],
     },
+    // From the caller's statement on, everything is the unnamed statement, parsed as it is sent:
+    // the caller's code (planning the cursor, fetching it) could replace a named statement with SQL
+    // PREPARE before the Bind that runs it, but never the unnamed one.
     { name: '', text: CURSOR + options.sql, values: [...options.params] },
+    { name: '', text: 'FETCH FORWARD 0 FROM pgmcp_tool_query', values: [] },
     {
-      name: 'pgmcp_tool_describe',
-      text: 'FETCH FORWARD 0 FROM pgmcp_tool_query',
-      values: [],
-    },
-    {
-      name: functions.fetch.replace('pg_temp.', ''),
+      name: '',
       text: `select ${functions.fetch}($1) as row`,
       values: [options.maxRows + 1],
     },
-    { name: 'pgmcp_tool_rollback', text: 'ROLLBACK', values: [] },
+    { name: '', text: 'ROLLBACK', values: [] },
     {
-      name: 'pgmcp_tool_unlock',
+      name: '',
       text: `select pg_advisory_unlock_all(), c.* from (${PREPARED_COUNTS}) c`,
       values: [],
     },

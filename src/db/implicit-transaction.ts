@@ -197,31 +197,33 @@ export class ImplicitTransaction extends PgQuery {
   submit(connection: WireConnection): void {
     this.#connection = connection;
     const pending = pendingParses(connection);
-    const parse = (statement: ImplicitStatement): void => {
-      if (statement.name === '')
-        connection.parse({ text: statement.text, name: '', types: [] });
-      else if (
-        connection.parsedStatements[statement.name] === undefined &&
-        !pending.has(statement.name)
-      ) {
-        connection.parse({
-          text: statement.text,
-          name: statement.name,
-          types: [],
-        });
-        pending.add(statement.name);
-        this.#parsing.push(statement.name);
-      }
-    };
+    // How each statement goes: bound by its name (parsed before), parsed under its name now, or
+    // parsed as the unnamed statement (a caller's SQL, or a name another transaction on the wire
+    // is still parsing: binding it would fail with that transaction's Parse).
+    const ways = this.statements.map((statement) => {
+      if (statement.name === '' || pending.has(statement.name))
+        return 'unnamed';
+      if (connection.parsedStatements[statement.name] !== undefined)
+        return 'named';
+      pending.add(statement.name);
+      this.#parsing.push(statement.name);
+      return 'parse';
+    });
+    const parse = (statement: ImplicitStatement, name: string): void =>
+      connection.parse({ text: statement.text, name, types: [] });
     connection.stream.cork?.();
     try {
       if (this.parseFirst)
-        for (const statement of this.statements)
-          if (statement.name !== '') parse(statement);
-      for (const statement of this.statements) {
-        if (!this.parseFirst || statement.name === '') parse(statement);
+        this.statements.forEach((statement, index) => {
+          if (ways[index] === 'parse') parse(statement, statement.name);
+        });
+      this.statements.forEach((statement, index) => {
+        const way = ways[index];
+        if (way === 'unnamed') parse(statement, '');
+        else if (way === 'parse' && !this.parseFirst)
+          parse(statement, statement.name);
         connection.bind({
-          statement: statement.name,
+          statement: way === 'unnamed' ? '' : statement.name,
           portal: '',
           values: [...statement.values],
           valueMapper: prepareValue,
@@ -231,7 +233,7 @@ export class ImplicitTransaction extends PgQuery {
         if (statement.textOutput !== true)
           connection.describe({ type: 'P', name: '' });
         connection.execute({ portal: '', rows: 0 });
-      }
+      });
       connection.sync();
     } finally {
       connection.stream.uncork?.();
@@ -307,6 +309,7 @@ export class ImplicitTransaction extends PgQuery {
     if (this.#settled) return;
     this.#settled = true;
     this.#reject(error);
+    this.#callback(error);
   }
 
   handleReadyForQuery(): void {
@@ -314,6 +317,16 @@ export class ImplicitTransaction extends PgQuery {
     this.#settled = true;
     this.#settleParses(true);
     this.#resolve(this.#rows);
+    this.#callback(null);
+  }
+
+  /**
+   * pg wraps a query's callback to clear its query_timeout timer (a DATABASE_URL may set one): left
+   * uncalled, the timer would fire after the transaction ended and destroy the connection.
+   */
+  #callback(error: unknown): void {
+    const { callback } = this as { callback?: (error: unknown) => void };
+    callback?.(error);
   }
 
   /** This transaction's Parse messages are answered: made (recorded in pg's table) or not known. */

@@ -153,6 +153,8 @@ function requestPipelines(
       connectionTimeoutMillis: config.connectionTimeoutMillis,
       application_name: 'pgmcp',
       options: config.options,
+      // Many requests wait on one socket: a peer gone silently (failover, NAT) is found by TCP.
+      keepAlive: true,
     },
     connections,
     options.onError,

@@ -41,22 +41,25 @@ export class RequestPipelines {
     for (const candidate of this.#slots)
       if (candidate.inFlight < slot.inFlight) slot = candidate;
     slot.inFlight += 1;
+    const connecting = this.#connected(slot);
     try {
-      const client = await this.#connected(slot);
+      const client = await connecting;
       void client.query(transaction as unknown as pg.Submittable);
       const rows = await transaction.result;
       return rows;
     } catch (error) {
-      // Which of its new prepared statements exist is unknown, and other transactions on the wire
-      // may rely on them: the connection goes (the slot reconnects on its next use).
-      if (transaction.unsafeToReuse) this.#drop(slot);
+      // Which of its new prepared statements exist is unknown: the connection goes (transactions
+      // behind it never bind a name still being parsed, so they are unaffected), and the slot
+      // reconnects on its next use. Only this connection: the slot may hold a newer one.
+      if (transaction.unsafeToReuse && slot.client === connecting)
+        this.#drop(slot);
       throw error;
     } finally {
       slot.inFlight -= 1;
     }
   }
 
-  /** Close every connection; transactions on the wire fail. */
+  /** Close every connection, once the transactions on the wire have been answered. */
   async close(): Promise<void> {
     this.#closed = true;
     await Promise.all(
@@ -81,10 +84,12 @@ export class RequestPipelines {
       ...this.config,
       pipeline: true,
     } as pg.ClientConfig);
-    // A lost connection fails what is on the wire (pg rejects each); the next use reconnects.
+    // A lost connection fails what is on the wire (pg rejects each); the next use reconnects. A
+    // client pg found in an impossible state keeps its socket open: end it.
     client.on('error', (error) => {
       this.onError('pipelined database connection failed', error);
       if (slot.client === connecting) slot.client = undefined;
+      client.end().catch(() => undefined);
     });
     client.on('end', () => {
       if (slot.client === connecting) slot.client = undefined;

@@ -25,6 +25,12 @@ beforeAll(async () => {
     create schema if not exists tool_probe_prepare;
     create or replace function tool_probe_prepare.prepare_one() returns int language plpgsql
       as $$ begin execute 'PREPARE tool_probe_left AS select 1'; return 1; end $$;
+    create or replace function tool_probe_prepare.hijack() returns int language plpgsql as $$
+    begin
+      begin execute 'DEALLOCATE pgmcp_tool_rollback'; exception when others then null; end;
+      execute 'PREPARE pgmcp_tool_rollback AS select 1 / 0';
+      return 1;
+    end $$;
     grant usage on schema tool_probe_prepare to support;
   `);
   support = await startTestServer({
@@ -259,6 +265,18 @@ describe('query', () => {
       sql: 'select count(*) from pg_prepared_statements where from_sql',
     });
     expect(after['structuredContent']).toMatchObject({ rows: [['0']] });
+  });
+
+  it('runs nothing a statement prepared under a name pgmcp uses after it in the same call', async () => {
+    // The caller's code runs while the cursor is planned and fetched; what pgmcp sends after that
+    // is parsed as it is sent, so a PREPAREd look-alike (here: one that fails) is never bound.
+    await query(support, { sql: 'select 1' });
+    const result = await query(support, {
+      sql: 'select tool_probe_prepare.hijack()',
+    });
+    expect(result['isError']).toBeUndefined();
+    expect(result['structuredContent']).toMatchObject({ rows: [['1']] });
+    await expectCleanConnection();
   });
 
   it("explain's function reads what it is given as values, never as SQL", async () => {
