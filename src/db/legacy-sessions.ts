@@ -1,6 +1,6 @@
 // Legacy (2025-11-25) HTTP sessions in pgmcp.legacy_sessions (migrations/0012), written by the
 // server's login through SECURITY DEFINER functions, so every replica on the database shares them.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Principal } from '../auth/index.js';
 import type { DatabaseHandle } from './pool.js';
 import type { LeadingStatement } from './request-transaction.js';
@@ -231,6 +231,9 @@ export interface LegacySessionCheck {
   result(): Promise<boolean>;
 }
 
+/** Session ids whose digest is kept; past this many the table starts afresh. */
+const ID_HASHES_KEPT = 10_000;
+
 /**
  * Keys are digests: the id's SHA-256 (a leaked table names no usable session) and the SHA-256 of
  * the role with the token's issuer and subject (a fresh token of the same caller keeps the session).
@@ -239,18 +242,32 @@ export function createLegacySessionStore(
   db: DatabaseHandle,
   limits: { readonly idleSeconds: number; readonly maxPerRole: number },
 ): LegacySessionStore {
-  const keys = (id: string, principal: Principal): LegacySessionKeys => ({
-    idHash: createHash('sha256').update(id).digest(),
-    principalHash: createHash('sha256')
-      .update(
+  // Every request of a session hashes the same id and principal: each digest is made once (the
+  // principal is the token cache's object for a token; ids are kept as the held sessions keep them).
+  const idHashes = new Map<string, Buffer>();
+  const principalHashes = new WeakMap<Principal, Buffer>();
+  const keys = (id: string, principal: Principal): LegacySessionKeys => {
+    let idHash = idHashes.get(id);
+    if (idHash === undefined) {
+      if (idHashes.size >= ID_HASHES_KEPT) idHashes.clear();
+      idHash = hash('sha256', id, 'buffer');
+      idHashes.set(id, idHash);
+    }
+    let principalHash = principalHashes.get(principal);
+    if (principalHash === undefined) {
+      principalHash = hash(
+        'sha256',
         JSON.stringify([
           principal.role,
           principal.claims['iss'] ?? null,
           principal.claims['sub'] ?? null,
         ]),
-      )
-      .digest(),
-  });
+        'buffer',
+      );
+      principalHashes.set(principal, principalHash);
+    }
+    return { idHash, principalHash };
+  };
   // Each request reads its session (a DELETE or expiry through any replica is seen at once) but
   // pushes the expiry back only when less than the idle time remains, to 1.5× the idle time ahead:
   // at most one UPDATE per half idle time per session, and a session always outlives its last

@@ -533,11 +533,15 @@ function toLegacyOutcome(outcome: DispatchOutcome): DispatchOutcome {
   if (outcome.kind !== 'response') return outcome;
   const response = outcome.response;
   if ('result' in response) {
-    const result =
+    const modern =
       response.result instanceof RawJson
         ? (JSON.parse(response.result.json) as Record<string, unknown>)
-        : { ...response.result };
-    for (const field of MODERN_ONLY_FIELDS) delete result[field];
+        : response.result;
+    // A new object without the 2026-only members (deleting them would leave V8 a slower object
+    // for the serializer to walk).
+    const result: Record<string, unknown> = {};
+    for (const key of Object.keys(modern))
+      if (!MODERN_ONLY_FIELDS.includes(key)) result[key] = modern[key];
     return { ...outcome, response: { ...response, result } };
   }
   return { ...outcome, ...legacyError(response, outcome.httpStatus) };
