@@ -314,8 +314,9 @@ describe('query on a connection several roles share', () => {
   const roles = ['qt_alpha', 'qt_beta', 'qt_gamma', 'qt_delta'];
 
   beforeAll(async () => {
+    await dropRoles();
     await sql.query(
-      `drop role if exists qt_gamma_old; drop role if exists qt_delta_old; ${roles.map((role) => `drop role if exists ${role}; create role ${role} nologin;`).join(' ')}`,
+      roles.map((role) => `create role ${role} nologin;`).join(' '),
     );
     shared = await startTestServer({
       poolSize: 1,
@@ -328,12 +329,24 @@ describe('query on a connection several roles share', () => {
   });
 
   afterAll(async () => {
-    // The roles own functions on the server's connection until it closes.
     await shared.close();
-    await sql.query(
-      `drop role if exists qt_gamma_old; drop role if exists qt_delta_old; ${roles.map((role) => `drop role if exists ${role};`).join(' ')}`,
-    );
+    await dropRoles();
   });
+
+  /**
+   * The roles own temporary functions on the server's connection, which outlive its close until
+   * the backend has exited: DROP OWNED first, as docs/tools.md tells operators.
+   */
+  async function dropRoles(): Promise<void> {
+    await sql.query(`do $$ declare r text; begin
+      foreach r in array array['${[...roles, 'qt_gamma_old', 'qt_delta_old'].join("','")}'] loop
+        if exists (select from pg_roles where rolname = r) then
+          execute format('drop owned by %I', r);
+          execute format('drop role %I', r);
+        end if;
+      end loop;
+    end $$`);
+  }
 
   async function queryAs(
     role: string,
