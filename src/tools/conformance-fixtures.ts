@@ -39,6 +39,54 @@ function constant(name: string, description: string, result: ToolResult): Tool {
   return fixture(name, description, () => Promise.resolve(result));
 }
 
+/**
+ * The suite's json-schema-2020-12 scenario lists this tool and checks that its inputSchema keeps
+ * the 2020-12 keywords (\$schema, \$defs with an \$anchor, allOf/anyOf, if/then/else,
+ * additionalProperties); the schema is the one the scenario describes.
+ */
+const JSON_SCHEMA_2020_12_INPUT = {
+  $schema: 'https://json-schema.org/draft/2020-12/schema',
+  type: 'object',
+  $defs: {
+    address: {
+      $anchor: 'addressDef',
+      type: 'object',
+      properties: { street: { type: 'string' }, city: { type: 'string' } },
+    },
+  },
+  properties: {
+    name: { type: 'string' },
+    address: { $ref: '#/$defs/address' },
+    contactMethod: { type: 'string', enum: ['phone', 'email'] },
+    phone: { type: 'string' },
+    email: { type: 'string' },
+  },
+  allOf: [{ anyOf: [{ required: ['phone'] }, { required: ['email'] }] }],
+  if: {
+    properties: { contactMethod: { const: 'phone' } },
+    required: ['contactMethod'],
+  },
+  then: { required: ['phone'] },
+  else: { required: ['email'] },
+  additionalProperties: false,
+};
+
+const JSON_SCHEMA_2020_12_TOOL: Tool = defineTool({
+  name: 'json_schema_2020_12_tool',
+  title: 'json_schema_2020_12_tool',
+  description:
+    'Takes a contact whose schema uses JSON Schema 2020-12 keywords; echoes its name.',
+  // The listed schema is the contract; zod checks only that the arguments are an object.
+  args: z.record(z.string(), z.unknown()),
+  inputSchema: JSON_SCHEMA_2020_12_INPUT,
+  call: (args) => {
+    const name = args['name'];
+    return Promise.resolve(
+      textResult(`contact: ${typeof name === 'string' ? name : ''}`),
+    );
+  },
+});
+
 /** The suite's fixture tools, in the order tools/list shows them. */
 export function conformanceFixtureTools(): Tool[] {
   const embedded = (uri: string, mimeType: string, text: string) => ({
@@ -46,6 +94,7 @@ export function conformanceFixtureTools(): Tool[] {
     resource: { uri, mimeType, text },
   });
   return [
+    JSON_SCHEMA_2020_12_TOOL,
     constant(
       'test_simple_text',
       'Returns a simple text response.',

@@ -40,7 +40,7 @@ export function createListToolsMethod(
         name: tool.name,
         title: tool.title,
         description: tool.description,
-        inputSchema: jsonSchemaOf(tool.args),
+        inputSchema: tool.inputSchema ?? jsonSchemaOf(tool.args),
         ...(tool.outputSchema === undefined
           ? {}
           : { outputSchema: tool.outputSchema }),

@@ -30,8 +30,13 @@ export interface Tool<TArgs = unknown> {
   readonly name: string;
   readonly title: string;
   readonly description: string;
-  /** Parses and validates `arguments`; also the source of `inputSchema`. */
+  /** Parses and validates `arguments`; also the source of `inputSchema`, unless that is given. */
   readonly args: z.ZodType<TArgs>;
+  /**
+   * The JSON Schema listed as `inputSchema` when it says more than zod can (2020-12 keywords such
+   * as `$defs`, `if`/`then`/`else`); `args` must accept what it describes.
+   */
+  readonly inputSchema?: Record<string, unknown>;
   /** The JSON Schema of `structuredContent`, when the tool returns one. */
   readonly outputSchema?: Record<string, unknown>;
   /**

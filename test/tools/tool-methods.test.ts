@@ -78,6 +78,21 @@ describe('tools/list', () => {
       });
   });
 
+  it('lists a schema with JSON Schema 2020-12 keywords as written, not as zod would rewrite it', async () => {
+    const { result } = await call(fixtures.url, 'tools/list');
+    const tool = (result?.['tools'] as Record<string, unknown>[]).find(
+      (candidate) => candidate['name'] === 'json_schema_2020_12_tool',
+    );
+    expect(tool?.['inputSchema']).toMatchObject({
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      $defs: { address: { $anchor: 'addressDef' } },
+      allOf: [{ anyOf: [{ required: ['phone'] }, { required: ['email'] }] }],
+      then: { required: ['phone'] },
+      else: { required: ['email'] },
+      additionalProperties: false,
+    });
+  });
+
   it('refuses a cursor, since the list has a single page', async () => {
     const { error } = await call(fixtures.url, 'tools/list', { cursor: 'x' });
     expect(error).toMatchObject({
