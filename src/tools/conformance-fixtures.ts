@@ -18,9 +18,11 @@ const PNG =
 /** A WAV of one silent 16-bit sample at 8 kHz. */
 const WAV = 'UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQIAAAAAAA==';
 
-const NO_ARGUMENTS = z.object({}).strict();
+/** A conformance fixture takes no arguments. */
+export const NO_ARGUMENTS = z.object({}).strict();
 
-function fixture(
+/** A fixture tool: no arguments, titled by its name. */
+export function fixture(
   name: string,
   description: string,
   call: Tool<Record<string, never>>['call'],

@@ -3,7 +3,6 @@
 // levels). Served only with the conformance seed's config, like the other fixtures. Built on the
 // same input-required machinery as a person's consent (protocol/ input-required.ts): capability
 // checks, answers checked per method, requestState signed and bound to the caller and the call.
-import { z } from 'zod';
 import { changeConformancePrompts, type DatabaseHandle } from '../db/index.js';
 import {
   clientCanAnswer,
@@ -18,12 +17,11 @@ import {
   type InputRequiredResult,
   type RequestContext,
 } from '../protocol/index.js';
+import { fixture, NO_ARGUMENTS } from './conformance-fixtures.js';
 import { defineTool, textResult, type Tool, type ToolResult } from './tool.js';
 
 /** The suite's prompt that asks for input (input-required-result-non-tool-request). */
 export const INPUT_FIXTURE_PROMPT = 'test_input_required_result_prompt';
-
-const NO_ARGUMENTS = z.object({}).strict();
 
 type Requests = Record<string, InputRequest>;
 type Answers = Record<string, unknown>;
@@ -81,7 +79,7 @@ function contentOf(answer: unknown, field: string): string {
   return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
-function fixture(
+function inputFixture(
   name: string,
   description: string,
   call: (
@@ -89,13 +87,9 @@ function fixture(
     input: InputParams,
   ) => ToolResult | InputRequiredResult,
 ): Tool {
-  return defineTool({
-    name,
-    title: name,
-    description,
-    args: NO_ARGUMENTS,
-    call: (_args, ctx, input) => Promise.resolve(call(ctx, input)),
-  });
+  return fixture(name, description, (_args, ctx, input) =>
+    Promise.resolve(call(ctx, input)),
+  );
 }
 
 /**
@@ -134,7 +128,7 @@ export function conformanceInputTools(
 /** One request each, no state (tampering could only make the call fail, spec §4.5). */
 function basicInputTools(): Tool[] {
   return [
-    fixture(
+    inputFixture(
       'test_input_required_result_elicitation',
       'Asks the person their name (form elicitation), then greets them.',
       (ctx, input) =>
@@ -142,7 +136,7 @@ function basicInputTools(): Tool[] {
           textResult(`Hello, ${contentOf(answers['user_name'], 'name')}!`),
         ),
     ),
-    fixture(
+    inputFixture(
       'test_input_required_result_sampling',
       'Asks the client’s model a question (sampling), then returns its answer.',
       (ctx, input) =>
@@ -156,7 +150,7 @@ function basicInputTools(): Tool[] {
             ),
         ),
     ),
-    fixture(
+    inputFixture(
       'test_input_required_result_list_roots',
       'Asks the client for its roots, then lists them.',
       (ctx, input) =>
@@ -170,12 +164,12 @@ function basicInputTools(): Tool[] {
 /** What server-stateless probes: capabilities, the request's own stream, log levels. */
 function probeTools(): Tool[] {
   return [
-    fixture(
+    inputFixture(
       'test_input_required_result_capabilities',
       'Asks the person (elicitation) or the client’s model (sampling), whichever the request declares.',
       (ctx, input) => askDeclared(ctx, input),
     ),
-    fixture(
+    inputFixture(
       'test_missing_capability',
       'Needs sampling: without it in the request’s clientCapabilities the call is -32021.',
       (ctx, input) =>
@@ -183,7 +177,7 @@ function probeTools(): Tool[] {
           textResult(`The model said: ${sampled(answers, 'answer')}`),
         ),
     ),
-    fixture(
+    inputFixture(
       'test_streaming_elicitation',
       'Needs elicitation: the question is an input_required result, never a request on the stream.',
       (ctx, input) =>
@@ -191,7 +185,7 @@ function probeTools(): Tool[] {
           textResult(`Hello, ${contentOf(answers['user_name'], 'name')}!`),
         ),
     ),
-    fixture(
+    inputFixture(
       'test_logging_tool',
       'Logs at info and warning: notifications/message only at or above the request’s logLevel.',
       (ctx) => {
@@ -225,7 +219,7 @@ function statefulInputTools(codec: RequestStateCodec): Tool[] {
     sign: (ctx, name, data) => codec.sign(ctx.principal, request(name), data),
   };
   const confirmed = (name: string, text: string) =>
-    fixture(
+    inputFixture(
       name,
       'Asks for a confirmation with a signed requestState.',
       (ctx, input) => {
@@ -259,7 +253,7 @@ function multipleInputs(states: FixtureStates): Tool {
     greeting: sampling('Generate a greeting', 50),
     client_roots: ROOTS,
   };
-  return fixture(
+  return inputFixture(
     name,
     'Asks the person, the client’s model and the client’s roots at once, with a requestState.',
     (ctx, input) => {
@@ -282,7 +276,7 @@ function multiRound(states: FixtureStates): Tool {
   const step2 = {
     step2: form('Step 2: What is your favorite color?', { color: 'string' }),
   };
-  return fixture(
+  return inputFixture(
     name,
     'Asks a name, then a colour, carrying the first answer in the signed requestState.',
     (ctx, input) => {
