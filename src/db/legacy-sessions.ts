@@ -73,14 +73,22 @@ export async function touchLegacySession(
     idleSeconds,
   ]);
   const row = rows[0];
-  return row === undefined
-    ? undefined
-    : {
-        protocolVersion: row.protocol_version,
-        clientInfo: row.client_info,
-        clientCapabilities: row.client_capabilities,
-        logLevel: row.log_level,
-      };
+  return row === undefined ? undefined : sessionRowOf(row);
+}
+
+/** A session row's columns as a LegacySessionRow. */
+function sessionRowOf(row: {
+  protocol_version: string;
+  client_info: unknown;
+  client_capabilities: unknown;
+  log_level: string | null;
+}): LegacySessionRow {
+  return {
+    protocolVersion: row.protocol_version,
+    clientInfo: row.client_info,
+    clientCapabilities: row.client_capabilities,
+    logLevel: row.log_level,
+  };
 }
 
 interface FoundRow {
@@ -109,13 +117,7 @@ function foundOf(rows: readonly unknown[]): Found | undefined {
   const row = rows[0] as FoundRow | undefined;
   return row === undefined
     ? undefined
-    : {
-        protocolVersion: row.protocol_version,
-        clientInfo: row.client_info,
-        clientCapabilities: row.client_capabilities,
-        logLevel: row.log_level,
-        renewDue: row.renew_due,
-      };
+    : { ...sessionRowOf(row), renewDue: row.renew_due };
 }
 
 /**
