@@ -44,6 +44,7 @@ import {
   searchIndexWriteFigures,
   storageFigures,
   writeFigures,
+  type WriteFigureOptions,
 } from './storage.js';
 import { startTokenIssuer, type TokenScheme } from './token-issuer.js';
 import { toolFigures } from './tools.js';
@@ -484,25 +485,21 @@ async function main(): Promise<void> {
   );
   // 0. What pgmcp keeps beside the table, then what keeping it costs single-row writers
   //    (bench/storage.ts). The writes end with the readers' keys rebuilt and vacuumed.
+  const writeOptions: WriteFigureOptions = {
+    url: database.url,
+    admin,
+    rounds: ROUNDS,
+    seconds: Math.max(1, Math.round(DURATION_MS / 1000)),
+    log: (line) => logger.info(line),
+  };
   if (runs('storage')) {
     results['storage'] = await storageFigures(admin);
-    results['writes_all_triggers'] = await writeFigures({
-      url: database.url,
-      admin,
-      rounds: ROUNDS,
-      seconds: Math.max(1, Math.round(DURATION_MS / 1000)),
-      log: (line) => logger.info(line),
-    });
+    results['writes_all_triggers'] = await writeFigures(writeOptions);
   }
   // 0b. What the search index adds to single-row writes (bench/storage.ts).
   if (runs('storage') || runs('writes_search_index'))
-    results['writes_search_index'] = await searchIndexWriteFigures({
-      url: database.url,
-      admin,
-      rounds: ROUNDS,
-      seconds: Math.max(1, Math.round(DURATION_MS / 1000)),
-      log: (line) => logger.info(line),
-    });
+    results['writes_search_index'] =
+      await searchIndexWriteFigures(writeOptions);
   await admin.end();
   const stats = rows[0] ?? { min: '1', max: '1', count: '0' };
   const minId = Number(stats.min);

@@ -125,19 +125,24 @@ async function tps(
   return Number(match[1]);
 }
 
+/** What the write figures need: the bench database, its admin client, rounds and their length. */
+export interface WriteFigureOptions {
+  readonly url: string;
+  readonly admin: pg.Client;
+  readonly rounds: number;
+  readonly seconds: number;
+  readonly log: (line: string) => void;
+}
+
 /**
  * Each workload `rounds` times: every user trigger on pgmcp.resources disabled, then enabled
  * (pgmcp's triggers: updated_at, change capture, the readers' keys, any later ones). Afterwards
  * the triggers are enabled, the inserted rows deleted and the keys rebuilt
  * (pgmcp.rebuild_resource_listings()), whatever happened.
  */
-export async function writeFigures(options: {
-  readonly url: string;
-  readonly admin: pg.Client;
-  readonly rounds: number;
-  readonly seconds: number;
-  readonly log: (line: string) => void;
-}): Promise<Record<string, WriteFigures>> {
+export async function writeFigures(
+  options: WriteFigureOptions,
+): Promise<Record<string, WriteFigures>> {
   const { admin } = options;
   const { rows } = await admin.query<{ max: string }>(
     `select max(id)::text as max from pgmcp.resources where uri like 'bench:///r/%'`,
@@ -194,13 +199,9 @@ export async function writeFigures(options: {
  * again (as it was) for every round with it. Afterwards the index exists and the inserted rows are
  * deleted, whatever happened.
  */
-export async function searchIndexWriteFigures(options: {
-  readonly url: string;
-  readonly admin: pg.Client;
-  readonly rounds: number;
-  readonly seconds: number;
-  readonly log: (line: string) => void;
-}): Promise<Record<string, WriteFigures>> {
+export async function searchIndexWriteFigures(
+  options: WriteFigureOptions,
+): Promise<Record<string, WriteFigures>> {
   const { admin } = options;
   const { rows } = await admin.query<{ max: string; ddl: string }>(
     `select (select max(id)::text from pgmcp.resources where uri like 'bench:///r/%') as max,
