@@ -241,7 +241,6 @@ export async function runReadOnlySql(
       return fetchInOneRoundTrip(session, principal, options);
     const { client, functions } = session;
     await beginReadOnly(session, principal, options);
-    await checkSchemas(session, options);
     session.prefixLength = CURSOR_LENGTH;
     await client.query(single(CURSOR + options.sql, [...options.params]));
     // Zero rows: the columns' names and types, without running the statement.
@@ -345,7 +344,6 @@ export async function explainSql(
   return withToolConnection(db, principal, options, async (session) => {
     const { client } = session;
     await beginReadOnly(session, principal, options);
-    await checkSchemas(session, options);
     session.prefixLength = 'EXPLAIN (FORMAT TEXT) '.length;
     const text = await client.query<{ 'QUERY PLAN': string }>(
       single(`EXPLAIN (FORMAT TEXT) ${options.sql}`, [...options.params]),
@@ -384,7 +382,6 @@ export async function tablesOfSql(
   return withToolConnection(db, principal, options, async (session) => {
     const { client } = session;
     await beginReadOnly(session, principal, options);
-    await checkSchemas(session, options);
     session.prefixLength = 'EXPLAIN (VERBOSE, FORMAT JSON) '.length;
     const { rows } = await client.query<{ 'QUERY PLAN': unknown }>(
       single(`EXPLAIN (VERBOSE, FORMAT JSON) ${options.sql}`, [
@@ -448,8 +445,8 @@ interface ToolSession {
 }
 
 /**
- * BEGIN, the role and claims (transaction-local), the search_path when schemas are named, then READ
- * ONLY for the rest, in one round trip.
+ * BEGIN READ ONLY, the role and claims (transaction-local) and the search_path when schemas are
+ * named, in one round trip; then, with schemas named, the statement's plan checked against them.
  */
 async function beginReadOnly(
   session: ToolSession,
@@ -464,6 +461,7 @@ async function beginReadOnly(
       `select set_config('role', ${principal.role === null ? 'current_user' : literal(principal.role)}, true), set_config('request.jwt.claims', ${literal(JSON.stringify(principal.claims))}, true)${options.schemas === null ? '' : `, set_config('search_path', ${literal(searchPath(options.schemas))}, true)`}`,
     ].join(';\n'),
   );
+  await checkSchemas(session, options);
 }
 
 /**
