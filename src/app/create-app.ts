@@ -54,7 +54,6 @@ import {
   createReadResourceMethod,
   readableUris,
   readContents,
-  searchableCollections,
   TTL_MS,
   RolePageMemo,
   type ListPage,
@@ -76,6 +75,7 @@ import {
   type Tool,
 } from '../tools/index.js';
 import { SERVER_INFO } from '../version.js';
+import { searchableCollections } from './searchable-collections.js';
 
 export interface AppOptions {
   readonly db: DatabaseHandle;

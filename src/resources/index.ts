@@ -12,7 +12,7 @@ export {
   readContents,
   type ReadDependencies,
 } from './read.js';
-export { catalogUri } from './catalog-uri.js';
+export { catalogUri, encodeRowKey, rowUri } from './catalog-uri.js';
 export { TTL_MS } from './cache-hints.js';
 export { isDirectoryUri, validateResourceUri } from './uri.js';
 export { parseUriTemplate, type UriTemplate } from './uri-template.js';
@@ -21,10 +21,9 @@ export { createCompleteMethod } from './completion.js';
 export {
   catalogSource,
   deliveredChanges,
-  searchableCollections,
+  isSensitiveTable,
   type CatalogSource,
   type DeliveredChange,
-  type SearchableRows,
 } from './rows.js';
 export {
   type CatalogScope,

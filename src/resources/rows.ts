@@ -94,47 +94,6 @@ export function isSensitiveTable(
   );
 }
 
-/** A collection the search tool matches, with how its rows are named. */
-export interface SearchableRows {
-  readonly db: DatabaseHandle;
-  readonly schema: string;
-  readonly table: string;
-  readonly columns: readonly string[];
-  readonly titleColumn: string | undefined;
-  readonly rowUri: (key: readonly string[]) => string;
-  readonly rowName: (key: readonly string[]) => string;
-}
-
-/**
- * The collections with searchable columns, in every database. Tables whose rows need a person's
- * consent are left out: search never shows a snippet of them.
- */
-export function searchableCollections(
-  sources: readonly CatalogSource[],
-): SearchableRows[] {
-  return sources.flatMap((source) =>
-    source.collections.flatMap(({ schema, table, searchable, titleColumn }) =>
-      searchable === undefined ||
-      searchable.length === 0 ||
-      isSensitiveTable(source, schema, table)
-        ? []
-        : [
-            {
-              db: source.db,
-              schema,
-              table,
-              columns: searchable,
-              titleColumn,
-              rowUri: (key: readonly string[]) =>
-                rowUri(source.name, schema, table, key),
-              rowName: (key: readonly string[]) =>
-                `${schema}.${table}/${encodeRowKey(key)}`,
-            },
-          ],
-    ),
-  );
-}
-
 export function findCollection(
   source: CatalogSource,
   schema: string,

@@ -25,4 +25,8 @@ export { createFetchTool, type ReadResource } from './fetch-tool.js';
 export { createQueryTool } from './query-tool.js';
 export { createExplainTool } from './explain-tool.js';
 export { type SqlToolDependencies } from './sql-audit.js';
-export { createSearchTool, type SearchDependencies } from './search-tool.js';
+export {
+  createSearchTool,
+  type SearchableCollection,
+  type SearchDependencies,
+} from './search-tool.js';
