@@ -9,23 +9,21 @@ import { rowUri } from '../../src/resources/catalog-uri.js';
 import {
   call,
   listenFresh,
-  META,
   startTestServer,
   testDatabaseUrl,
   type ListenStream,
   type TestServer,
 } from '../setup/harness.js';
-import { migrateDatabase } from '../setup/migrate-database.js';
-import { recreateDatabase } from '../setup/recreate-database.js';
+import {
+  createPayrollDatabase,
+  ELICITATION,
+  HANDBOOK,
+  payrollServerOptions,
+  SALARIES,
+} from '../setup/payroll-fixture.js';
 
 const DATABASE = 'pgmcp_consent_listen_test';
 const ROLE = 'pgmcp_consent_listen';
-const SALARIES = 'file:///hr/salaries.md';
-const HANDBOOK = 'file:///hr/handbook.md';
-const ELICITATION = {
-  ...META,
-  'io.modelcontextprotocol/clientCapabilities': { elicitation: {} },
-};
 /** PGMCP_CONSENT_MINUTES's default. */
 const EXPIRY_MS = 10 * 60_000;
 const PAY_ROW = rowUri(DATABASE, 'payroll', 'pay', ['1']);
@@ -39,41 +37,19 @@ let bob: TestServer;
 const streams: ListenStream[] = [];
 
 beforeAll(async () => {
-  databaseUrl = await recreateDatabase(testDatabaseUrl(), DATABASE);
-  await migrateDatabase(databaseUrl, async (admin) => {
-    await admin.query(
-      `do $$ begin if not exists (select from pg_roles where rolname = '${ROLE}') then create role ${ROLE} nologin; end if; end $$`,
-    );
-    await admin.query(`
-      insert into pgmcp.resources (uri, name, text, readers, sensitive) values
-        ('${SALARIES}', 'salaries.md', 'Ada: 100', '{${ROLE}}', true),
-        ('${HANDBOOK}', 'handbook.md', 'Be kind', '{${ROLE}}', false);
-      create schema payroll;
-      create table payroll.pay (id int primary key, amount int);
-      insert into payroll.pay values (1, 100);
-      grant usage on schema payroll to ${ROLE};
-      grant select on payroll.pay to ${ROLE};
-      select pgmcp.expose_table('payroll.pay');
-    `);
-  });
+  databaseUrl = await createPayrollDatabase(
+    testDatabaseUrl(),
+    DATABASE,
+    [ROLE],
+    [ROLE],
+  );
   sql = new pg.Client({ connectionString: databaseUrl });
   await sql.connect();
   const options = (person: string) => ({
-    databaseUrl,
-    principal: { role: ROLE, claims: { sub: person } },
-    collections: [
-      {
-        database: undefined,
-        schema: 'payroll',
-        table: 'pay',
-        list: false,
-        titleColumn: undefined,
-      },
-    ],
-    sensitive: [
-      { database: undefined, schema: 'payroll', table: 'pay', columns: null },
-    ],
-    catalogScope: { include: ['payroll'], exclude: [] },
+    ...payrollServerOptions(databaseUrl, {
+      role: ROLE,
+      claims: { sub: person },
+    }),
     live: {},
     now: () => Date.now() + skew,
   });

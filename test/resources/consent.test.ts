@@ -19,20 +19,19 @@ import {
   walkList,
   type TestServer,
 } from '../setup/harness.js';
-import { migrateDatabase } from '../setup/migrate-database.js';
-import { recreateDatabase } from '../setup/recreate-database.js';
+import {
+  createPayrollDatabase,
+  ELICITATION,
+  HANDBOOK,
+  payrollServerOptions,
+  SALARIES,
+} from '../setup/payroll-fixture.js';
 import { assertValidResponse } from '../setup/spec-schema.js';
 import { startStdioChild, type StdioChild } from '../setup/stdio-child.js';
 
 const DATABASE = 'pgmcp_consent_test';
 const ROLE_A = 'pgmcp_consent_a';
 const ROLE_B = 'pgmcp_consent_b';
-const SALARIES = 'file:///hr/salaries.md';
-const HANDBOOK = 'file:///hr/handbook.md';
-const ELICITATION = {
-  ...META,
-  'io.modelcontextprotocol/clientCapabilities': { elicitation: {} },
-};
 
 let databaseUrl: string;
 let sql: pg.Client;
@@ -41,44 +40,19 @@ let serverB: TestServer;
 const children: StdioChild[] = [];
 
 beforeAll(async () => {
-  databaseUrl = await recreateDatabase(testDatabaseUrl(), DATABASE);
-  await migrateDatabase(databaseUrl, async (admin) => {
-    for (const role of [ROLE_A, ROLE_B])
-      await admin.query(
-        `do $$ begin if not exists (select from pg_roles where rolname = '${role}') then create role ${role} nologin; end if; end $$`,
-      );
-    await admin.query(`
-      insert into pgmcp.resources (uri, name, text, readers, sensitive) values
-        ('file:///hr/', 'hr', 'HR', '{${ROLE_A},${ROLE_B}}', false),
-        ('${SALARIES}', 'salaries.md', 'Ada: 100', '{${ROLE_A},${ROLE_B}}', true),
-        ('${HANDBOOK}', 'handbook.md', 'Be kind', '{${ROLE_A},${ROLE_B}}', false);
-      create schema payroll;
-      create table payroll.pay (id int primary key, amount int);
-      insert into payroll.pay values (1, 100);
-      grant usage on schema payroll to ${ROLE_A};
-      grant select on payroll.pay to ${ROLE_A};
-      select pgmcp.expose_table('payroll.pay');
-    `);
-  });
+  databaseUrl = await createPayrollDatabase(
+    testDatabaseUrl(),
+    DATABASE,
+    [ROLE_A, ROLE_B],
+    [ROLE_A],
+  );
   sql = new pg.Client({ connectionString: databaseUrl });
   await sql.connect();
-  const options = (role: string) => ({
-    databaseUrl,
-    principal: { role, claims: { sub: `${role}-person` } },
-    collections: [
-      {
-        database: undefined,
-        schema: 'payroll',
-        table: 'pay',
-        list: false,
-        titleColumn: undefined,
-      },
-    ],
-    sensitive: [
-      { database: undefined, schema: 'payroll', table: 'pay', columns: null },
-    ],
-    catalogScope: { include: ['payroll'], exclude: [] },
-  });
+  const options = (role: string) =>
+    payrollServerOptions(databaseUrl, {
+      role,
+      claims: { sub: `${role}-person` },
+    });
   serverA = await startTestServer(options(ROLE_A));
   serverB = await startTestServer(options(ROLE_B));
 });
