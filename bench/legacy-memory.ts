@@ -156,6 +156,7 @@ async function main(): Promise<void> {
       keepAliveMs: 15_000,
       maxPendingBytes: 1024 * 1024,
       stallTimeoutMs: 30_000,
+      listChangedIntervalMs: 1000,
       changeRetentionSeconds: 86_400,
       auditRetentionSeconds: 7_776_000,
       legacySessionIdleSeconds: 1800,

@@ -197,6 +197,7 @@ export function createApp(options: AppOptions): App {
     maxStreamsPerRole: options.live.maxStreamsPerRole,
     maxPendingBytes: options.live.maxPendingBytes,
     stallTimeoutMs: options.live.stallTimeoutMs,
+    listChangedIntervalMs: options.live.listChangedIntervalMs,
     log: (line) => options.logger.warn(line),
     // A sensitive resource's updates reach only a caller whose consent holds (docs/consent.md).
     consented: (principal, uri) => readDeps.consent.hasConsent(principal, uri),

@@ -96,6 +96,7 @@ function liveSettings(env: Env) {
     keepAliveMs: env['PGMCP_KEEPALIVE_MS'] ?? '15000',
     maxPendingBytes: env['PGMCP_MAX_PENDING_BYTES'] ?? String(1024 * 1024),
     stallTimeoutMs: env['PGMCP_STALL_TIMEOUT_MS'] ?? '30000',
+    listChangedIntervalMs: env['PGMCP_LIST_CHANGED_INTERVAL_MS'] ?? '1000',
     changeRetentionSeconds: env['PGMCP_CHANGE_RETENTION_SECONDS'] ?? '86400',
     auditRetentionSeconds: env['PGMCP_AUDIT_RETENTION_SECONDS'] ?? '7776000',
     legacySessionIdleSeconds:

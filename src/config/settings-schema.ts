@@ -100,6 +100,11 @@ export const SettingsSchema = z.object({
     keepAliveMs: integer('PGMCP_KEEPALIVE_MS', 1000, 3_600_000),
     maxPendingBytes: integer('PGMCP_MAX_PENDING_BYTES', 4096, 1024 ** 3),
     stallTimeoutMs: integer('PGMCP_STALL_TIMEOUT_MS', 100, 3_600_000),
+    listChangedIntervalMs: integer(
+      'PGMCP_LIST_CHANGED_INTERVAL_MS',
+      0,
+      3_600_000,
+    ),
     changeRetentionSeconds: integer(
       'PGMCP_CHANGE_RETENTION_SECONDS',
       60,

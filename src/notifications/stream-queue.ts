@@ -10,6 +10,13 @@ export interface QueueLimits {
   readonly maxPendingBytes: number;
   /** A stream that stays blocked (not draining) this long is ended as stalled. */
   readonly stallTimeoutMs: number;
+  /**
+   * Fewest ms between two list_changed notifications (of resources, of prompts) on one stream; one
+   * that falls due sooner is written when the interval has passed, repeats coalescing into it
+   * (0 or absent: no pacing). A busy database would otherwise send every stream one per commit,
+   * and every host that re-lists on it one resources/list per commit.
+   */
+  readonly listChangedIntervalMs?: number;
   readonly log: (line: string) => void;
 }
 
@@ -33,6 +40,11 @@ export class StreamQueue {
   readonly #pendingUris = new Set<string>();
   #pendingList = false;
   #pendingPromptsList = false;
+  /** When the last list_changed of each kind was written (performance.now), for the pacing. */
+  #listWrittenAt = -Infinity;
+  #promptsListWrittenAt = -Infinity;
+  /** Writes a paced list_changed when it falls due. */
+  #pacing: NodeJS.Timeout | undefined;
   #blockedSince: number | undefined;
   #ended = false;
   readonly #onEnd: (() => void)[] = [];
@@ -67,7 +79,7 @@ export class StreamQueue {
 
   /** Write what is pending; a client that leaves too much unread is ended as stalled at once. */
   deliver(limits: QueueLimits): void {
-    this.flush();
+    this.flush(limits);
     if (
       this.#blockedSince !== undefined &&
       (this.sink.pendingBytes > limits.maxPendingBytes ||
@@ -76,28 +88,47 @@ export class StreamQueue {
       this.#endStalled(Date.now(), limits);
   }
 
-  /** Write what is pending until the sink pushes back; the rest waits (and coalesces) for drain. */
-  flush(): void {
+  /**
+   * Write what is pending until the sink pushes back; the rest waits (and coalesces) for drain. A
+   * list_changed not yet due under the pacing waits for its timer.
+   */
+  flush(limits: QueueLimits): void {
     if (this.#ended || this.#blockedSince !== undefined) return;
+    const now = performance.now();
+    const interval = limits.listChangedIntervalMs ?? 0;
     let open = true;
+    let dueAt = Infinity;
     if (this.#pendingList) {
-      this.#pendingList = false;
-      open = this.sink.write(this.messages.listChanged());
+      if (now - this.#listWrittenAt >= interval) {
+        this.#pendingList = false;
+        this.#listWrittenAt = now;
+        open = this.sink.write(this.messages.listChanged());
+      } else dueAt = this.#listWrittenAt + interval;
     }
     if (open && this.#pendingPromptsList) {
-      this.#pendingPromptsList = false;
-      open = this.sink.write(this.messages.promptsListChanged());
+      if (now - this.#promptsListWrittenAt >= interval) {
+        this.#pendingPromptsList = false;
+        this.#promptsListWrittenAt = now;
+        open = this.sink.write(this.messages.promptsListChanged());
+      } else dueAt = Math.min(dueAt, this.#promptsListWrittenAt + interval);
     }
     for (const uriJson of this.#pendingUris) {
       if (!open) break;
       this.#pendingUris.delete(uriJson);
       open = this.sink.write(this.messages.updated(uriJson));
     }
+    if (dueAt !== Infinity && this.#pacing === undefined) {
+      this.#pacing = setTimeout(() => {
+        this.#pacing = undefined;
+        this.flush(limits);
+      }, dueAt - now);
+      this.#pacing.unref();
+    }
     if (!open) {
       this.#blockedSince = Date.now();
       this.sink.onDrain(() => {
         this.#blockedSince = undefined;
-        this.flush();
+        this.flush(limits);
       });
     }
   }
@@ -139,6 +170,7 @@ export class StreamQueue {
   markGone(): void {
     this.#ended = true;
     this.#pendingUris.clear();
+    clearTimeout(this.#pacing);
     for (const listener of this.#onEnd.splice(0)) listener();
   }
 

@@ -1,7 +1,7 @@
 // The fan-out's own rules, with an in-memory sink standing in for a client connection: one access
 // check per role per batch, coalescing while a client is slow, stalled clients ended, broadcasts
 // written in slices. (Delivery through Postgres, HTTP and stdio is covered in live.test.ts.)
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Principal } from '../../src/auth/index.js';
 import { ProtocolError } from '../../src/errors.js';
 import type { PublishedChange } from '../../src/notifications/index.js';
@@ -86,6 +86,7 @@ function setup(
     stallTimeoutMs: number;
     maxPendingBytes: number;
     sliceMs: number;
+    listChangedIntervalMs: number;
   }> = {},
 ) {
   const checks: string[] = [];
@@ -104,6 +105,7 @@ function setup(
     maxPendingBytes: options.maxPendingBytes ?? 1024 * 1024,
     stallTimeoutMs: options.stallTimeoutMs ?? 30_000,
     sliceMs: options.sliceMs,
+    listChangedIntervalMs: options.listChangedIntervalMs,
     log: () => undefined,
   });
   fanouts.push(fanout);
@@ -186,6 +188,33 @@ describe('the fan-out', () => {
       'notes:///a/1',
       'notes:///a/2',
     ]);
+  });
+
+  it('writes list_changed at once, then folds the ones due within the interval into one written when it has passed', async () => {
+    vi.useFakeTimers();
+    try {
+      const { open, publish } = setup({ listChangedIntervalMs: 1000 });
+      const sink = open('support', ['notes:///a/1'], true);
+      const lists = () =>
+        sink.written.filter((line) => line.includes('list_changed')).length;
+      await publish([change('notes:///a/2', 'created')]);
+      expect(lists()).toBe(1);
+      for (let i = 3; i < 8; i += 1)
+        await publish([change(`notes:///a/${i}`, 'created')]);
+      // Updates are never held back by the pacing.
+      await publish([change('notes:///a/1')]);
+      expect(sink.updates()).toEqual(['notes:///a/1']);
+      expect(lists()).toBe(1);
+      vi.advanceTimersByTime(999);
+      expect(lists()).toBe(1);
+      vi.advanceTimersByTime(1);
+      expect(lists()).toBe(2);
+      // Nothing changed since: nothing more is written.
+      vi.advanceTimersByTime(5000);
+      expect(lists()).toBe(2);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('keeps streams open and fails the batch (to be retried) when the pool is too busy to check access', async () => {

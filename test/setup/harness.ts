@@ -43,6 +43,7 @@ export const TEST_LIVE: Config['live'] = {
   keepAliveMs: 15_000,
   maxPendingBytes: 1024 * 1024,
   stallTimeoutMs: 30_000,
+  listChangedIntervalMs: 1000,
   changeRetentionSeconds: 86_400,
   auditRetentionSeconds: 86_400,
   legacySessionIdleSeconds: 1800,
