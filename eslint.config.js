@@ -6,7 +6,27 @@ import importX from 'eslint-plugin-import-x';
 import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
 import { boundaries } from './eslint.boundaries.js';
 
-/** Which src folders each folder may import (besides itself); `app/`, `server.ts` and the CLI are the roots. */
+/** Everything below the composition root: app/ may import all of it, and none of it imports upward. */
+const BELOW_APP = [
+  'errors.ts',
+  'log.ts',
+  'version.ts',
+  'auth',
+  'protocol',
+  'db',
+  'config',
+  'resources',
+  'tools',
+  'prompts',
+  'notifications',
+  'transport',
+];
+
+/**
+ * Which src folders and top-level files each may import (besides itself). The top, in order:
+ * main.ts runs cli/'s commands, which start server.ts or call open-database.ts; server.ts runs what
+ * app/ builds. Nothing below a name in this chain may import it, and nothing imports main.ts.
+ */
 const LAYERS = {
   'errors.ts': [],
   'version.ts': ['protocol'],
@@ -27,6 +47,11 @@ const LAYERS = {
     'version.ts',
   ],
   transport: ['errors.ts', 'auth', 'protocol', 'log.ts', 'version.ts'],
+  app: BELOW_APP,
+  'open-database.ts': ['errors.ts', 'log.ts', 'version.ts', 'config', 'db'],
+  'server.ts': [...BELOW_APP, 'app', 'open-database.ts'],
+  cli: [...BELOW_APP, 'app', 'open-database.ts', 'server.ts'],
+  'main.ts': [...BELOW_APP, 'app', 'open-database.ts', 'server.ts', 'cli'],
 };
 
 /** Each driver is imported by exactly one folder. */
@@ -40,11 +65,8 @@ const DRIVERS = {
   'pg-listen': 'notifications',
 };
 
-// app/ (the composition root) imports every layer and no layer imports it; others reach it by index.ts.
-const FOLDERS = [
-  ...Object.keys(LAYERS).filter((name) => !name.endsWith('.ts')),
-  'app',
-];
+// Every src folder, app/ and cli/ included: other folders and files reach it only by its index.ts.
+const FOLDERS = Object.keys(LAYERS).filter((name) => !name.endsWith('.ts'));
 
 export default tseslint.config(
   {

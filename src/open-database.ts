@@ -1,6 +1,7 @@
 // Opening pgmcp's databases for serve and the CLI: the configured one or the embedded PostgreSQL,
 // the pools on them, and the migrations and seeds applied through an administrative client.
 import path from 'node:path';
+// eslint-disable-next-line pgmcp/layers, pgmcp/folder-index -- known upward import: cli/ calls this file, so progress.ts belongs below cli/ (through cli/index.js it would be a cycle)
 import { createProgress } from './cli/progress.js';
 import {
   MIGRATIONS_DIRECTORY,

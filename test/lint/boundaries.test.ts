@@ -67,8 +67,81 @@ describe('pgmcp/layers', () => {
         filename: file('src/resources/example.ts'),
         options,
       },
+      // The top, in order: main.ts → cli/ → server.ts → open-database.ts, app/.
+      {
+        code: "import { COMMANDS } from './cli/index.js';",
+        filename: file('src/main.ts'),
+        options,
+      },
+      {
+        code: "import { startServer } from '../server.js';",
+        filename: file('src/cli/example.ts'),
+        options,
+      },
+      {
+        code: "import { openDatabase } from '../open-database.js';",
+        filename: file('src/cli/example.ts'),
+        options,
+      },
+      {
+        code: "import { createApp } from './app/index.js';",
+        filename: file('src/server.ts'),
+        options,
+      },
     ],
     invalid: [
+      {
+        code: "import { COMMANDS } from '../cli/index.js';",
+        filename: file('src/app/example.ts'),
+        options,
+        errors: [
+          {
+            messageId: 'upward',
+            data: {
+              from: 'app',
+              to: 'cli',
+              allowed:
+                'errors.ts, log.ts, version.ts, auth, protocol, db, config, resources, tools, prompts, notifications, transport',
+            },
+          },
+        ],
+      },
+      {
+        code: "import { COMMANDS } from '../cli/index.js';",
+        filename: file('src/db/example.ts'),
+        options,
+        errors: upward,
+      },
+      {
+        code: "import { COMMANDS } from './cli/index.js';",
+        filename: file('src/server.ts'),
+        options,
+        errors: upward,
+      },
+      {
+        code: "import { createProgress } from './cli/index.js';",
+        filename: file('src/open-database.ts'),
+        options,
+        errors: upward,
+      },
+      {
+        code: "import { startServer } from '../server.js';",
+        filename: file('src/app/example.ts'),
+        options,
+        errors: upward,
+      },
+      {
+        code: "import { openDatabase } from '../open-database.js';",
+        filename: file('src/resources/example.ts'),
+        options,
+        errors: upward,
+      },
+      {
+        code: "import { main } from '../main.js';",
+        filename: file('src/cli/example.ts'),
+        options,
+        errors: upward,
+      },
       {
         code: "import { readableUris } from '../resources/index.js';",
         filename: file('src/db/example.ts'),
@@ -143,6 +216,17 @@ describe('pgmcp/folder-index', () => {
         filename: file('src/example.ts'),
         options,
         errors: [{ messageId: 'deep' }],
+      },
+      {
+        code: "import { SERVE_COMMAND } from './cli/serve-command.js';",
+        filename: file('src/main.ts'),
+        options,
+        errors: [
+          {
+            messageId: 'deep',
+            data: { to: 'cli', specifier: './cli/serve-command.js' },
+          },
+        ],
       },
     ],
   });
@@ -231,6 +315,11 @@ describe('drivers, pool and SQL', () => {
     expect(
       await restrictions("import { readFile } from 'fs';", 'src/db/example.ts'),
     ).toEqual([match.stringContaining('Import node:fs (STYLE §6).')]);
+    expect(
+      await restrictions("import pg from 'pg';", 'src/cli/example.ts'),
+    ).toEqual([
+      match.stringContaining('pg is imported only in src/db/ (STYLE §1).'),
+    ]);
     expect(
       await restrictions("import pg from 'pg';", 'src/db/example.ts'),
     ).toEqual([]);
