@@ -1,7 +1,8 @@
 // Stored prompts (migrations/0015_create_prompts.sql) and what their templates render from: run as
 // the request role, so the prompts, notes and tags a role gets are those row-level security lets
 // it read.
-import type { PreparedQuery } from './prepared.js';
+import { sql } from 'kysely';
+import { builder, pipelined, prepare, type PreparedQuery } from './prepared.js';
 
 /** One stored prompt as prompts/list shows it; `arguments` is the column's JSON as text. */
 export interface PromptListingRow {
@@ -16,16 +17,24 @@ export interface PromptListingRow {
 export const LIST_PROMPTS_PAGE: PreparedQuery<
   { afterId: string; limit: number },
   PromptListingRow
-> = {
-  name: 'pgmcp_list_prompts_page',
-  text: `select id::text as id, name, title, description, arguments::text as arguments
-           from pgmcp.prompts
-          where id > $1::bigint
-          order by id
-          limit $2`,
-  values: (args) => [args.afterId, args.limit],
-  pipelined: true,
-};
+> = pipelined(
+  prepare(
+    'pgmcp_list_prompts_page',
+    (args: { afterId: string; limit: number }) =>
+      builder
+        .selectFrom('pgmcp.prompts')
+        .select((eb) => [
+          eb.cast<string>('id', 'text').as('id'),
+          'name',
+          'title',
+          'description',
+          eb.cast<string>('arguments', 'text').as('arguments'),
+        ])
+        .where('id', '>', args.afterId)
+        .orderBy('id')
+        .limit(args.limit),
+  ),
+);
 
 /** One prompt by name, when the role can read it; `arguments` and `messages` as JSON text. */
 export const GET_PROMPT: PreparedQuery<
@@ -36,14 +45,19 @@ export const GET_PROMPT: PreparedQuery<
     arguments: string;
     messages: string;
   }
-> = {
-  name: 'pgmcp_get_prompt',
-  text: `select name, description, arguments::text as arguments, messages::text as messages
-           from pgmcp.prompts
-          where name = $1`,
-  values: (args) => [args.name],
-  pipelined: true,
-};
+> = pipelined(
+  prepare('pgmcp_get_prompt', (args: { name: string }) =>
+    builder
+      .selectFrom('pgmcp.prompts')
+      .select((eb) => [
+        'name',
+        'description',
+        eb.cast<string>('arguments', 'text').as('arguments'),
+        eb.cast<string>('messages', 'text').as('messages'),
+      ])
+      .where('name', '=', args.name),
+  ),
+);
 
 /**
  * Up to `limit` stored resources the role can read that carry `tag`, in URI order (the GIN index
@@ -58,21 +72,23 @@ export const TAGGED_RESOURCES: PreparedQuery<
     description: string | null;
     mime_type: string | null;
   }
-> = {
-  name: 'pgmcp_tagged_resources',
-  text: `select uri, name, title, description, mime_type
-           from pgmcp.resources
-          where tags @> array[$1::text]
-          order by uri
-          limit $2`,
-  values: (args) => [args.tag, args.limit],
-};
+> = prepare('pgmcp_tagged_resources', (args: { tag: string; limit: number }) =>
+  builder
+    .selectFrom('pgmcp.resources')
+    .select(['uri', 'name', 'title', 'description', 'mime_type'])
+    // Kysely has no array constructor; containment (not = any) is what the GIN index serves.
+    .where('tags', '@>', sql<string[]>`array[${args.tag}::text]`)
+    .orderBy('uri')
+    .limit(args.limit),
+);
 
 /**
  * Distinct tags of the stored resources the role can read that start with `prefix`, in order, at
  * most `limit`. Reads every tag of the readable rows: completion is typed by a person, not run in
  * bulk.
  */
+// Raw SQL: the row source is unnest(r.tags) in a lateral join with a column alias list, t(tag),
+// which Kysely could carry only as an untyped fragment (docs/statements.md).
 export const RESOURCE_TAGS: PreparedQuery<
   { prefix: string; limit: number },
   { tag: string }

@@ -32,6 +32,20 @@ export interface ResourceTemplatesTable {
   updated_at: ColumnType<Date, Date | undefined, Date>;
 }
 
+export interface PromptsTable {
+  id: Generated<string>;
+  name: string;
+  title: string | null;
+  description: string | null;
+  // jsonb arrays (the table's checks); written as JSON text, since node-pg sends a JS array as a
+  // Postgres array literal.
+  arguments: ColumnType<unknown[], string | undefined, string>;
+  messages: ColumnType<unknown[], string, string>;
+  readers: string[];
+  created_at: ColumnType<Date, Date | undefined, never>;
+  updated_at: ColumnType<Date, Date | undefined, Date>;
+}
+
 export interface MigrationsTable {
   name: string;
   applied_at: ColumnType<Date, never, never>;
@@ -57,6 +71,7 @@ export interface ChangesTable {
 
 export interface Database {
   'pgmcp.changes': ChangesTable;
+  'pgmcp.prompts': PromptsTable;
   'pgmcp.resources': ResourcesTable;
   'pgmcp.resource_templates': ResourceTemplatesTable;
   'pgmcp.migrations': MigrationsTable;
