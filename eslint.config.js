@@ -24,8 +24,8 @@ const BELOW_APP = [
 
 /**
  * Which src folders and top-level files each may import (besides itself). The top, in order:
- * main.ts runs cli/'s commands, which start server.ts or call open-database.ts; server.ts runs what
- * app/ builds. Nothing below a name in this chain may import it, and nothing imports main.ts.
+ * main.ts runs cli/'s commands, which start server.ts or open databases through app/; server.ts runs
+ * what app/ builds. Nothing below a name in this chain may import it, and nothing imports main.ts.
  */
 const LAYERS = {
   'errors.ts': [],
@@ -48,10 +48,9 @@ const LAYERS = {
   ],
   transport: ['errors.ts', 'auth', 'protocol', 'log.ts', 'version.ts'],
   app: BELOW_APP,
-  'open-database.ts': ['errors.ts', 'log.ts', 'version.ts', 'config', 'db'],
-  'server.ts': [...BELOW_APP, 'app', 'open-database.ts'],
-  cli: [...BELOW_APP, 'app', 'open-database.ts', 'server.ts'],
-  'main.ts': [...BELOW_APP, 'app', 'open-database.ts', 'server.ts', 'cli'],
+  'server.ts': [...BELOW_APP, 'app'],
+  cli: [...BELOW_APP, 'app', 'server.ts'],
+  'main.ts': [...BELOW_APP, 'app', 'server.ts', 'cli'],
 };
 
 /** Each driver is imported by exactly one folder. */

@@ -21,8 +21,7 @@ import {
   type Run,
   type Workload,
 } from './load.js';
-import { createApp } from '../src/app/index.js';
-import { createProgress } from '../src/cli/progress.js';
+import { createApp, createProgress } from '../src/app/index.js';
 import {
   createDatabase,
   type DatabaseHandle,

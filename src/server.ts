@@ -1,36 +1,26 @@
-// Server lifecycle: open the databases (embedded or configured), migrate, seed, build the app
-// (app/ wires it), start the transports, and stop everything in order.
+// Server lifecycle, in order: open the databases, migrate and seed, build the app, start its change
+// feeds and transports; stop them in reverse. What each step does is app/'s.
 import {
   appOptions,
   createApp,
   createRoleDecisions,
   createSources,
-  signingSecretSettings,
+  openDatabase,
+  openMoreDatabases,
+  prepareDatabase,
+  refuseUnsafeLogin,
+  requestDatabase,
+  requireAuthentication,
   startChangeFeeds,
   startTransports,
   type App,
+  type OpenDatabase,
   type Transports,
 } from './app/index.js';
-import { jwtSecret, stateSecret } from './auth/index.js';
-import { redactConnectionString, type Config } from './config/index.js';
-import { ConfigError } from './errors.js';
-import {
-  AUTHENTICATOR_ROLE,
-  enableAuthenticatorLogin,
-  inspectRequestLogin,
-  withAdminClient,
-  type DatabaseHandle,
-  type RoleChecker,
-} from './db/index.js';
+import type { Config } from './config/index.js';
+import type { DatabaseHandle, RoleChecker } from './db/index.js';
 import type { Logger } from './log.js';
 import type { ChangeFeed } from './notifications/index.js';
-import {
-  configuredDatabase,
-  migrateDatabase,
-  openDatabase,
-  prepareDatabase,
-  type OpenDatabase,
-} from './open-database.js';
 
 export interface RunningServer {
   /** The HTTP endpoint, or undefined over stdio. */
@@ -53,7 +43,7 @@ export async function startServer(
   config: Config,
   logger: Logger,
 ): Promise<RunningServer> {
-  refuseMissingAuthentication(config);
+  requireAuthentication(config);
   const started: Started = {
     open: await openDatabase(config, logger),
     requestDb: undefined,
@@ -151,10 +141,7 @@ async function prepareApp(
     seed: config.seed,
     seedUnlessLoaded: open.embedded !== undefined ? 'demo' : undefined,
   });
-  const requestDb =
-    open.embedded === undefined
-      ? open.db
-      : await authenticatorDatabase(config, open, logger);
+  const requestDb = await requestDatabase(config, open, logger);
   started.requestDb = requestDb;
   if (serving && !config.stdio)
     await refuseUnsafeLogin(config, requestDb, logger);
@@ -197,86 +184,4 @@ async function abandon(started: Started): Promise<void> {
   if (started.requestDb !== undefined && started.requestDb !== started.open.db)
     await started.requestDb.close().catch(() => undefined);
   await started.open.close().catch(() => undefined);
-}
-
-/** HTTP needs a way to authenticate before anything starts (the embedded default makes a secret). */
-function refuseMissingAuthentication(config: Config): void {
-  if (
-    !config.stdio &&
-    config.auth.mode === 'jwt' &&
-    jwtSecret(signingSecretSettings(config)) === undefined &&
-    config.auth.jwksUrl === undefined
-  ) {
-    throw new ConfigError(
-      'HTTP requests need authentication: set PGMCP_JWT_SECRET (HS256, 32+ characters) or PGMCP_JWKS_URL (your identity provider), ' +
-        'or PGMCP_AUTH=none to serve every caller as one role (PGMCP_ROLE). See README "Authorization".',
-    );
-  }
-}
-
-/**
- * Each --database: a pool (pushed onto `opened` as it opens, for the caller to close), migrated
- * and checked like the main one. Only migrations: cursors are signed with the main database's secret.
- */
-async function openMoreDatabases(
-  config: Config,
-  opened: DatabaseHandle[],
-  logger: Logger,
-): Promise<{ name: string; db: DatabaseHandle }[]> {
-  const more = [];
-  for (const database of config.databases) {
-    const db = configuredDatabase(config, database.connectionString, logger);
-    opened.push(db);
-    logger.info(
-      `database ${database.name}: ${redactConnectionString(database.connectionString)}`,
-    );
-    if (config.migrate) await migrateDatabase(db, logger);
-    if (!config.stdio) await refuseUnsafeLogin(config, db, logger);
-    more.push({ name: database.name, db });
-  }
-  return more;
-}
-
-/**
- * The embedded default serves requests as pgmcp_authenticator (NOINHERIT, granted the demo roles),
- * never as the superuser that owns the cluster: row-level security applies to every request.
- */
-async function authenticatorDatabase(
-  config: Config,
-  open: OpenDatabase,
-  logger: Logger,
-): Promise<DatabaseHandle> {
-  const password = stateSecret(config.stateDirectory, 'authenticator-password');
-  await withAdminClient(open.db, (client) =>
-    enableAuthenticatorLogin(client, password),
-  );
-  const url = new URL(open.embedded?.connectionString ?? '');
-  url.username = AUTHENTICATOR_ROLE;
-  url.password = password;
-  logger.info(
-    `requests run as ${AUTHENTICATOR_ROLE} and the roles granted to it`,
-  );
-  return configuredDatabase(config, url.toString(), logger);
-}
-
-/** Superusers and table owners bypass row-level security: refuse to serve HTTP as one, unless told to. */
-async function refuseUnsafeLogin(
-  config: Config,
-  db: DatabaseHandle,
-  logger: Logger,
-): Promise<void> {
-  const facts = await inspectRequestLogin(db);
-  if (!facts.superuser && !facts.ownsResources) return;
-  const why = facts.superuser ? 'a superuser' : 'the owner of pgmcp.resources';
-  if (config.allowUnsafeLogin) {
-    logger.warn(
-      `serving HTTP as ${why}: row-level security does not apply to the login itself (--allow-unsafe-login)`,
-    );
-    return;
-  }
-  throw new ConfigError(
-    `refusing to serve HTTP while logged in as ${why}: PostgreSQL lets it bypass row-level security. ` +
-      `Log in as ${AUTHENTICATOR_ROLE} (README "Authorization": ALTER ROLE ${AUTHENTICATOR_ROLE} LOGIN PASSWORD '…', ` +
-      `then pgmcp role grant <role>), or pass --allow-unsafe-login if every caller may see everything.`,
-  );
 }

@@ -12,7 +12,7 @@ import {
 } from '../auth/index.js';
 import type { Config } from '../config/index.js';
 import { type RoleChecker } from '../db/index.js';
-import { ProtocolError } from '../errors.js';
+import { ConfigError, ProtocolError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { type HttpSecurity } from '../transport/index.js';
 
@@ -93,6 +93,20 @@ export function signingSecretSettings(config: Config): SigningSecretSettings {
     stateDirectory:
       config.database.mode === 'embedded' ? config.stateDirectory : undefined,
   };
+}
+
+/** HTTP needs a way to authenticate before anything starts (the embedded default makes a secret). */
+export function requireAuthentication(config: Config): void {
+  if (
+    !config.stdio &&
+    config.auth.mode === 'jwt' &&
+    jwtSecret(signingSecretSettings(config)) === undefined &&
+    config.auth.jwksUrl === undefined
+  )
+    throw new ConfigError(
+      'HTTP requests need authentication: set PGMCP_JWT_SECRET (HS256, 32+ characters) or PGMCP_JWKS_URL (your identity provider), ' +
+        'or PGMCP_AUTH=none to serve every caller as one role (PGMCP_ROLE). See README "Authorization".',
+    );
 }
 
 /** The audience tokens must carry, for the server listening on `port` (default: the configured one). */

@@ -1,10 +1,12 @@
-// Composition root: the only folder that wires modules together. From the config and the open
-// databases it builds the sources, the dispatcher (create-app.ts), authentication
-// (authenticate.ts), the change feeds and the transports (serving.ts); server.ts runs them in
-// order, and the CLI asks it for the token settings.
+// Composition root: the only folder that wires modules together. It opens the databases
+// (open-database.ts, request-databases.ts) and from the config and those databases builds the
+// sources, the dispatcher (create-app.ts), authentication (authenticate.ts), the change feeds and
+// the transports (serving.ts); server.ts runs them in order, and the CLI's commands open
+// databases and ask for the token settings here.
 export { createApp, type App, type AppOptions } from './create-app.js';
 export {
   createAuthenticate,
+  requireAuthentication,
   serverAudience,
   signingSecretSettings,
   type AuthenticateOptions,
@@ -18,3 +20,17 @@ export {
   type ServedDatabases,
   type Transports,
 } from './serving.js';
+export {
+  configuredDatabase,
+  migrateDatabase,
+  namedDatabase,
+  openDatabase,
+  prepareDatabase,
+  type OpenDatabase,
+} from './open-database.js';
+export {
+  openMoreDatabases,
+  refuseUnsafeLogin,
+  requestDatabase,
+} from './request-databases.js';
+export { createProgress } from './progress.js';

@@ -7,7 +7,7 @@ import {
 } from '../db/index.js';
 import { ConfigError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { namedDatabase, openDatabase } from '../open-database.js';
+import { namedDatabase, openDatabase } from '../app/index.js';
 import {
   UsageError,
   stringFlag,

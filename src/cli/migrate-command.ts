@@ -8,7 +8,7 @@ import {
   type DatabaseHandle,
 } from '../db/index.js';
 import type { Logger } from '../log.js';
-import { openDatabase, prepareDatabase } from '../open-database.js';
+import { openDatabase, prepareDatabase } from '../app/index.js';
 import { UsageError, type CliCommand, type ParsedFlags } from './flags.js';
 
 const HELP = `Usage: pgmcp migrate

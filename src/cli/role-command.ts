@@ -7,7 +7,7 @@ import {
   withAdminClient,
 } from '../db/index.js';
 import type { Logger } from '../log.js';
-import { openDatabase } from '../open-database.js';
+import { openDatabase } from '../app/index.js';
 import { UsageError, type CliCommand, type ParsedFlags } from './flags.js';
 
 const HELP = `Usage: pgmcp role grant <role>

@@ -2,7 +2,7 @@
 import { SEEDS_DIRECTORY, loadConfig } from '../config/index.js';
 import { listDatasets } from '../db/index.js';
 import type { Logger } from '../log.js';
-import { openDatabase, prepareDatabase } from '../open-database.js';
+import { openDatabase, prepareDatabase } from '../app/index.js';
 import { UsageError, type CliCommand, type ParsedFlags } from './flags.js';
 
 const HELP = `Usage: pgmcp seed <dataset>

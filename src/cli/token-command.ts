@@ -17,7 +17,7 @@ import {
 } from '../db/index.js';
 import { ConfigError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { openDatabase } from '../open-database.js';
+import { openDatabase } from '../app/index.js';
 import {
   UsageError,
   listFlag,

@@ -67,7 +67,7 @@ describe('pgmcp/layers', () => {
         filename: file('src/resources/example.ts'),
         options,
       },
-      // The top, in order: main.ts → cli/ → server.ts → open-database.ts, app/.
+      // The top, in order: main.ts → cli/ → server.ts → app/.
       {
         code: "import { COMMANDS } from './cli/index.js';",
         filename: file('src/main.ts'),
@@ -79,7 +79,7 @@ describe('pgmcp/layers', () => {
         options,
       },
       {
-        code: "import { openDatabase } from '../open-database.js';",
+        code: "import { openDatabase } from '../app/index.js';",
         filename: file('src/cli/example.ts'),
         options,
       },
@@ -119,8 +119,8 @@ describe('pgmcp/layers', () => {
         errors: upward,
       },
       {
-        code: "import { createProgress } from './cli/index.js';",
-        filename: file('src/open-database.ts'),
+        code: "import { createProgress } from '../cli/index.js';",
+        filename: file('src/app/open-database.ts'),
         options,
         errors: upward,
       },
@@ -131,7 +131,7 @@ describe('pgmcp/layers', () => {
         errors: upward,
       },
       {
-        code: "import { openDatabase } from '../open-database.js';",
+        code: "import { openDatabase } from '../app/index.js';",
         filename: file('src/resources/example.ts'),
         options,
         errors: upward,

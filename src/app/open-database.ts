@@ -1,14 +1,13 @@
 // Opening pgmcp's databases for serve and the CLI: the configured one or the embedded PostgreSQL,
 // the pools on them, and the migrations and seeds applied through an administrative client.
 import path from 'node:path';
-// eslint-disable-next-line pgmcp/layers, pgmcp/folder-index -- known upward import: cli/ calls this file, so progress.ts belongs below cli/ (through cli/index.js it would be a cycle)
-import { createProgress } from './cli/progress.js';
+import { createProgress } from './progress.js';
 import {
   MIGRATIONS_DIRECTORY,
   SEEDS_DIRECTORY,
   redactConnectionString,
   type Config,
-} from './config/index.js';
+} from '../config/index.js';
 import {
   createDatabase,
   loadSeed,
@@ -20,8 +19,8 @@ import {
   type AdminClient,
   type DatabaseHandle,
   type EmbeddedPostgres,
-} from './db/index.js';
-import type { Logger } from './log.js';
+} from '../db/index.js';
+import type { Logger } from '../log.js';
 
 /** An open database: the configured one, or the embedded one this process started. */
 export interface OpenDatabase {
