@@ -17,6 +17,7 @@ import { PROJECT_ROOT } from '../../src/version.js';
 import {
   startTestServer,
   testDatabaseUrl,
+  until,
   type TestServer,
 } from '../setup/harness.js';
 import { migrateDatabase } from '../setup/migrate-database.js';
@@ -26,17 +27,8 @@ let databaseUrl: string;
 let sql: pg.Client;
 let server: TestServer;
 
-async function waitUntil(
-  condition: () => boolean,
-  what: string,
-  timeoutMs = 15_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+/** How long each wait below may take before it fails the test. */
+const WAIT_MS = 15_000;
 
 /** Connect, list, read, subscribe; then a committed UPDATE must arrive as `updated`. */
 async function exercise(
@@ -67,7 +59,7 @@ async function exercise(
   await sql.query(`update pgmcp.resources set text = 'v2' where uri = $1`, [
     uri,
   ]);
-  await waitUntil(() => updated.includes(uri), `updated for ${uri}`);
+  await until(() => updated.includes(uri), WAIT_MS, `updated for ${uri}`);
 }
 
 /** 250 notes (three pages of 100), a text and a binary file in a directory. */
@@ -155,14 +147,14 @@ describe('@modelcontextprotocol/sdk 1.32.2 (2025-11-25)', () => {
       await exercise(client, 'notes:///v1-http/one', async () => {
         // The client opens its GET stream on its own after initialized; the session is a
         // subscriber of the fan-out once that stream is attached.
-        await waitUntil(() => server.fanout.size > 0, 'the GET stream');
+        await until(() => server.fanout.size > 0, WAIT_MS, 'the GET stream');
         await server.feed?.poll();
       });
     } finally {
       await transport.terminateSession();
       await client.close();
     }
-    await waitUntil(() => server.fanout.size === 0, 'the session to end');
+    await until(() => server.fanout.size === 0, WAIT_MS, 'the session to end');
   });
 
   it('over stdio: initialize, list, read, subscribe, and updated on stdout', async () => {
@@ -267,13 +259,14 @@ describe('@modelcontextprotocol/sdk 1.32.2 (2025-11-25)', () => {
     try {
       await client.subscribeResource({ uri: watched });
       await client.subscribeResource({ uri: sentinel });
-      await waitUntil(() => server.fanout.size > 0, 'the GET stream');
+      await until(() => server.fanout.size > 0, WAIT_MS, 'the GET stream');
       await server.feed?.poll();
       await sql.query(`update pgmcp.resources set text = 'u1' where uri = $1`, [
         watched,
       ]);
-      await waitUntil(
+      await until(
         () => updated.includes(watched),
+        WAIT_MS,
         `updated for ${watched}`,
       );
       await client.unsubscribeResource({ uri: watched });
@@ -286,8 +279,9 @@ describe('@modelcontextprotocol/sdk 1.32.2 (2025-11-25)', () => {
       await sql.query(`update pgmcp.resources set text = 'u2' where uri = $1`, [
         sentinel,
       ]);
-      await waitUntil(
+      await until(
         () => updated.includes(sentinel),
+        WAIT_MS,
         `updated for ${sentinel}`,
       );
       expect(updated.slice(heard)).toEqual([sentinel]);
@@ -295,7 +289,7 @@ describe('@modelcontextprotocol/sdk 1.32.2 (2025-11-25)', () => {
       await transport.terminateSession();
       await client.close();
     }
-    await waitUntil(() => server.fanout.size === 0, 'the session to end');
+    await until(() => server.fanout.size === 0, WAIT_MS, 'the session to end');
   });
 
   it('uses one session through two pgmcp processes on the same database, and ends it through either', async () => {

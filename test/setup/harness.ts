@@ -426,13 +426,14 @@ export async function listen(
     status: response.status,
     messages,
     ended,
-    waitFor: (predicate, timeoutMs = 10_000) =>
-      until(
-        () => Promise.resolve(predicate(messages)),
+    waitFor: async (predicate, timeoutMs = 10_000) => {
+      await until(
+        () => predicate(messages),
         timeoutMs,
         () =>
           `the listen stream's condition; got ${JSON.stringify(messages).slice(0, 2000)}`,
-      ),
+      );
+    },
     updated: () =>
       messages
         .filter(
@@ -473,19 +474,22 @@ export async function freePort(): Promise<number> {
 }
 
 /**
- * Poll `condition` every 50 ms until it holds; past `timeoutMs` the test fails naming `what` (a
- * function is called then, to describe the state at the time).
+ * Poll `check` every 50 ms until it returns something other than `false` or `undefined`, and resolve
+ * to that. Past `timeoutMs` the test fails with an error naming `what` (a function is called then,
+ * to describe the state at the time). This is the suite's one wait for a condition: no fixed sleeps.
  */
-export async function until(
-  condition: () => Promise<boolean>,
+export async function until<T>(
+  check: () => T | false | undefined | Promise<T | false | undefined>,
   timeoutMs: number,
   what: string | (() => string),
-): Promise<void> {
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
+  for (;;) {
+    const value = await check();
+    if (value !== false && value !== undefined) return value;
     if (Date.now() > deadline)
       throw new Error(
-        `timed out waiting for ${typeof what === 'string' ? what : what()}`,
+        `timed out after ${timeoutMs} ms waiting for ${typeof what === 'string' ? what : what()}`,
       );
     await new Promise((resolve) => setTimeout(resolve, 50));
   }

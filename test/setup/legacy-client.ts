@@ -187,13 +187,14 @@ export async function openSessionStream(
   return {
     status: response.status,
     messages,
-    waitFor: (predicate, timeoutMs = 10_000) =>
-      until(
-        () => Promise.resolve(predicate()),
+    waitFor: async (predicate, timeoutMs = 10_000) => {
+      await until(
+        predicate,
         timeoutMs,
         () =>
           `the session stream's condition; got ${JSON.stringify(messages).slice(0, 2000)}`,
-      ),
+      );
+    },
     updated: () =>
       messages
         .filter(

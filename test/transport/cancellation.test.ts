@@ -15,6 +15,7 @@ import {
   META,
   startTestServer,
   testDatabaseUrl,
+  until,
   type TestServer,
 } from '../setup/harness.js';
 import {
@@ -42,25 +43,9 @@ const children: StdioChild[] = [];
 const slowUri = () => rowUri(DATABASE, 'slow', 'items', ['1']);
 const quickUri = () => rowUri(DATABASE, 'slow', 'quick', ['1']);
 
-/** Poll until `check` holds; fail after `timeoutMs` (no fixed sleeps, no timed assertions). */
-async function until<T>(
-  what: string,
-  check: () => Promise<T | undefined>,
-  timeoutMs: number,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
 /** The pid of the pgmcp backend sleeping in the policy, once it is. */
 function sleepingBackend(): Promise<number> {
   return until(
-    'the slow statement to start',
     async () => {
       const { rows } = await sql.query<{ pid: number }>(
         `select pid from pg_stat_activity
@@ -70,6 +55,7 @@ function sleepingBackend(): Promise<number> {
       return rows[0]?.pid;
     },
     20_000,
+    'the slow statement to start',
   );
 }
 
@@ -80,7 +66,6 @@ function sleepingBackend(): Promise<number> {
  */
 async function idleAfterCancel(pid: number): Promise<void> {
   await until(
-    `backend ${pid} to go idle`,
     async () => {
       const { rows } = await sql.query<{ state: string }>(
         'select state from pg_stat_activity where pid = $1',
@@ -88,9 +73,10 @@ async function idleAfterCancel(pid: number): Promise<void> {
       );
       const state = rows[0]?.state;
       if (state === undefined) throw new Error(`backend ${pid} was closed`);
-      return state === 'idle' ? true : undefined;
+      return state === 'idle';
     },
     3000,
+    `backend ${pid} to go idle`,
   );
 }
 

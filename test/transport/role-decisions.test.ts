@@ -19,6 +19,7 @@ import {
   postRaw,
   startTestServer,
   testDatabaseUrl,
+  until,
   type TestServer,
 } from '../setup/harness.js';
 
@@ -215,12 +216,14 @@ describe('role decisions and the change feed', () => {
     await admin.query(
       `create function ${marker}() returns int language sql as 'select 1'`,
     );
-    const deadline = Date.now() + 10_000;
-    let status = await statusAs(server.url, fed);
-    while (status === 200 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      status = await statusAs(server.url, fed);
-    }
+    const status = await until(
+      async () => {
+        const current = await statusAs(server.url, fed);
+        return current === 200 ? undefined : current;
+      },
+      10_000,
+      `the decision that ${fed} may log in to be forgotten`,
+    );
     expect(status).toBe(403);
   });
 
