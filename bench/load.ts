@@ -175,29 +175,10 @@ type Build = (
 
 function builder(workload: Workload): Build {
   switch (workload.kind) {
-    case 'list': {
-      const cursors = createCursorCodec([workload.cursorSecret]);
-      return (i, caller) =>
-        request(caller, 'resources/list', {
-          cursor: cursors.encode({
-            c: 'resources',
-            k: [
-              String(
-                spreadId(i, workload.minId, workload.maxId, workload.pageSize),
-              ),
-            ],
-          }),
-        });
-    }
+    case 'list':
     case 'list-first':
-      return (_, caller) => request(caller, 'resources/list', {});
-    case 'list-after': {
-      const cursor = createCursorCodec([workload.cursorSecret]).encode({
-        c: 'resources',
-        k: [String(workload.afterId)],
-      });
-      return (_, caller) => request(caller, 'resources/list', { cursor });
-    }
+    case 'list-after':
+      return listBuilder(workload);
     case 'discover':
       return (_, caller) => request(caller, 'server/discover', {});
     case 'prompts-list':
@@ -234,6 +215,37 @@ function builder(workload: Workload): Build {
             params: [`bench:///r/${callerRow(i, caller, workload.rows)}`],
           },
         });
+  }
+}
+
+/** resources/list requests: spread keyset pages, the first page, or the page after one id. */
+function listBuilder(
+  workload: Extract<Workload, { kind: 'list' | 'list-first' | 'list-after' }>,
+): Build {
+  switch (workload.kind) {
+    case 'list': {
+      const cursors = createCursorCodec([workload.cursorSecret]);
+      return (i, caller) =>
+        request(caller, 'resources/list', {
+          cursor: cursors.encode({
+            c: 'resources',
+            k: [
+              String(
+                spreadId(i, workload.minId, workload.maxId, workload.pageSize),
+              ),
+            ],
+          }),
+        });
+    }
+    case 'list-first':
+      return (_, caller) => request(caller, 'resources/list', {});
+    case 'list-after': {
+      const cursor = createCursorCodec([workload.cursorSecret]).encode({
+        c: 'resources',
+        k: [String(workload.afterId)],
+      });
+      return (_, caller) => request(caller, 'resources/list', { cursor });
+    }
   }
 }
 
