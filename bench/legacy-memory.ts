@@ -6,13 +6,20 @@
 // of the clients together, so an upper bound on the server's share), and RSS per session.
 import http from 'node:http';
 import net from 'node:net';
-import { createApp } from '../src/app/index.js';
+import { createApp, type App } from '../src/app/index.js';
 import { LOGIN_PRINCIPAL } from '../src/auth/index.js';
 import { MIGRATIONS_DIRECTORY } from '../src/config/index.js';
-import { createDatabase, runMigrations } from '../src/db/index.js';
+import {
+  createDatabase,
+  type DatabaseHandle,
+  runMigrations,
+} from '../src/db/index.js';
 import { createLogger } from '../src/log.js';
 import { catalogSource } from '../src/resources/index.js';
-import { startHttpTransport } from '../src/transport/index.js';
+import {
+  type HttpTransport,
+  startHttpTransport,
+} from '../src/transport/index.js';
 import { recreateDatabase } from '../test/setup/recreate-database.js';
 
 const SESSIONS = Number(process.env['LEGACY_SESSIONS'] ?? 2000);
@@ -119,7 +126,8 @@ async function openSession(port: number, index: number): Promise<net.Socket> {
   return stream;
 }
 
-async function main(): Promise<void> {
+/** A fresh database on the bench's server, migrated, with one resource for each session. */
+async function seededDatabase(): Promise<DatabaseHandle> {
   const base =
     process.env['BENCH_DATABASE_URL'] ?? process.env['TEST_DATABASE_URL'];
   if (base === undefined || base === '')
@@ -139,6 +147,13 @@ async function main(): Promise<void> {
     [SESSIONS],
   );
   await admin.end();
+  return db;
+}
+
+/** pgmcp over HTTP with legacy sessions, caps raised to fit every session, as the login. */
+async function startServer(
+  db: DatabaseHandle,
+): Promise<{ app: App; server: HttpTransport }> {
   const logger = createLogger({
     stream: { write: () => true } as unknown as NodeJS.WritableStream,
   });
@@ -177,7 +192,14 @@ async function main(): Promise<void> {
     log: () => undefined,
     legacy: app.legacyHttp,
   });
-  const port = Number(new URL(server.url).port);
+  return { app, server };
+}
+
+/**
+ * Open the sessions and print the figure: memory after GC with all of them open, against after
+ * the first. Returns every session's stream, for the caller to close.
+ */
+async function measureSessions(port: number): Promise<net.Socket[]> {
   // Warm every path (and the pool) once, so the baseline already holds the code and caches.
   const warm = await openSession(port, 0);
   gc();
@@ -198,7 +220,14 @@ async function main(): Promise<void> {
       rssBytesPerSession: perSession('rss'),
     })}\n`,
   );
-  for (const socket of [warm, ...streams]) socket.destroy();
+  return [warm, ...streams];
+}
+
+async function main(): Promise<void> {
+  const db = await seededDatabase();
+  const { app, server } = await startServer(db);
+  const sockets = await measureSessions(Number(new URL(server.url).port));
+  for (const socket of sockets) socket.destroy();
   app.fanout.closeAll();
   agent.destroy();
   await server.close();
