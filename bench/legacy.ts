@@ -22,7 +22,11 @@ import type {
   Workload,
 } from './load.js';
 import { listenRequest } from './live.js';
-import { commitLatency, startClients } from './notify-latency.js';
+import {
+  commitLatency,
+  type SseClients,
+  startClients,
+} from './notify-latency.js';
 
 export interface LegacyBenchContext {
   readonly db: DatabaseHandle;
@@ -233,39 +237,8 @@ async function subscribers(
     );
     const authorization = (index: number): string =>
       (context.all[index % context.all.length] as LoadCaller).authorization;
-    const sessions = await inBatches(uris, 20, (_, index) =>
-      openSession(url, authorization(index)),
-    );
-    const { host, port } = new URL(url);
-    await clients.command({
-      cmd: 'open',
-      port: Number(port),
-      requests: sessions.map(
-        (session, index) =>
-          `GET /mcp HTTP/1.1\r\nHost: ${host}\r\nAccept: text/event-stream\r\n` +
-          `Authorization: ${authorization(index)}\r\nMcp-Session-Id: ${session}\r\n` +
-          `MCP-Protocol-Version: ${PROTOCOL_VERSION}\r\n\r\n`,
-      ),
-    });
-    await inBatches(uris, 20, async (uri, index) => {
-      const subscribed = await post(
-        url,
-        authorization(index),
-        {
-          jsonrpc: '2.0',
-          id: 2,
-          method: 'resources/subscribe',
-          params: { uri },
-        },
-        sessions[index],
-      );
-      if (!subscribed.text.includes('"result":{}'))
-        throw new Error(`resources/subscribe: ${subscribed.text}`);
-    });
-    if (app.fanout.size < SUBSCRIBERS)
-      throw new Error(
-        `${app.fanout.size} of ${SUBSCRIBERS} sessions hold a GET stream`,
-      );
+    const streams = { app, url, clients, uris, authorization };
+    await openSubscribedSessions(streams);
     const update = (uri: string) =>
       context.admin.query(
         'update pgmcp.resources set priority = random() where uri = $1',
@@ -273,16 +246,7 @@ async function subscribers(
       );
     const legacy = await commitLatency(clients, uris, update);
     // Context: the listen streams' figure on the same server in the same run.
-    await clients.command({ cmd: 'closeAll' });
-    while (app.fanout.size > 0)
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    await clients.command({
-      cmd: 'open',
-      port: Number(port),
-      requests: uris.map((uri, index) =>
-        listenRequest(Number(port), [uri], authorization(index)),
-      ),
-    });
+    await reopenAsListenStreams(streams);
     return {
       ...legacy,
       listenStreams: await commitLatency(clients, uris, update),
@@ -291,6 +255,74 @@ async function subscribers(
     clients.stop();
     await feed.stop();
   }
+}
+
+/** What the subscribers' figure opens: one stream per URI, on `url`, in `clients`. */
+interface SubscriberStreams {
+  readonly app: App;
+  readonly url: string;
+  readonly clients: SseClients;
+  readonly uris: readonly string[];
+  /** Stream i's Authorization header. */
+  readonly authorization: (index: number) => string;
+}
+
+/** A session per URI, its GET stream open in `clients`, subscribed to that URI. */
+async function openSubscribedSessions(
+  streams: SubscriberStreams,
+): Promise<void> {
+  const { app, url, clients, uris, authorization } = streams;
+  const sessions = await inBatches(uris, 20, (_, index) =>
+    openSession(url, authorization(index)),
+  );
+  const { host, port } = new URL(url);
+  await clients.command({
+    cmd: 'open',
+    port: Number(port),
+    requests: sessions.map(
+      (session, index) =>
+        `GET /mcp HTTP/1.1\r\nHost: ${host}\r\nAccept: text/event-stream\r\n` +
+        `Authorization: ${authorization(index)}\r\nMcp-Session-Id: ${session}\r\n` +
+        `MCP-Protocol-Version: ${PROTOCOL_VERSION}\r\n\r\n`,
+    ),
+  });
+  await inBatches(uris, 20, async (uri, index) => {
+    const subscribed = await post(
+      url,
+      authorization(index),
+      {
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'resources/subscribe',
+        params: { uri },
+      },
+      sessions[index],
+    );
+    if (!subscribed.text.includes('"result":{}'))
+      throw new Error(`resources/subscribe: ${subscribed.text}`);
+  });
+  if (app.fanout.size < SUBSCRIBERS)
+    throw new Error(
+      `${app.fanout.size} of ${SUBSCRIBERS} sessions hold a GET stream`,
+    );
+}
+
+/** Close the sessions' streams, then open a subscriptions/listen stream per URI instead. */
+async function reopenAsListenStreams(
+  streams: SubscriberStreams,
+): Promise<void> {
+  const { app, url, clients, uris, authorization } = streams;
+  const port = Number(new URL(url).port);
+  await clients.command({ cmd: 'closeAll' });
+  while (app.fanout.size > 0)
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  await clients.command({
+    cmd: 'open',
+    port,
+    requests: uris.map((uri, index) =>
+      listenRequest(port, [uri], authorization(index)),
+    ),
+  });
 }
 
 /**
