@@ -7,14 +7,18 @@ import http from 'node:http';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import type pg from 'pg';
-import { createApp } from '../src/app/index.js';
+import { createApp, type App } from '../src/app/index.js';
 import { loadConfig } from '../src/config/index.js';
 import type { DatabaseHandle } from '../src/db/index.js';
 import type { Logger } from '../src/log.js';
 import type { Dispatcher } from '../src/protocol/index.js';
 import type { HttpTransport } from '../src/transport/index.js';
 import { measure, type Run } from './load.js';
-import { commitLatency, startClients } from './notify-latency.js';
+import {
+  commitLatency,
+  type SseClients,
+  startClients,
+} from './notify-latency.js';
 
 export interface LiveBenchContext {
   readonly db: DatabaseHandle;
@@ -74,8 +78,52 @@ const median = (values: number[]): number =>
 export async function liveBenchmarks(
   context: LiveBenchContext,
 ): Promise<LiveBenchOutput> {
-  const { db, admin, logger } = context;
   const results: Record<string, unknown> = {};
+  const rig = await startRig(context);
+  try {
+    // 1. Commit → notification at the client with 1,000 open streams, each subscribed to its own
+    //    resource: 200 changes one after another, each heard by the one stream that asked.
+    const heapBefore = heapAfterGc();
+    results['notify_latency_1000_streams'] = await notifyLatency(rig);
+    // 2. Memory per idle stream: 10,000 more on one resource (11,000 open), the server's heap
+    //    (JS heap and external memory) after GC, against before any stream was open.
+    results['memory_per_idle_stream'] = await memoryPerIdleStream(
+      rig,
+      heapBefore,
+    );
+    // 3. One change to 10,000 streams vs a bare node:http SSE broadcast of the same size, with
+    //    resources/read running alongside ours (its p99 during the broadcasts is the third
+    //    figure). One after the other, not interleaved: both sides at once would need 20,000
+    //    sockets in this process, the usual open-file limit.
+    Object.assign(results, await broadcastFigures(context, rig));
+    // 4. Write throughput of single-row updates with the capture triggers vs without: one writer
+    //    (the target) and ten (context: concurrent writers that NOTIFY commit one at a time).
+    Object.assign(results, await captureWriteFigures(context, rig));
+  } finally {
+    rig.clients.stop();
+    rig.app.fanout.closeAll();
+    await rig.feed.stop();
+    await rig.server.close();
+  }
+  return { results };
+}
+
+/** What the live figures run against: pgmcp over HTTP with its change feed, and the SSE clients. */
+interface LiveRig {
+  readonly app: App;
+  readonly feed: Awaited<ReturnType<App['startChangePath']>>;
+  readonly server: HttpTransport;
+  readonly port: number;
+  readonly clients: SseClients;
+  /** Stream i's Authorization header: the tokens in turn. */
+  readonly authorization: (i: number) => string;
+  /** One single-row update, committed on its own. */
+  readonly update: (uri?: string) => Promise<unknown>;
+}
+
+/** An app with stream caps above 10,000, its change feed started, served; the SSE clients. */
+async function startRig(context: LiveBenchContext): Promise<LiveRig> {
+  const { db, admin, logger } = context;
   const silent = { ...logger, info: () => undefined, warn: () => undefined };
   const live = {
     ...loadConfig({}, {}).live,
@@ -95,186 +143,234 @@ export async function liveBenchmarks(
   const feed = await app.startChangePath({ log: (line) => logger.warn(line) });
   const server = await context.serve(app.dispatcher);
   const { authorizations } = context;
-  /** Stream i's Authorization header: the tokens in turn. */
-  const authorization = (i: number): string =>
-    authorizations[i % authorizations.length] as string;
-  const port = Number(new URL(server.url).port);
-  const clients = await startClients();
-  /** One single-row update, committed on its own. */
-  const update = (uri = URI) =>
-    admin.query(
-      `update pgmcp.resources set priority = random() where uri = $1`,
-      [uri],
-    );
-
-  try {
-    // 1. Commit → notification at the client with 1,000 open streams, each subscribed to its own
-    //    resource: 200 changes one after another, each heard by the one stream that asked.
-    const heapBefore = heapAfterGc();
-    const latencyUris = Array.from(
-      { length: 1000 },
-      (_, index) => `bench:///r/${1001 + index}`,
-    );
-    await clients.command({
-      cmd: 'open',
-      port,
-      requests: latencyUris.map((uri, i) =>
-        listenRequest(port, [uri], authorization(i)),
+  return {
+    app,
+    feed,
+    server,
+    port: Number(new URL(server.url).port),
+    clients: await startClients(),
+    authorization: (i) => authorizations[i % authorizations.length] as string,
+    update: (uri = URI) =>
+      admin.query(
+        `update pgmcp.resources set priority = random() where uri = $1`,
+        [uri],
       ),
-    });
-    results['notify_latency_1000_streams'] = await commitLatency(
-      clients,
-      latencyUris,
-      update,
-    );
+  };
+}
 
-    // 2. Memory per idle stream: 10,000 more on one resource (11,000 open), the server's heap
-    //    (JS heap and external memory) after GC, against before any stream was open.
-    await clients.command({ cmd: 'closeAll' });
-    while (app.fanout.size > 0)
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    await clients.command({
-      cmd: 'open',
-      port,
-      requests: Array.from({ length: 10_000 }, (_, i) =>
-        listenRequest(port, [URI], authorization(i)),
-      ),
-    });
-    const heapAfter = heapAfterGc();
-    const perStream = (heapAfter - heapBefore) / app.fanout.size;
-    results['memory_per_idle_stream'] = {
-      bytes: perStream,
-      streams: app.fanout.size,
-    };
+/** Wait until the server holds no stream. */
+async function streamsClosed(app: App): Promise<void> {
+  while (app.fanout.size > 0)
+    await new Promise((resolve) => setTimeout(resolve, 50));
+}
 
-    // 3. One change to 10,000 streams vs a bare node:http SSE broadcast of the same size, with
-    //    resources/read running alongside ours (its p99 during the broadcasts is the third
-    //    figure). One after the other, not interleaved: both sides at once would need 20,000
-    //    sockets in this process, the usual open-file limit.
-    const oursTimes: number[] = [];
-    const bareTimes: number[] = [];
-    const broadcasts = Math.max(5, context.rounds);
-    let reading = true;
-    const readRuns: Run[] = [];
-    const reads = (async () => {
-      while (reading) readRuns.push(await context.readLoad(server.url));
-    })();
-    for (let round = 0; round < broadcasts; round += 1) {
-      const start = performance.timeOrigin + performance.now();
-      await update();
-      const { times } = await clients.command<{ times: number[] }>({
-        cmd: 'expect',
-        events: 10_000,
-        timeoutMs: 10_000,
-      });
-      if (times.length < 10_000)
-        throw new Error(
-          `only ${times.length} of 10,000 streams heard the change`,
-        );
-      oursTimes.push(Math.max(...times) - start);
-      await new Promise((resolve) => setTimeout(resolve, 300));
-    }
-    reading = false;
-    await reads;
-    await clients.command({ cmd: 'closeAll' });
-    while (app.fanout.size > 0)
-      await new Promise((resolve) => setTimeout(resolve, 50));
+/** Figure 1: 1,000 streams, each on its own resource, and the commit → notification latency. */
+async function notifyLatency(rig: LiveRig): Promise<unknown> {
+  const { clients, port, authorization } = rig;
+  const latencyUris = Array.from(
+    { length: 1000 },
+    (_, index) => `bench:///r/${1001 + index}`,
+  );
+  await clients.command({
+    cmd: 'open',
+    port,
+    requests: latencyUris.map((uri, i) =>
+      listenRequest(port, [uri], authorization(i)),
+    ),
+  });
+  return commitLatency(clients, latencyUris, rig.update);
+}
 
-    const sample = `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"bench-listen"},"uri":"${URI}"}}`;
-    const bare = await startBareSse();
-    const barePort = Number(new URL(bare.url).port);
-    await clients.command({
-      cmd: 'open',
-      port: barePort,
-      requests: Array.from({ length: 10_000 }, (_, i) =>
-        listenRequest(barePort, [URI], authorization(i)),
-      ),
-    });
-    for (let round = 0; round < broadcasts; round += 1) {
-      const start = performance.timeOrigin + performance.now();
-      bare.broadcast(`data: ${sample}\n\n`);
-      const { times } = await clients.command<{ times: number[] }>({
-        cmd: 'expect',
-        events: 10_000,
-        timeoutMs: 10_000,
-      });
-      bareTimes.push(Math.max(...times) - start);
-      await new Promise((resolve) => setTimeout(resolve, 300));
-    }
-    await clients.command({ cmd: 'closeAll' });
-    await bare.close();
-    const ours = median(oursTimes);
-    const baseline = median(bareTimes);
-    results['fanout_10000_vs_bare_sse'] = {
+/** Figure 2: those closed, 10,000 streams on one resource (left open), bytes per stream. */
+async function memoryPerIdleStream(
+  rig: LiveRig,
+  heapBefore: number,
+): Promise<unknown> {
+  const { app, clients, port, authorization } = rig;
+  await clients.command({ cmd: 'closeAll' });
+  await streamsClosed(app);
+  await clients.command({
+    cmd: 'open',
+    port,
+    requests: Array.from({ length: 10_000 }, (_, i) =>
+      listenRequest(port, [URI], authorization(i)),
+    ),
+  });
+  const heapAfter = heapAfterGc();
+  const perStream = (heapAfter - heapBefore) / app.fanout.size;
+  return { bytes: perStream, streams: app.fanout.size };
+}
+
+/** Figure 3: ours, then the bare broadcast, `max(5, rounds)` times each; the read p99 beside ours. */
+async function broadcastFigures(
+  context: LiveBenchContext,
+  rig: LiveRig,
+): Promise<Record<string, unknown>> {
+  const broadcasts = Math.max(5, context.rounds);
+  const { oursTimes, readRuns } = await broadcastsOfOurs(
+    context,
+    rig,
+    broadcasts,
+  );
+  const bareTimes = await bareBroadcasts(rig, broadcasts);
+  const ours = median(oursTimes);
+  const baseline = median(bareTimes);
+  const readP99 = Math.max(...readRuns.map((run) => run.p99));
+  return {
+    fanout_10000_vs_bare_sse: {
       served: ours,
       baseline,
       ratio: ours / baseline,
       servedRounds: oursTimes,
       baselineRounds: bareTimes,
-    };
-    const readP99 = Math.max(...readRuns.map((run) => run.p99));
-    results['read_p99_during_broadcast'] = { p99: readP99, runs: readRuns };
+    },
+    read_p99_during_broadcast: { p99: readP99, runs: readRuns },
+  };
+}
 
-    // 4. Write throughput of single-row updates with the capture triggers vs without: one writer
-    //    (the target) and ten (context: concurrent writers that NOTIFY commit one at a time).
-    const toggle = (enable: boolean) =>
-      admin.query(
-        `alter table pgmcp.resources ${enable ? 'enable' : 'disable'} trigger resources_capture_updates`,
+/**
+ * One change to the 10,000 streams figure 2 left open, `broadcasts` times, with resources/read
+ * loads running meanwhile; then the streams closed.
+ */
+async function broadcastsOfOurs(
+  context: LiveBenchContext,
+  rig: LiveRig,
+  broadcasts: number,
+): Promise<{ oursTimes: number[]; readRuns: Run[] }> {
+  const { app, clients, server } = rig;
+  const oursTimes: number[] = [];
+  let reading = true;
+  const readRuns: Run[] = [];
+  const reads = (async () => {
+    while (reading) readRuns.push(await context.readLoad(server.url));
+  })();
+  for (let round = 0; round < broadcasts; round += 1) {
+    const start = performance.timeOrigin + performance.now();
+    await rig.update();
+    const { times } = await clients.command<{ times: number[] }>({
+      cmd: 'expect',
+      events: 10_000,
+      timeoutMs: 10_000,
+    });
+    if (times.length < 10_000)
+      throw new Error(
+        `only ${times.length} of 10,000 streams heard the change`,
       );
-    // The trigger's cost alone is the target: the change feed (which reads the log after each
-    // commit) is stopped first; the third row puts it back, as context.
-    await feed.stop();
-    const variants: { writers: number; feed: boolean }[] = [
-      { writers: 1, feed: false },
-      { writers: 10, feed: false },
-      { writers: 1, feed: true },
-    ];
-    for (const { writers, feed: withFeed } of variants) {
-      const running = withFeed
-        ? await app.startChangePath({ log: (line) => logger.warn(line) })
-        : undefined;
-      const writes = () =>
-        measure(writers, context.durationMs, 300, async (i) => {
-          await db.pool.query(
-            'begin read write; update pgmcp.resources set priority = random() where id = ' +
-              String(1 + ((i * 7919) % 1_000_000)) +
-              '; commit',
-          );
-        });
-      const ratios: number[] = [];
-      const withRuns: Run[] = [];
-      const withoutRuns: Run[] = [];
-      try {
-        for (let round = 0; round < context.rounds; round += 1) {
-          await toggle(false);
-          const without = await writes();
-          await toggle(true);
-          const withTriggers = await writes();
-          withoutRuns.push(without);
-          withRuns.push(withTriggers);
-          ratios.push(withTriggers.perSecond / without.perSecond);
-        }
-      } finally {
-        await toggle(true);
-        await running?.stop();
-      }
-      const writeRatio = median(ratios);
-      results[
-        `writes_with_capture_vs_without_${writers}${withFeed ? '_listening' : ''}`
-      ] = {
-        ratio: writeRatio,
-        rounds: ratios,
-        with: withRuns,
-        without: withoutRuns,
-      };
+    oursTimes.push(Math.max(...times) - start);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
+  reading = false;
+  await reads;
+  await clients.command({ cmd: 'closeAll' });
+  await streamsClosed(app);
+  return { oursTimes, readRuns };
+}
+
+/** The same event written to 10,000 streams of a bare node:http server, `broadcasts` times. */
+async function bareBroadcasts(
+  rig: LiveRig,
+  broadcasts: number,
+): Promise<number[]> {
+  const { clients, authorization } = rig;
+  const bareTimes: number[] = [];
+  const sample = `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"bench-listen"},"uri":"${URI}"}}`;
+  const bare = await startBareSse();
+  const barePort = Number(new URL(bare.url).port);
+  await clients.command({
+    cmd: 'open',
+    port: barePort,
+    requests: Array.from({ length: 10_000 }, (_, i) =>
+      listenRequest(barePort, [URI], authorization(i)),
+    ),
+  });
+  for (let round = 0; round < broadcasts; round += 1) {
+    const start = performance.timeOrigin + performance.now();
+    bare.broadcast(`data: ${sample}\n\n`);
+    const { times } = await clients.command<{ times: number[] }>({
+      cmd: 'expect',
+      events: 10_000,
+      timeoutMs: 10_000,
+    });
+    bareTimes.push(Math.max(...times) - start);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
+  await clients.command({ cmd: 'closeAll' });
+  await bare.close();
+  return bareTimes;
+}
+
+/** One variant of figure 4: how many writers, and whether the change feed runs meanwhile. */
+interface WriteVariant {
+  readonly writers: number;
+  readonly feed: boolean;
+}
+
+/** Figure 4, one entry per variant. */
+async function captureWriteFigures(
+  context: LiveBenchContext,
+  rig: LiveRig,
+): Promise<Record<string, unknown>> {
+  const results: Record<string, unknown> = {};
+  // The trigger's cost alone is the target: the change feed (which reads the log after each
+  // commit) is stopped first; the third row puts it back, as context.
+  await rig.feed.stop();
+  const variants: WriteVariant[] = [
+    { writers: 1, feed: false },
+    { writers: 10, feed: false },
+    { writers: 1, feed: true },
+  ];
+  for (const variant of variants)
+    results[
+      `writes_with_capture_vs_without_${variant.writers}${variant.feed ? '_listening' : ''}`
+    ] = await captureWrites(context, rig, variant);
+  return results;
+}
+
+/** Single-row updates without the capture trigger, then with it, alternated for the rounds. */
+async function captureWrites(
+  context: LiveBenchContext,
+  rig: LiveRig,
+  variant: WriteVariant,
+): Promise<unknown> {
+  const { db, admin, logger } = context;
+  const toggle = (enable: boolean) =>
+    admin.query(
+      `alter table pgmcp.resources ${enable ? 'enable' : 'disable'} trigger resources_capture_updates`,
+    );
+  const running = variant.feed
+    ? await rig.app.startChangePath({ log: (line) => logger.warn(line) })
+    : undefined;
+  const writes = () =>
+    measure(variant.writers, context.durationMs, 300, async (i) => {
+      await db.pool.query(
+        'begin read write; update pgmcp.resources set priority = random() where id = ' +
+          String(1 + ((i * 7919) % 1_000_000)) +
+          '; commit',
+      );
+    });
+  const ratios: number[] = [];
+  const withRuns: Run[] = [];
+  const withoutRuns: Run[] = [];
+  try {
+    for (let round = 0; round < context.rounds; round += 1) {
+      await toggle(false);
+      const without = await writes();
+      await toggle(true);
+      const withTriggers = await writes();
+      withoutRuns.push(without);
+      withRuns.push(withTriggers);
+      ratios.push(withTriggers.perSecond / without.perSecond);
     }
   } finally {
-    clients.stop();
-    app.fanout.closeAll();
-    await feed.stop();
-    await server.close();
+    await toggle(true);
+    await running?.stop();
   }
-  return { results };
+  return {
+    ratio: median(ratios),
+    rounds: ratios,
+    with: withRuns,
+    without: withoutRuns,
+  };
 }
 
 /** A bare node:http server holding SSE responses, with a broadcast that writes to each. */
