@@ -21,7 +21,7 @@ import {
   type Run,
   type Workload,
 } from './load.js';
-import { createApp, createProgress } from '../src/app/index.js';
+import { createApp, createProgress, type App } from '../src/app/index.js';
 import {
   createDatabase,
   type DatabaseHandle,
@@ -31,7 +31,7 @@ import {
   startEmbeddedPostgres,
 } from '../src/db/index.js';
 import { loadConfig } from '../src/config/index.js';
-import { createLogger } from '../src/log.js';
+import { createLogger, type Logger } from '../src/log.js';
 import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../src/config/index.js';
 import { catalogBenchmarks } from './catalog.js';
 import { legacyBenchmarks } from './legacy.js';
@@ -45,7 +45,11 @@ import {
   writeFigures,
   type WriteFigureOptions,
 } from './storage.js';
-import { startTokenIssuer, type TokenScheme } from './token-issuer.js';
+import {
+  startTokenIssuer,
+  type TokenIssuer,
+  type TokenScheme,
+} from './token-issuer.js';
 import { toolFigures } from './tools.js';
 import { PROJECT_ROOT, SERVER_INFO } from '../src/version.js';
 
@@ -269,20 +273,55 @@ interface RequestFiguresContext extends Callers {
   readonly results: Record<string, unknown>;
 }
 
-/** The request-path figures through pgmcp, with one token scheme. */
-async function requestFigures(context: RequestFiguresContext): Promise<void> {
-  const { db, minId, maxId, url, mix, readers, all, results } = context;
-  const listWorkload: Workload = {
+/** Keep a figure under its key and the token scheme. */
+type RecordFigure = (key: string, result: unknown) => void;
+
+/** resources/list's spread keyset pages over the stored ids, the cursors signed as pgmcp signs them. */
+function listWorkload(minId: number, maxId: number): Workload {
+  return {
     kind: 'list',
     minId,
     maxId,
     pageSize: PAGE_SIZE,
     cursorSecret: CURSOR_SECRET,
   };
-  const record = (key: string, result: Comparison): void => {
+}
+
+/** The request-path figures through pgmcp, with one token scheme. */
+async function requestFigures(context: RequestFiguresContext): Promise<void> {
+  const { db, url, mix, readers, results } = context;
+  const record: RecordFigure = (key, result) => {
     results[`${key}_${context.scheme}`] = result;
   };
+  await pageFigures(context, record);
+  await echoFigures(context, record);
+  await readFigures(context, record);
+  await roleFigures(context, record);
 
+  // 7. The tools: search, query, tools/list (bench/tools.ts).
+  await toolFigures({
+    url,
+    mix,
+    readers,
+    pointRead: RAW_POINT_READ,
+    rawPointReads: (concurrency, uri) =>
+      measure(concurrency, DURATION_MS, WARMUP_MS, async (i) => {
+        await db.pool.query(RAW_POINT_READ, [uri(i)]);
+      }),
+    load,
+    compare,
+    startEcho: () => startBareServer((body) => body),
+    runs,
+    record,
+  });
+}
+
+/** Figures 1 and 2: list throughput against the raw keyset query, last page against first. */
+async function pageFigures(
+  context: RequestFiguresContext,
+  record: RecordFigure,
+): Promise<void> {
+  const { db, minId, maxId, url, mix } = context;
   // 1. resources/list over HTTP vs the raw keyset query on the same pool, at 10 and 50 callers
   //    (the callers' tokens in turn: pages as each role sees them).
   for (const concurrency of [10, 50]) {
@@ -295,7 +334,7 @@ async function requestFigures(context: RequestFiguresContext): Promise<void> {
             PAGE_SIZE + 1,
           ]);
         }),
-      () => load(url, concurrency, listWorkload, mix),
+      () => load(url, concurrency, listWorkload(minId, maxId), mix),
       throughputRatio,
     );
     record(`list_c${concurrency}`, result);
@@ -321,7 +360,14 @@ async function requestFigures(context: RequestFiguresContext): Promise<void> {
         (first, last) => last.p50 / first.p50,
       ),
     );
+}
 
+/** Figures 3 and 3b: requests that read no resource row, against a bare echo. */
+async function echoFigures(
+  context: RequestFiguresContext,
+  record: RecordFigure,
+): Promise<void> {
+  const { url, mix } = context;
   // 3. server/discover vs a bare node:http JSON echo in this process, same client, 10 callers.
   if (runs('discover_vs_echo')) {
     const echo = await startBareServer((body) => body);
@@ -345,7 +391,14 @@ async function requestFigures(context: RequestFiguresContext): Promise<void> {
     await echo.close();
     record('prompts_list_vs_echo', result);
   }
+}
 
+/** Figures 4 and 4b: resources/read against the raw point read, and against the SDK's server. */
+async function readFigures(
+  context: RequestFiguresContext,
+  record: RecordFigure,
+): Promise<void> {
+  const { db, url, mix } = context;
   // 4. resources/read vs the raw point read on the same pool, 10 callers.
   if (runs('read_vs_point_read'))
     record(
@@ -375,7 +428,15 @@ async function requestFigures(context: RequestFiguresContext): Promise<void> {
       ),
     );
   }
+}
 
+/** Figures 5 and 6: resources/list as a role that sees 10% of the rows. */
+async function roleFigures(
+  context: RequestFiguresContext,
+  record: RecordFigure,
+): Promise<void> {
+  const { db, minId, maxId, url, readers, all } = context;
+  const pages = listWorkload(minId, maxId);
   // 5. resources/list as a role that sees 10% of the rows (its tokens in turn) vs the same keyset query under the same
   //    RLS, sent raw as one simple-protocol round trip (begin; set local role; select; commit).
   if (runs('list_role_10pct_vs_raw_rls'))
@@ -389,7 +450,7 @@ async function requestFigures(context: RequestFiguresContext): Promise<void> {
               `begin read only; set local role bench_reader; ${RAW_KEYSET_PAGE.replace('$1', String(after)).replace('$2', String(PAGE_SIZE + 1))}; commit`,
             );
           }),
-        () => load(url, 10, listWorkload, readers),
+        () => load(url, 10, pages, readers),
         throughputRatio,
       ),
     );
@@ -399,30 +460,28 @@ async function requestFigures(context: RequestFiguresContext): Promise<void> {
     record(
       'list_role_10pct_vs_all_p50',
       await compare(
-        () => load(url, 1, listWorkload, all),
-        () => load(url, 1, listWorkload, readers),
+        () => load(url, 1, pages, all),
+        () => load(url, 1, pages, readers),
         (all, reader) => reader.p50 / all.p50,
       ),
     );
+}
 
-  // 7. The tools: search, query, tools/list (bench/tools.ts).
-  await toolFigures({
-    url,
-    mix,
-    readers,
-    pointRead: RAW_POINT_READ,
-    rawPointReads: (concurrency, uri) =>
-      measure(concurrency, DURATION_MS, WARMUP_MS, async (i) => {
-        await db.pool.query(RAW_POINT_READ, [uri(i)]);
-      }),
-    load,
-    compare,
-    startEcho: () => startBareServer((body) => body),
-    runs,
-    record: (key, result) => {
-      results[`${key}_${context.scheme}`] = result;
-    },
-  });
+/** What the figures share once the bench database is open. */
+interface Bench {
+  readonly db: DatabaseHandle;
+  /** The bench database's URL. */
+  readonly databaseUrl: string;
+  readonly logger: Logger;
+  /** Where every figure goes, under its key. */
+  readonly results: Record<string, unknown>;
+}
+
+/** The bench, seeded: the stored ids' range, and a logger for pgmcp that discards everything. */
+interface SeededBench extends Bench {
+  readonly minId: number;
+  readonly maxId: number;
+  readonly silent: Logger;
 }
 
 async function main(): Promise<void> {
@@ -430,23 +489,8 @@ async function main(): Promise<void> {
   const database = await benchDatabase((line) => logger.info(line));
   const results: Record<string, unknown> = {};
   const postgres = await serverFacts(database.url);
-  // The catalog on its own database. It runs last in a full run: the heap it leaves behind slows
-  // the raw baselines (which allocate a JS object per row) far more than pgmcp.
-  const runCatalog = async (): Promise<void> => {
-    const issuer = await startTokenIssuer('hs256');
-    const catalog = await catalogBenchmarks({
-      serverUrl: database.url,
-      logger,
-      rounds: ROUNDS,
-      load,
-      issuer,
-      tokensPerRole: TOKENS_PER_ROLE,
-    });
-    await issuer.close();
-    Object.assign(results, catalog.results);
-  };
   if (CATALOG_ONLY) {
-    await runCatalog();
+    Object.assign(results, await catalogFigures(database.url, logger));
     await database.stop();
     writeSummary(results, postgres);
     return;
@@ -457,7 +501,51 @@ async function main(): Promise<void> {
     statementTimeoutMs: 60_000,
     onError: (m, e) => logger.error(m, e),
   });
-  const admin = await db.connectAdmin();
+  const bench: Bench = { db, databaseUrl: database.url, logger, results };
+  const { minId, maxId } = await prepareDatabase(bench);
+  const silent = createLogger({
+    stream: { write: () => true } as unknown as NodeJS.WritableStream,
+  });
+  const seeded: SeededBench = { ...bench, minId, maxId, silent };
+  await servedFigures(seeded);
+  await liveAndLegacyFigures(seeded);
+  await db.close();
+  // The catalog, on its own database. It runs last in a full run: the heap it leaves behind slows
+  // the raw baselines (which allocate a JS object per row) far more than pgmcp.
+  if (runs('catalog'))
+    Object.assign(results, await catalogFigures(database.url, logger));
+  await database.stop();
+
+  writeSummary(results, postgres);
+}
+
+/** The catalog figures (bench/catalog.ts) on their own database on the server at `serverUrl`. */
+async function catalogFigures(
+  serverUrl: string,
+  logger: Logger,
+): Promise<Record<string, unknown>> {
+  const issuer = await startTokenIssuer('hs256');
+  const catalog = await catalogBenchmarks({
+    serverUrl,
+    logger,
+    rounds: ROUNDS,
+    load,
+    issuer,
+    tokensPerRole: TOKENS_PER_ROLE,
+  });
+  await issuer.close();
+  return catalog.results;
+}
+
+/**
+ * The bench database migrated, seeded (once), vacuumed, with the bench roles; then the storage
+ * figures, which need it so. The range of the stored resources' ids.
+ */
+async function prepareDatabase(
+  bench: Bench,
+): Promise<{ minId: number; maxId: number }> {
+  const { logger } = bench;
+  const admin = await bench.db.connectAdmin();
   await runMigrations(admin, MIGRATIONS_DIRECTORY, (line) => logger.info(line));
   if (!(await seedLoaded(admin, 'bench'))) {
     logger.info('seeding 1,000,000 resources (once per bench database)');
@@ -482,10 +570,21 @@ async function main(): Promise<void> {
   }>(
     `select min(id)::text as min, max(id)::text as max, count(*)::text as count from pgmcp.resources`,
   );
-  // 0. What pgmcp keeps beside the table, then what keeping it costs single-row writers
-  //    (bench/storage.ts). The writes end with the readers' keys rebuilt and vacuumed.
+  await storageGroup(bench, admin);
+  await admin.end();
+  const stats = rows[0] ?? { min: '1', max: '1', count: '0' };
+  logger.info(`bench database holds ${stats.count} resources`);
+  return { minId: Number(stats.min), maxId: Number(stats.max) };
+}
+
+/**
+ * 0. What pgmcp keeps beside the table, then what keeping it costs single-row writers
+ *    (bench/storage.ts). The writes end with the readers' keys rebuilt and vacuumed.
+ */
+async function storageGroup(bench: Bench, admin: pg.Client): Promise<void> {
+  const { results, logger } = bench;
   const writeOptions: WriteFigureOptions = {
-    url: database.url,
+    url: bench.databaseUrl,
     admin,
     rounds: ROUNDS,
     seconds: Math.max(1, Math.round(DURATION_MS / 1000)),
@@ -499,15 +598,11 @@ async function main(): Promise<void> {
   if (runs('storage') || runs('writes_search_index'))
     results['writes_search_index'] =
       await searchIndexWriteFigures(writeOptions);
-  await admin.end();
-  const stats = rows[0] ?? { min: '1', max: '1', count: '0' };
-  const minId = Number(stats.min);
-  const maxId = Number(stats.max);
-  logger.info(`bench database holds ${stats.count} resources`);
+}
 
-  const silent = createLogger({
-    stream: { write: () => true } as unknown as NodeJS.WritableStream,
-  });
+/** pgmcp's app with its change feed running: the HTTP ceiling, then each token scheme's figures. */
+async function servedFigures(bench: SeededBench): Promise<void> {
+  const { db, results } = bench;
   const app = createApp({
     sources: [await catalogSource(db)],
     db,
@@ -515,128 +610,144 @@ async function main(): Promise<void> {
     pageSize: PAGE_SIZE,
     maxDirectoryEntries: 500,
     live: loadConfig({}, {}).live,
-    logger: silent,
+    logger: bench.silent,
   });
   // As `pgmcp serve` runs it: the change feed keeps what the server may keep in memory current.
   const feed = await app.startChangePath();
   // Context, not a target: the same-size page from a bare node:http server (fixed bytes, no
   // database, no JSON work) is the ceiling any Node server reaches with this client.
-  if (runs('list_http_ceiling')) {
-    const { rows: sample } = await db.pool.query<{ json: string }>(
-      `select json_agg(json_build_object('uri', uri, 'name', name, 'title', title, 'description', description,
-         'mimeType', mime_type, 'size', size, 'annotations', json_build_object('audience', audience, 'priority', priority,
-         'lastModified', updated_at)))::text as json from (select * from pgmcp.resources order by id limit $1) r`,
-      [PAGE_SIZE],
-    );
-    const page = Buffer.from(
-      `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","resources":${sample[0]?.json ?? '[]'},"ttlMs":60000,"cacheScope":"public"}}`,
-    );
-    const bare = await startBareServer(() => page);
-    const ceiling = await load(bare.url, 10, { kind: 'list-first' }, [
-      { authorization: 'Bearer unchecked', rowStride: 1 },
-    ]);
-    await bare.close();
-    results['list_http_ceiling'] = { ceiling, bytes: page.length };
-  }
-
-  for (const scheme of SCHEMES) {
-    const issuer = await startTokenIssuer(scheme);
-    const callers = await mintCallers(issuer);
-    const server = await serve({
-      dispatcher: app.dispatcher,
-      issuer,
-      db,
-      logger: silent,
-    });
-    const peer = runs('read_vs_peer')
-      ? await startPeerServer({
-          connectionString: database.url,
-          issuer,
-          poolSize: 10,
-        })
-      : undefined;
-    try {
-      await requestFigures({
-        scheme,
-        db,
-        url: server.url,
-        peerUrl: peer?.url,
-        minId,
-        maxId,
-        results,
-        ...callers,
-      });
-    } finally {
-      await peer?.close();
-      await server.close();
-      await issuer.close();
-    }
-  }
-
+  if (runs('list_http_ceiling'))
+    results['list_http_ceiling'] = await httpCeiling(db);
+  for (const scheme of SCHEMES) await schemeFigures(bench, app, scheme);
   await feed.stop();
-  const issuer = await startTokenIssuer('hs256');
-  const { mix, all } = await mintCallers(issuer);
-  // 7. Live updates (bench/live.ts): latency, fan-out, memory per stream, write cost.
-  if (runs('live')) {
-    const liveAdmin = await db.connectAdmin();
-    try {
-      const live = await liveBenchmarks({
-        db,
-        admin: liveAdmin,
-        logger,
-        durationMs: DURATION_MS,
-        rounds: ROUNDS,
-        readLoad: (target) =>
-          load(target, 10, { kind: 'read', rows: 1_000_000 }, mix),
-        serve: (dispatcher) =>
-          serve({ dispatcher, issuer, db, logger: silent }),
-        authorizations: all.map((caller) => caller.authorization),
-      });
-      Object.assign(results, live.results);
-    } finally {
-      await liveAdmin.end();
-    }
-  }
+}
 
+/** A bare node:http server answering a first page's bytes, loaded as list-first is. */
+async function httpCeiling(
+  db: DatabaseHandle,
+): Promise<{ ceiling: Run; bytes: number }> {
+  const { rows: sample } = await db.pool.query<{ json: string }>(
+    `select json_agg(json_build_object('uri', uri, 'name', name, 'title', title, 'description', description,
+       'mimeType', mime_type, 'size', size, 'annotations', json_build_object('audience', audience, 'priority', priority,
+       'lastModified', updated_at)))::text as json from (select * from pgmcp.resources order by id limit $1) r`,
+    [PAGE_SIZE],
+  );
+  const page = Buffer.from(
+    `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","resources":${sample[0]?.json ?? '[]'},"ttlMs":60000,"cacheScope":"public"}}`,
+  );
+  const bare = await startBareServer(() => page);
+  const ceiling = await load(bare.url, 10, { kind: 'list-first' }, [
+    { authorization: 'Bearer unchecked', rowStride: 1 },
+  ]);
+  await bare.close();
+  return { ceiling, bytes: page.length };
+}
+
+/** The request-path figures with `scheme`'s tokens: pgmcp (and the peer) served, verifying them. */
+async function schemeFigures(
+  bench: SeededBench,
+  app: App,
+  scheme: TokenScheme,
+): Promise<void> {
+  const { db } = bench;
+  const issuer = await startTokenIssuer(scheme);
+  const callers = await mintCallers(issuer);
+  const server = await serve({
+    dispatcher: app.dispatcher,
+    issuer,
+    db,
+    logger: bench.silent,
+  });
+  const peer = runs('read_vs_peer')
+    ? await startPeerServer({
+        connectionString: bench.databaseUrl,
+        issuer,
+        poolSize: 10,
+      })
+    : undefined;
+  try {
+    await requestFigures({
+      scheme,
+      db,
+      url: server.url,
+      peerUrl: peer?.url,
+      minId: bench.minId,
+      maxId: bench.maxId,
+      results: bench.results,
+      ...callers,
+    });
+  } finally {
+    await peer?.close();
+    await server.close();
+    await issuer.close();
+  }
+}
+
+/** The live and legacy groups, with HS256 tokens. */
+async function liveAndLegacyFigures(bench: SeededBench): Promise<void> {
+  const issuer = await startTokenIssuer('hs256');
+  const callers = await mintCallers(issuer);
+  // 7. Live updates (bench/live.ts): latency, fan-out, memory per stream, write cost.
+  if (runs('live')) await liveGroup(bench, issuer, callers);
   // 8. The 2025-11-25 era (bench/legacy.ts): requests in open sessions against modern ones,
   //    subscribers' latency, memory per idle session.
-  if (runs('legacy')) {
-    const legacyAdmin = await db.connectAdmin();
-    try {
-      Object.assign(
-        results,
-        await legacyBenchmarks({
-          db,
-          admin: legacyAdmin,
-          logger,
-          databaseUrl: database.url,
-          load,
-          compare,
-          serve: (dispatcher, legacy) =>
-            serve({ dispatcher, issuer, db, logger: silent, legacy }),
-          listWorkload: {
-            kind: 'list',
-            minId,
-            maxId,
-            pageSize: PAGE_SIZE,
-            cursorSecret: CURSOR_SECRET,
-          },
-          cursorSecret: CURSOR_SECRET,
-          mix,
-          all,
-        }),
-      );
-    } finally {
-      await legacyAdmin.end();
-    }
-  }
-
+  if (runs('legacy')) await legacyGroup(bench, issuer, callers);
   await issuer.close();
-  await db.close();
-  if (runs('catalog')) await runCatalog();
-  await database.stop();
+}
 
-  writeSummary(results, postgres);
+async function liveGroup(
+  bench: SeededBench,
+  issuer: TokenIssuer,
+  { mix, all }: Callers,
+): Promise<void> {
+  const { db, silent } = bench;
+  const liveAdmin = await db.connectAdmin();
+  try {
+    const live = await liveBenchmarks({
+      db,
+      admin: liveAdmin,
+      logger: bench.logger,
+      durationMs: DURATION_MS,
+      rounds: ROUNDS,
+      readLoad: (target) =>
+        load(target, 10, { kind: 'read', rows: 1_000_000 }, mix),
+      serve: (dispatcher) => serve({ dispatcher, issuer, db, logger: silent }),
+      authorizations: all.map((caller) => caller.authorization),
+    });
+    Object.assign(bench.results, live.results);
+  } finally {
+    await liveAdmin.end();
+  }
+}
+
+async function legacyGroup(
+  bench: SeededBench,
+  issuer: TokenIssuer,
+  { mix, all }: Callers,
+): Promise<void> {
+  const { db, silent } = bench;
+  const legacyAdmin = await db.connectAdmin();
+  try {
+    Object.assign(
+      bench.results,
+      await legacyBenchmarks({
+        db,
+        admin: legacyAdmin,
+        logger: bench.logger,
+        databaseUrl: bench.databaseUrl,
+        load,
+        compare,
+        serve: (dispatcher, legacy) =>
+          serve({ dispatcher, issuer, db, logger: silent, legacy }),
+        listWorkload: listWorkload(bench.minId, bench.maxId),
+        cursorSecret: CURSOR_SECRET,
+        mix,
+        all,
+      }),
+    );
+  } finally {
+    await legacyAdmin.end();
+  }
 }
 
 /** The server's version and the settings the figures depend on (the docs' caption). */
