@@ -14,6 +14,7 @@ const HELP_WORDS = new Set(['--help', '-h', 'help']);
 export async function main(argv: string[]): Promise<void> {
   let logger: Logger;
   try {
+    // Read here, not in config/: the logger must exist before the config is loaded, to report it.
     logger = createLogger({
       format: logFormatSetting(process.env['PGMCP_LOG_FORMAT']),
     });

@@ -10,7 +10,8 @@ import {
 
 // PGMCP_DRIVER_PATCHES, read once at start-up: "off" sends request transactions through pg's
 // public API (a round trip per statement) instead of db/implicit-transaction.ts, which drives pg
-// internals: the way to run on a pg the pipeline was not verified with.
+// internals: the way to run on a pg the pipeline was not verified with. Read here, not in config/:
+// it picks the driver path of every pool, the CLI's, the bench's and the tests' included.
 const DRIVER_PATCHES = process.env['PGMCP_DRIVER_PATCHES'] ?? 'on';
 /** Whether request transactions go out through db/implicit-transaction.ts. */
 export const PIPELINE = DRIVER_PATCHES !== 'off';
