@@ -41,8 +41,8 @@ describe('the schema check on responses and notifications', () => {
       { jsonrpc: '2.0', id: 1, result: { capabilities: {} } },
     ],
     [
-      'a result for a method with no result schema',
-      'tools/list',
+      'a result for a method with no 2026-07-28 result schema',
+      'initialize',
       { jsonrpc: '2.0', id: 1, result: { tools: [] } },
     ],
     ['a result for no named method', undefined, listResult],

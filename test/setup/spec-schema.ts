@@ -1,7 +1,9 @@
 // Validates every response and notification the tests see against the official MCP schemas:
-// always against the zod schemas of the official SDK (@modelcontextprotocol/core, pinned in
-// package.json), and also against the 2026-07-28 JSON schema in ../shared/spec/ where that folder
-// exists (it is not part of this repository). A message no schema covers fails.
+// always against the zod schemas of the official SDKs (@modelcontextprotocol/core for 2026-07-28,
+// the v1 @modelcontextprotocol/sdk for 2025-11-25, both pinned in package.json), and also against
+// each era's JSON schema in ../shared/spec/ where that folder exists (it is not part of this
+// repository, so a clone elsewhere checks against the SDKs' schemas alone). A message no schema
+// covers fails.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as official from '@modelcontextprotocol/core';
@@ -32,6 +34,8 @@ export type Era = 'modern' | 'legacy';
 
 /** Whether the JSON schema (the second check) is present; the SDK's schemas always are. */
 export const SPEC_AVAILABLE = existsSync(SPEC_SCHEMA_PATH);
+/** The same for the 2025-11-25 JSON schema; the v1 SDK's schemas always are. */
+const LEGACY_SPEC_AVAILABLE = existsSync(LEGACY_SPEC_SCHEMA_PATH);
 export const SPEC_SKIP_REASON = `official JSON schema not found at ${SPEC_SCHEMA_PATH} (shared/spec/ sits beside the checkout in CI); responses are checked against @modelcontextprotocol/core's schemas only`;
 
 /** The official result schema (SDK) and $defs entry (JSON schema) of each method pgmcp serves. */
@@ -230,12 +234,16 @@ function assertValidLegacy(
       throw new Error(
         `unexpected legacy notification: ${JSON.stringify(message)}`,
       );
+    check(legacySdk.JSONRPCNotificationSchema, message, 'legacy notification');
     check(schemas.sdk, message, `${method} legacy notification`);
-    validateJson(['JSONRPCNotification', schemas.def], message, 'legacy');
+    if (LEGACY_SPEC_AVAILABLE)
+      validateJson(['JSONRPCNotification', schemas.def], message, 'legacy');
     return;
   }
   if (body.error !== undefined) {
-    validateJson(['JSONRPCErrorResponse'], message, 'legacy');
+    check(legacySdk.JSONRPCErrorResponseSchema, message, 'legacy error');
+    if (LEGACY_SPEC_AVAILABLE)
+      validateJson(['JSONRPCErrorResponse'], message, 'legacy');
     return;
   }
   const schemas =
@@ -244,9 +252,12 @@ function assertValidLegacy(
     throw new Error(
       `a legacy result for ${method ?? 'an unnamed method'}, which has no 2025-11-25 result schema here`,
     );
+  check(legacySdk.JSONRPCResultResponseSchema, message, 'legacy response');
   check(schemas.sdk, body.result, `${method} legacy result`);
-  validateJson(['JSONRPCResultResponse'], message, 'legacy');
-  validateJson([schemas.def], body.result, 'legacy');
+  if (LEGACY_SPEC_AVAILABLE) {
+    validateJson(['JSONRPCResultResponse'], message, 'legacy');
+    validateJson([schemas.def], body.result, 'legacy');
+  }
 }
 
 function check(schema: z.ZodType, value: unknown, what: string): void {
