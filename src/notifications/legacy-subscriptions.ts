@@ -68,9 +68,12 @@ export class LegacySubscriptions {
 
   /**
    * (Re)register `session` with its current URIs, as `principal`, if it has a channel; it always
-   * hears both list_changed notifications (resources and prompts). Throws TOO_MANY_STREAMS when the registry's caps are reached.
+   * hears both list_changed notifications (resources and prompts). What the queue it replaces had
+   * not written yet (a paced list_changed, say) carries over. Throws TOO_MANY_STREAMS when the
+   * registry's caps are reached.
    */
   attach(session: LegacySession, principal: Principal): void {
+    const carried = this.#registered.get(session)?.unwritten();
     this.detach(session);
     if (session.channel === undefined || session.closed) return;
     const release = this.streams.reserve(principal);
@@ -85,6 +88,10 @@ export class LegacySubscriptions {
     );
     this.#registered.set(session, subscriber);
     this.streams.add(subscriber, release);
+    if (carried !== undefined) {
+      subscriber.carryOver(carried);
+      subscriber.deliver(this.streams.limits);
+    }
   }
 
   /** Stop delivering to `session` (its channel closed, or it ended). */

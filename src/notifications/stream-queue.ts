@@ -27,6 +27,15 @@ export interface QueueLimits {
  */
 const MAX_PENDING_URIS = 10_000;
 
+/** A queue's unwritten notifications and pacing, handed to the queue that replaces it. */
+export interface QueueCarryOver {
+  readonly uris: readonly string[];
+  readonly list: boolean;
+  readonly promptsList: boolean;
+  readonly listWrittenAt: number;
+  readonly promptsListWrittenAt: number;
+}
+
 /** The key streams are grouped by for authorization: one per role (and one for the login). */
 export function roleKey(principal: Principal): string {
   // The login (no role) cannot collide with a role name: those never contain a NUL.
@@ -43,8 +52,9 @@ export class StreamQueue {
   /** When the last list_changed of each kind was written (performance.now), for the pacing. */
   #listWrittenAt = -Infinity;
   #promptsListWrittenAt = -Infinity;
-  /** Writes a paced list_changed when it falls due. */
+  /** Writes a paced list_changed when it falls due (at #pacingDueAt). */
   #pacing: NodeJS.Timeout | undefined;
+  #pacingDueAt = Infinity;
   #blockedSince: number | undefined;
   #ended = false;
   readonly #onEnd: (() => void)[] = [];
@@ -117,9 +127,12 @@ export class StreamQueue {
       this.#pendingUris.delete(uriJson);
       open = this.sink.write(this.messages.updated(uriJson));
     }
-    if (dueAt !== Infinity && this.#pacing === undefined) {
+    if (dueAt < this.#pacingDueAt) {
+      clearTimeout(this.#pacing);
+      this.#pacingDueAt = dueAt;
       this.#pacing = setTimeout(() => {
         this.#pacing = undefined;
+        this.#pacingDueAt = Infinity;
         this.flush(limits);
       }, dueAt - now);
       this.#pacing.unref();
@@ -131,6 +144,31 @@ export class StreamQueue {
         this.flush(limits);
       });
     }
+  }
+
+  /**
+   * What this queue has not written yet, and when it last wrote each list_changed: for the queue
+   * that replaces it when the same client's subscriptions change (carryOver), so re-subscribing
+   * neither loses a paced notification nor restarts the pacing. Read it before this queue ends.
+   */
+  unwritten(): QueueCarryOver {
+    return {
+      uris: [...this.#pendingUris],
+      list: this.#pendingList,
+      promptsList: this.#pendingPromptsList,
+      listWrittenAt: this.#listWrittenAt,
+      promptsListWrittenAt: this.#promptsListWrittenAt,
+    };
+  }
+
+  /** Take over a replaced queue's unwritten(); deliver() then writes it or arms the pacing. */
+  carryOver(state: QueueCarryOver): void {
+    if (this.#ended) return;
+    for (const uri of state.uris) this.#pendingUris.add(uri);
+    this.#pendingList ||= state.list;
+    this.#pendingPromptsList ||= state.promptsList;
+    this.#listWrittenAt = state.listWrittenAt;
+    this.#promptsListWrittenAt = state.promptsListWrittenAt;
   }
 
   /** The stall timer's check: end the stream if its client has been blocked too long or too much. */

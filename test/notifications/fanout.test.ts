@@ -7,6 +7,7 @@ import { ProtocolError } from '../../src/errors.js';
 import type { PublishedChange } from '../../src/notifications/index.js';
 import {
   deliverChanges,
+  LegacySubscriptions,
   StreamRegistry,
   subscriptionKeys,
   type Authorize,
@@ -14,6 +15,7 @@ import {
 } from '../../src/notifications/index.js';
 import { StreamQueue } from '../../src/notifications/stream-queue.js';
 import {
+  LegacySession,
   SubscriptionMessages,
   type StreamSink,
 } from '../../src/protocol/index.js';
@@ -211,6 +213,38 @@ describe('the fan-out', () => {
       expect(lists()).toBe(2);
       // Nothing changed since: nothing more is written.
       vi.advanceTimersByTime(5000);
+      expect(lists()).toBe(2);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('keeps a paced list_changed, and the pacing, when a 2025-11-25 session subscribes to more meanwhile', async () => {
+    vi.useFakeTimers();
+    try {
+      const { fanout, publish } = setup({ listChangedIntervalMs: 1000 });
+      const legacy = new LegacySubscriptions(
+        fanout,
+        (uris) => Promise.resolve([...uris]),
+        100,
+      );
+      const sink = new MemorySink();
+      const session = new LegacySession('s1');
+      session.channel = sink;
+      session.ready = true;
+      const principal: Principal = { role: 'support', claims: {} };
+      const signal = new AbortController().signal;
+      const lists = () =>
+        sink.written.filter((line) => line.includes('list_changed')).length;
+      await legacy.subscribe(session, 'notes:///a/1', principal, signal);
+      await publish([change('notes:///a/2', 'created')]);
+      expect(lists()).toBe(1);
+      await publish([change('notes:///a/3', 'created')]);
+      // Re-registers the session with one more URI while a list_changed waits for its interval.
+      await legacy.subscribe(session, 'notes:///a/4', principal, signal);
+      await publish([change('notes:///a/5', 'created')]);
+      expect(lists()).toBe(1);
+      vi.advanceTimersByTime(1000);
       expect(lists()).toBe(2);
     } finally {
       vi.useRealTimers();
