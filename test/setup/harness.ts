@@ -43,7 +43,9 @@ export const TEST_LIVE: Config['live'] = {
   keepAliveMs: 15_000,
   maxPendingBytes: 1024 * 1024,
   stallTimeoutMs: 30_000,
-  listChangedIntervalMs: 1000,
+  // No pacing: the tests count list_changed per change, so a leak cannot hide in a folded one
+  // (fanout.test.ts covers the pacing).
+  listChangedIntervalMs: 0,
   changeRetentionSeconds: 86_400,
   auditRetentionSeconds: 86_400,
   legacySessionIdleSeconds: 1800,
