@@ -18,6 +18,7 @@ import {
   type LegacyAdapter,
   type LogLevel,
   type StreamSink,
+  type TransportContext,
 } from '../protocol/index.js';
 import { send } from './http-responses.js';
 import { SSE_HEADERS } from './sse-stream.js';
@@ -100,10 +101,7 @@ export interface LegacyHttp {
 interface Held {
   readonly session: LegacySession;
   /** Requests being answered, by id: their cancel, and who sent them. */
-  readonly inFlight: Map<
-    string,
-    { readonly controller: AbortController; readonly principal: Principal }
-  >;
+  readonly inFlight: Map<string, Flight>;
   lastSeen: number;
   stream: http.ServerResponse | undefined;
   streamPrincipal: Principal | undefined;
@@ -235,7 +233,7 @@ class LegacyHttpSessions implements LegacyHttp {
       ?.inFlight.get(keyOf(parsed.data.requestId));
     if (flight === undefined || !samePrincipal(flight.principal, principal))
       return false;
-    flight.controller.abort();
+    flight.abort();
     return true;
   }
 
@@ -387,7 +385,7 @@ class LegacyHttpSessions implements LegacyHttp {
       // A legacy client cancels explicitly; unknown or finished ids are ignored (§8.4).
       const parsed = CancelledParamsSchema.safeParse(message.params ?? {});
       if (parsed.success)
-        entry.inFlight.get(keyOf(parsed.data.requestId))?.controller.abort();
+        entry.inFlight.get(keyOf(parsed.data.requestId))?.abort();
     } else
       await this.#options.adapter.handle(message, entry.session, {
         principal,
@@ -413,21 +411,13 @@ class LegacyHttpSessions implements LegacyHttp {
       return;
     }
     const key = keyOf(message.id);
-    const controller = new AbortController();
-    const flight = { controller, principal };
+    const flight = new Flight(principal, response, check);
     entry.inFlight.set(key, flight);
-    const notices = noticeSink(response, controller, check);
-    const { notify } = notices;
     try {
       const outcome = await this.#options.adapter.handle(
         message,
         entry.session,
-        {
-          principal,
-          signal: controller.signal,
-          notify,
-          leadingStatement: check?.statement,
-        },
+        flight,
       );
       if (
         check !== undefined &&
@@ -435,13 +425,13 @@ class LegacyHttpSessions implements LegacyHttp {
       )
         return;
       // A cancelled request gets no response (§8.4).
-      if (notices.streaming)
+      if (flight.streaming)
         response.end(
-          !controller.signal.aborted && outcome.kind === 'response'
+          !flight.aborted && outcome.kind === 'response'
             ? `data: ${serializeMessage(outcome.response)}\n\n`
             : undefined,
         );
-      else if (controller.signal.aborted) response.writeHead(202).end();
+      else if (flight.aborted) response.writeHead(202).end();
       else if (sse) sendOutcomeAsSse(response, outcome);
       else sendOutcome(response, outcome);
     } finally {
@@ -523,7 +513,7 @@ class LegacyHttpSessions implements LegacyHttp {
   #drop(id: string, entry: Held): void {
     this.#held.delete(id);
     this.#options.subscriptions.detach(entry.session);
-    for (const { controller } of entry.inFlight.values()) controller.abort();
+    for (const flight of entry.inFlight.values()) flight.abort();
     entry.session.close();
   }
 
@@ -555,37 +545,68 @@ class LegacyHttpSessions implements LegacyHttp {
 type SessionCheck = ReturnType<LegacySessionRecords['check']>;
 
 /**
- * Notices about a request (progress, log messages, a request to the client) make its POST answer
- * an SSE stream that ends with the response (legacy digest §5.4). A request checked in its
- * transaction sends none before that check has found its session live: a question for the person
- * (consent) waits for it, and a session found gone ends the request.
+ * One request of a session being answered: who sent it, its cancel, and its notices. The
+ * AbortSignal is made only if a handler asks for one; most only read `aborted`, and an
+ * AbortController per request showed in profiles. A class (as dispatch.ts's HandlerContext is):
+ * an object literal with a getter per request kept young objects alive.
+ *
+ * Notices (progress, log messages, a request to the client) make the POST answer an SSE stream
+ * that ends with the response (legacy digest §5.4). A request checked in its transaction sends
+ * none before that check has found its session live: a question for the person (consent) waits
+ * for it, and a session found gone ends the request.
  */
-function noticeSink(
-  response: http.ServerResponse,
-  controller: AbortController,
-  check: SessionCheck | undefined,
-): { notify: (notice: string) => void; readonly streaming: boolean } {
-  let streaming = false;
-  const write = (notice: string) => {
-    if (controller.signal.aborted || response.writableEnded) return;
-    if (!streaming) response.writeHead(200, [...SSE_HEADERS]);
-    streaming = true;
-    response.write(`data: ${notice}\n\n`);
+class Flight implements TransportContext {
+  readonly leadingStatement: LeadingStatement | undefined;
+  /** A notice was written: the answer is an SSE stream. */
+  streaming = false;
+  readonly #response: http.ServerResponse;
+  readonly #check: SessionCheck | undefined;
+  #controller: AbortController | undefined;
+  #aborted = false;
+
+  constructor(
+    readonly principal: Principal,
+    response: http.ServerResponse,
+    check: SessionCheck | undefined,
+  ) {
+    this.#response = response;
+    this.#check = check;
+    this.leadingStatement = check?.statement;
+  }
+
+  readonly notify = (notice: string): void => {
+    if (this.#check === undefined) this.#write(notice);
+    else
+      void this.#check.result().then(
+        (live) => (live ? this.#write(notice) : this.abort()),
+        () => this.abort(),
+      );
   };
-  return {
-    notify:
-      check === undefined
-        ? write
-        : (notice) => {
-            void check.result().then(
-              (live) => (live ? write(notice) : controller.abort()),
-              () => controller.abort(),
-            );
-          },
-    get streaming() {
-      return streaming;
-    },
-  };
+
+  #write(notice: string): void {
+    if (this.#aborted || this.#response.writableEnded) return;
+    if (!this.streaming) this.#response.writeHead(200, [...SSE_HEADERS]);
+    this.streaming = true;
+    this.#response.write(`data: ${notice}\n\n`);
+  }
+
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.#aborted) this.#controller.abort();
+    }
+    return this.#controller.signal;
+  }
+
+  get aborted(): boolean {
+    return this.#aborted;
+  }
+
+  abort(): void {
+    if (this.#aborted) return;
+    this.#aborted = true;
+    this.#controller?.abort();
+  }
 }
 
 /**
