@@ -224,13 +224,8 @@ class LegacyEraAdapter implements LegacyAdapter {
     for (let round = 0; ; round += 1) {
       const outcome = await settle(
         await this.options.dispatcher.dispatch(
-          asModern({ ...message, params }, session),
-          {
-            principal: transport.principal,
-            signal: transport.signal,
-            notify: transport.notify,
-            leadingStatement: transport.leadingStatement,
-          },
+          asModern(message, params, session),
+          new SharedTransport(transport),
         ),
         transport,
       );
@@ -364,27 +359,52 @@ function negotiate(
  */
 function asModern(
   message: InboundMessage,
+  params: Record<string, unknown> | undefined,
   session: LegacySession,
 ): InboundMessage {
-  const params = message.params ?? {};
-  const meta =
-    typeof params['_meta'] === 'object' && params['_meta'] !== null
-      ? (params['_meta'] as Record<string, unknown>)
-      : {};
+  // Built by assignment, not spreads: a spread of objects of many shapes takes V8's slow path, and
+  // this runs for every request of every session.
+  const given = params?.['_meta'];
+  const meta: Record<string, unknown> = {};
+  if (typeof given === 'object' && given !== null) Object.assign(meta, given);
+  meta[META_PROTOCOL_VERSION] = PROTOCOL_VERSION;
+  meta[META_CLIENT_CAPABILITIES] = session.handshake?.capabilities ?? {};
+  if (session.logLevel !== undefined) meta[META_LOG_LEVEL] = session.logLevel;
+  const modern: Record<string, unknown> = {};
+  if (params !== undefined) Object.assign(modern, params);
+  modern['_meta'] = meta;
   return {
-    ...message,
-    params: {
-      ...params,
-      _meta: {
-        ...meta,
-        [META_PROTOCOL_VERSION]: PROTOCOL_VERSION,
-        [META_CLIENT_CAPABILITIES]: session.handshake?.capabilities ?? {},
-        ...(session.logLevel === undefined
-          ? {}
-          : { [META_LOG_LEVEL]: session.logLevel }),
-      },
-    },
+    jsonrpc: message.jsonrpc,
+    id: message.id,
+    method: message.method,
+    params: modern,
   };
+}
+
+/**
+ * What the shared handlers get of a legacy transport: its caller, notices and leading statement,
+ * and its cancel read on use, so a request whose handler never asks for an AbortSignal makes none.
+ */
+class SharedTransport implements TransportContext {
+  readonly principal: TransportContext['principal'];
+  readonly notify: TransportContext['notify'];
+  readonly leadingStatement: TransportContext['leadingStatement'];
+  readonly #transport: TransportContext;
+
+  constructor(transport: TransportContext) {
+    this.principal = transport.principal;
+    this.notify = transport.notify;
+    this.leadingStatement = transport.leadingStatement;
+    this.#transport = transport;
+  }
+
+  get signal(): AbortSignal {
+    return this.#transport.signal;
+  }
+
+  get aborted(): boolean {
+    return this.#transport.aborted ?? this.#transport.signal.aborted;
+  }
 }
 
 /**
