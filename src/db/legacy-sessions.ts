@@ -140,6 +140,12 @@ export async function findLegacySession(
   }
 }
 
+/** A held session's check, its statement's name and text. */
+const CHECK = {
+  name: 'pgmcp_legacy_session_check',
+  text: 'select pgmcp.legacy_session_check($1, $2, $3) as due',
+} as const;
+
 /**
  * A held session's check (pgmcp.legacy_session_check: null when the session is not live, else
  * whether its expiry is due to be pushed back) as a request's leading statement, read on its own
@@ -151,16 +157,14 @@ function checkInRequest(
   renewBelowSeconds: number,
   lease: number,
 ): LegacySessionCheck {
-  const statement = {
-    name: 'pgmcp_legacy_session_check',
-    text: 'select pgmcp.legacy_session_check($1, $2, $3) as due',
-    values: [keys.idHash, keys.principalHash, renewBelowSeconds],
-  };
+  const values = [keys.idHash, keys.principalHash, renewBelowSeconds];
   let rows: unknown[] | undefined;
   const due = async (): Promise<boolean | null> => {
     try {
       // Alone, in the pool's read-only implicit transaction: no WAL, no dead row version.
-      rows ??= (await db.pool.query(statement)).rows;
+      rows ??= (
+        await db.pool.query({ name: CHECK.name, text: CHECK.text, values })
+      ).rows;
     } catch (error) {
       throw toDatabaseError(error);
     }
@@ -175,7 +179,14 @@ function checkInRequest(
   // Asked once per notice and once before the answer: checked (and renewed) once.
   let live: Promise<boolean> | undefined;
   return {
-    statement: { ...statement, db, settle: (found) => (rows = found) },
+    // Built field by field: an object spread here showed in profiles of every session request.
+    statement: {
+      name: CHECK.name,
+      text: CHECK.text,
+      values,
+      db,
+      settle: (found) => (rows = found),
+    },
     result: () => (live ??= decide()),
   };
 }
