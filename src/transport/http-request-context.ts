@@ -12,43 +12,29 @@ import {
 import { SSE_HEADERS } from './sse-stream.js';
 
 /**
- * A class, not an object literal with getters: V8 allocates a literal's accessor pair in the old
- * generation on every evaluation, and its getters then keep the request's closures and objects
- * alive through young-generation collections (each request's garbage was promoted and left for a
- * full collection).
+ * One HTTP request being answered, in either era: who sent it, its cancellation, and its notices
+ * written as an SSE answer. A class, not an object literal with getters: V8 allocates a literal's
+ * accessor pair in the old generation on every evaluation, and its getters then keep the request's
+ * closures and objects alive through young-generation collections (each request's garbage was
+ * promoted and left for a full collection).
  */
-export class HttpRequestContext implements TransportContext {
+export class AnsweredRequest {
   #cancelled = false;
   // Made only if a handler asks for the signal: most never wait long enough to need one.
   #controller: AbortController | undefined;
-
-  #notify: NoticeSink | undefined;
   /** Whether the answer became an SSE response (a notice went out before it). */
   #streaming = false;
 
-  constructor(
-    readonly principal: Principal,
-    readonly request: http.IncomingMessage,
-    readonly response?: http.ServerResponse,
-  ) {}
+  constructor(readonly principal: Principal) {}
 
-  /**
-   * The request's notices turn its answer into an SSE response (spec §14.2: zero or more
-   * notifications, then the response), for a client that accepts one.
-   */
-  get notify(): NoticeSink | undefined {
-    const response = this.response;
-    if (response === undefined || !acceptsEventStream(this.request))
-      return undefined;
-    this.#notify ??= (message) => {
-      if (this.#cancelled || response.writableEnded) return;
-      if (!this.#streaming) {
-        this.#streaming = true;
-        response.writeHead(200, [...SSE_HEADERS]);
-      }
-      response.write(`data: ${message}\n\n`);
-    };
-    return this.#notify;
+  /** Write a notice on `response`, the first one turning it into an SSE response. */
+  protected writeNotice(response: http.ServerResponse, message: string): void {
+    if (this.#cancelled || response.writableEnded) return;
+    if (!this.#streaming) {
+      this.#streaming = true;
+      response.writeHead(200, [...SSE_HEADERS]);
+    }
+    response.write(`data: ${message}\n\n`);
   }
 
   get streaming(): boolean {
@@ -65,10 +51,38 @@ export class HttpRequestContext implements TransportContext {
     return this.#cancelled;
   }
 
-  /** The client went away before the answer. */
+  /** The client went away or cancelled before the answer. */
   cancel(): void {
     this.#cancelled = true;
     this.#controller?.abort();
+  }
+}
+
+/** A 2026-07-28 request: its notices only for a client that accepts SSE, and its headers' check. */
+export class HttpRequestContext
+  extends AnsweredRequest
+  implements TransportContext
+{
+  #notify: NoticeSink | undefined;
+
+  constructor(
+    principal: Principal,
+    readonly request: http.IncomingMessage,
+    readonly response?: http.ServerResponse,
+  ) {
+    super(principal);
+  }
+
+  /**
+   * The request's notices turn its answer into an SSE response (spec §14.2: zero or more
+   * notifications, then the response), for a client that accepts one.
+   */
+  get notify(): NoticeSink | undefined {
+    const response = this.response;
+    if (response === undefined || !acceptsEventStream(this.request))
+      return undefined;
+    this.#notify ??= (message) => this.writeNotice(response, message);
+    return this.#notify;
   }
 
   verifyRequest(message: InboundMessage): void {

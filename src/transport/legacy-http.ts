@@ -20,6 +20,7 @@ import {
   type StreamSink,
   type TransportContext,
 } from '../protocol/index.js';
+import { AnsweredRequest } from './http-request-context.js';
 import { send } from './http-responses.js';
 import { SSE_HEADERS } from './sse-stream.js';
 
@@ -233,7 +234,7 @@ class LegacyHttpSessions implements LegacyHttp {
       ?.inFlight.get(keyOf(parsed.data.requestId));
     if (flight === undefined || !samePrincipal(flight.principal, principal))
       return false;
-    flight.abort();
+    flight.cancel();
     return true;
   }
 
@@ -385,7 +386,7 @@ class LegacyHttpSessions implements LegacyHttp {
       // A legacy client cancels explicitly; unknown or finished ids are ignored (§8.4).
       const parsed = CancelledParamsSchema.safeParse(message.params ?? {});
       if (parsed.success)
-        entry.inFlight.get(keyOf(parsed.data.requestId))?.abort();
+        entry.inFlight.get(keyOf(parsed.data.requestId))?.cancel();
     } else
       await this.#options.adapter.handle(message, entry.session, {
         principal,
@@ -513,7 +514,7 @@ class LegacyHttpSessions implements LegacyHttp {
   #drop(id: string, entry: Held): void {
     this.#held.delete(id);
     this.#options.subscriptions.detach(entry.session);
-    for (const flight of entry.inFlight.values()) flight.abort();
+    for (const flight of entry.inFlight.values()) flight.cancel();
     entry.session.close();
   }
 
@@ -545,68 +546,38 @@ class LegacyHttpSessions implements LegacyHttp {
 type SessionCheck = ReturnType<LegacySessionRecords['check']>;
 
 /**
- * One request of a session being answered: who sent it, its cancel, and its notices. The
- * AbortSignal is made only if a handler asks for one; most only read `aborted`, and an
- * AbortController per request showed in profiles. A class (as dispatch.ts's HandlerContext is):
- * an object literal with a getter per request kept young objects alive.
- *
- * Notices (progress, log messages, a request to the client) make the POST answer an SSE stream
- * that ends with the response (legacy digest §5.4). A request checked in its transaction sends
- * none before that check has found its session live: a question for the person (consent) waits
- * for it, and a session found gone ends the request.
+ * One request of a session being answered (http-request-context.ts's AnsweredRequest: its sender,
+ * its cancel, its notices), with the session's check. Notices (progress, log messages, a request
+ * to the client) make the POST answer an SSE stream that ends with the response (legacy digest
+ * §5.4). A request checked in its transaction sends none before that check has found its session
+ * live: a question for the person (consent) waits for it, and a session found gone ends the
+ * request.
  */
-class Flight implements TransportContext {
+class Flight extends AnsweredRequest implements TransportContext {
   readonly leadingStatement: LeadingStatement | undefined;
-  /** A notice was written: the answer is an SSE stream. */
-  streaming = false;
   readonly #response: http.ServerResponse;
   readonly #check: SessionCheck | undefined;
-  #controller: AbortController | undefined;
-  #aborted = false;
 
   constructor(
-    readonly principal: Principal,
+    principal: Principal,
     response: http.ServerResponse,
     check: SessionCheck | undefined,
   ) {
+    super(principal);
     this.#response = response;
     this.#check = check;
     this.leadingStatement = check?.statement;
   }
 
   readonly notify = (notice: string): void => {
-    if (this.#check === undefined) this.#write(notice);
+    if (this.#check === undefined) this.writeNotice(this.#response, notice);
     else
       void this.#check.result().then(
-        (live) => (live ? this.#write(notice) : this.abort()),
-        () => this.abort(),
+        (live) =>
+          live ? this.writeNotice(this.#response, notice) : this.cancel(),
+        () => this.cancel(),
       );
   };
-
-  #write(notice: string): void {
-    if (this.#aborted || this.#response.writableEnded) return;
-    if (!this.streaming) this.#response.writeHead(200, [...SSE_HEADERS]);
-    this.streaming = true;
-    this.#response.write(`data: ${notice}\n\n`);
-  }
-
-  get signal(): AbortSignal {
-    if (this.#controller === undefined) {
-      this.#controller = new AbortController();
-      if (this.#aborted) this.#controller.abort();
-    }
-    return this.#controller.signal;
-  }
-
-  get aborted(): boolean {
-    return this.#aborted;
-  }
-
-  abort(): void {
-    if (this.#aborted) return;
-    this.#aborted = true;
-    this.#controller?.abort();
-  }
 }
 
 /**
