@@ -29,6 +29,7 @@ import {
   runMigrations,
   seedLoaded,
   startEmbeddedPostgres,
+  withAdminClient,
 } from '../src/db/index.js';
 import { loadConfig } from '../src/config/index.js';
 import { createLogger, type Logger } from '../src/log.js';
@@ -701,11 +702,10 @@ async function liveGroup(
   { mix, all }: Callers,
 ): Promise<void> {
   const { db, silent } = bench;
-  const liveAdmin = await db.connectAdmin();
-  try {
-    const live = await liveBenchmarks({
+  const live = await withAdminClient(db, (admin) =>
+    liveBenchmarks({
       db,
-      admin: liveAdmin,
+      admin,
       logger: bench.logger,
       durationMs: DURATION_MS,
       rounds: ROUNDS,
@@ -713,11 +713,9 @@ async function liveGroup(
         load(target, 10, { kind: 'read', rows: 1_000_000 }, mix),
       serve: (dispatcher) => serve({ dispatcher, issuer, db, logger: silent }),
       authorizations: all.map((caller) => caller.authorization),
-    });
-    Object.assign(bench.results, live.results);
-  } finally {
-    await liveAdmin.end();
-  }
+    }),
+  );
+  Object.assign(bench.results, live.results);
 }
 
 async function legacyGroup(
@@ -726,13 +724,12 @@ async function legacyGroup(
   { mix, all }: Callers,
 ): Promise<void> {
   const { db, silent } = bench;
-  const legacyAdmin = await db.connectAdmin();
-  try {
-    Object.assign(
-      bench.results,
-      await legacyBenchmarks({
+  Object.assign(
+    bench.results,
+    await withAdminClient(db, (admin) =>
+      legacyBenchmarks({
         db,
-        admin: legacyAdmin,
+        admin,
         logger: bench.logger,
         databaseUrl: bench.databaseUrl,
         load,
@@ -744,10 +741,8 @@ async function legacyGroup(
         mix,
         all,
       }),
-    );
-  } finally {
-    await legacyAdmin.end();
-  }
+    ),
+  );
 }
 
 /** The server's version and the settings the figures depend on (the docs' caption). */
