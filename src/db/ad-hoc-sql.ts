@@ -25,7 +25,11 @@ import {
   type ImplicitField,
 } from './implicit-transaction.js';
 import { connectClient, PIPELINE, type DatabaseHandle } from './pool.js';
-import { watchCancel, type Cancellation } from './request-transaction.js';
+import {
+  claimsJson,
+  watchCancel,
+  type Cancellation,
+} from './request-transaction.js';
 import { toDatabaseError } from './sqlstate.js';
 
 /** A column of a result: its name and PostgreSQL type (format_type). */
@@ -277,7 +281,7 @@ async function fetchInOneRoundTrip(
     {
       name: 'pgmcp_tool_identity',
       text: "select set_config('role', coalesce($1, current_user), true), set_config('request.jwt.claims', $2, true)",
-      values: [principal.role, JSON.stringify(principal.claims)],
+      values: [principal.role, claimsJson(principal)],
     },
     // From the caller's statement on, everything is the unnamed statement, parsed as it is sent:
     // the caller's code (planning the cursor, fetching it) could replace a named statement with SQL
@@ -458,7 +462,7 @@ async function beginReadOnly(
   await client.query(
     [
       'BEGIN READ ONLY',
-      `select set_config('role', ${principal.role === null ? 'current_user' : literal(principal.role)}, true), set_config('request.jwt.claims', ${literal(JSON.stringify(principal.claims))}, true)${options.schemas === null ? '' : `, set_config('search_path', ${literal(searchPath(options.schemas))}, true)`}`,
+      `select set_config('role', ${principal.role === null ? 'current_user' : literal(principal.role)}, true), set_config('request.jwt.claims', ${literal(claimsJson(principal))}, true)${options.schemas === null ? '' : `, set_config('search_path', ${literal(searchPath(options.schemas))}, true)`}`,
     ].join(';\n'),
   );
   await checkSchemas(session, options);

@@ -148,14 +148,7 @@ function pendingParses(connection: object): Set<string> {
  * rejects with the first error. After an error the backend skips the rest up to the Sync and the
  * connection stays usable, unless `unsafeToReuse` says a new prepared statement may be half-made.
  */
-/**
- * pg's Query as a base class and nothing more: pg's pipeline mode accepts only Query instances, and
- * this class overrides submit() and every handle* call pg makes (its types describe pg's public
- * Query, not the Submittable calls, hence the cast).
- */
-const PgQuery = pg.Query as unknown as new (config: { text: string }) => object;
-
-export class ImplicitTransaction extends PgQuery {
+export class ImplicitTransaction {
   readonly result: Promise<Row[][]>;
   /** Each statement's result columns, once its RowDescription came (statements not textOutput). */
   readonly fields: (readonly Field[] | undefined)[];
@@ -176,7 +169,6 @@ export class ImplicitTransaction extends PgQuery {
     /** Parse every named statement before running any (a pipelined connection's transactions). */
     readonly parseFirst = false,
   ) {
-    super({ text: 'pgmcp implicit transaction' });
     this.#rows = statements.map(() => []);
     this.fields = statements.map(() => undefined);
     this.#textRows = statements[0]?.textOutput === true;
@@ -355,3 +347,9 @@ export class ImplicitTransaction extends PgQuery {
     // never requested
   }
 }
+
+// pg's pipeline mode accepts only Query instances (`instanceof`), so ImplicitTransaction's
+// prototype chain goes through pg's Query; its constructor never runs (per request it would copy a
+// config, make a Result and an EventEmitter that nothing here uses). This class defines submit()
+// and every handle* call pg makes on a query, so nothing of Query's own is ever called.
+Object.setPrototypeOf(ImplicitTransaction.prototype, pg.Query.prototype);

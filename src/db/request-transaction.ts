@@ -131,22 +131,31 @@ function requestTransaction(
     'takeLeadingStatement' in cancellation
       ? cancellation.takeLeadingStatement?.(db)
       : undefined;
-  const transaction = new ImplicitTransaction(
-    [
-      ...(leading === undefined ? [] : [leading]),
-      ...(principal.role === null
-        ? []
-        : [
-            {
-              ...SET_IDENTITY,
-              values: [principal.role, JSON.stringify(principal.claims)],
-            },
-          ]),
-      statement,
-    ],
-    pipelined,
-  );
-  return { transaction, leading };
+  const statements: ImplicitStatement[] = [];
+  if (leading !== undefined) statements.push(leading);
+  if (principal.role !== null)
+    statements.push({
+      name: SET_IDENTITY.name,
+      text: SET_IDENTITY.text,
+      values: [principal.role, claimsJson(principal)],
+    });
+  statements.push(statement);
+  return {
+    transaction: new ImplicitTransaction(statements, pipelined),
+    leading,
+  };
+}
+
+/** A principal's claims as JSON text: made once per claims object (a cached token's are shared). */
+const claimsJsonOf = new WeakMap<object, string>();
+
+export function claimsJson(principal: Principal): string {
+  let json = claimsJsonOf.get(principal.claims);
+  if (json === undefined) {
+    json = JSON.stringify(principal.claims);
+    claimsJsonOf.set(principal.claims, json);
+  }
+  return json;
 }
 
 /**
@@ -272,7 +281,7 @@ async function runUnpipelined(
   try {
     await client.query({
       ...SET_IDENTITY,
-      values: [principal.role, JSON.stringify(principal.claims)],
+      values: [principal.role, claimsJson(principal)],
     });
     const { rows } = await client.query<unknown[]>(config);
     await client.query('commit');
