@@ -1,8 +1,11 @@
 // Legacy (2025-11-25) HTTP sessions in pgmcp.legacy_sessions (migrations/0012), written by the
-// server's login through SECURITY DEFINER functions, so every replica on the database shares them.
+// server's login through SECURITY DEFINER functions (each request's check reads the keys and expiry
+// directly), so every replica on the database shares them.
 import { hash } from 'node:crypto';
+import { sql } from 'kysely';
 import type { Principal } from '../auth/index.js';
 import type { DatabaseHandle } from './pool.js';
+import { builder, prepare } from './prepared.js';
 import type { LeadingStatement } from './request-transaction.js';
 import { writeOneStatement } from './write-transaction.js';
 import { toDatabaseError } from './sqlstate.js';
@@ -140,16 +143,34 @@ export async function findLegacySession(
   }
 }
 
-/** A held session's check, its statement's name and text. */
-const CHECK = {
-  name: 'pgmcp_legacy_session_check',
-  text: 'select pgmcp.legacy_session_check($1, $2, $3) as due',
-} as const;
+/**
+ * A held session's check: one row when the session is live and this principal's, saying whether
+ * its expiry is due to be pushed back; no row otherwise. A plain SELECT by primary key as the
+ * login, which may read these three columns (migration 0027): a SECURITY DEFINER function around
+ * it cost as much again.
+ */
+const CHECK = prepare(
+  'pgmcp_legacy_session_check',
+  (args: {
+    idHash: Buffer;
+    principalHash: Buffer;
+    renewBelowSeconds: number;
+  }) =>
+    builder
+      .selectFrom('pgmcp.legacy_sessions')
+      .select(
+        sql<boolean>`expires_at < now() + make_interval(secs => ${args.renewBelowSeconds}::integer)`.as(
+          'due',
+        ),
+      )
+      .where('id_hash', '=', args.idHash)
+      .where('principal_hash', '=', args.principalHash)
+      .where('expires_at', '>', sql<Date>`now()`),
+);
 
 /**
- * A held session's check (pgmcp.legacy_session_check: null when the session is not live, else
- * whether its expiry is due to be pushed back) as a request's leading statement, read on its own
- * if the request ran no statement; when due, the expiry is pushed `lease` seconds ahead.
+ * A held session's check (CHECK) as a request's leading statement, read on its own if the request
+ * ran no statement; when due, the expiry is pushed `lease` seconds ahead.
  */
 function checkInRequest(
   db: DatabaseHandle,
@@ -157,7 +178,11 @@ function checkInRequest(
   renewBelowSeconds: number,
   lease: number,
 ): LegacySessionCheck {
-  const values = [keys.idHash, keys.principalHash, renewBelowSeconds];
+  const values = CHECK.values({
+    idHash: keys.idHash,
+    principalHash: keys.principalHash,
+    renewBelowSeconds,
+  });
   let rows: unknown[] | undefined;
   const due = async (): Promise<boolean | null> => {
     try {

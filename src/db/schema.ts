@@ -69,8 +69,23 @@ export interface ChangesTable {
   changed_at: ColumnType<Date, never, never>;
 }
 
+/** Legacy (2025-11-25) HTTP sessions (migration 0012); the login reads only the keys and expiry. */
+export interface LegacySessionsTable {
+  id_hash: Buffer;
+  principal_hash: Buffer;
+  role: string | null;
+  protocol_version: string;
+  client_info: Record<string, unknown>;
+  client_capabilities: Record<string, unknown>;
+  log_level: string | null;
+  created_at: ColumnType<Date, Date | undefined, never>;
+  last_seen_at: ColumnType<Date, Date | undefined, Date>;
+  expires_at: Date;
+}
+
 export interface Database {
   'pgmcp.changes': ChangesTable;
+  'pgmcp.legacy_sessions': LegacySessionsTable;
   'pgmcp.prompts': PromptsTable;
   'pgmcp.resources': ResourcesTable;
   'pgmcp.resource_templates': ResourceTemplatesTable;

@@ -940,3 +940,54 @@ describe('legacy subscriptions', () => {
     });
   });
 });
+
+describe('legacy sessions served by a login that is not a superuser', () => {
+  // A login granted pgmcp_authenticator, as docs/operations.md sets one up: the session check in
+  // each request reads pgmcp.legacy_sessions as this login, with only what the migrations grant.
+  const login = `pgmcp_legacy_login_${Date.now().toString(36)}`;
+  let asLogin: TestServer;
+
+  beforeAll(async () => {
+    await sql.query(`create role ${login} login password 'legacy-login'`);
+    await sql.query(`grant pgmcp_authenticator, ${ROLE_A} to ${login}`);
+    const url = new URL(databaseUrl);
+    url.username = login;
+    url.password = 'legacy-login';
+    asLogin = await startTestServer({
+      databaseUrl: url.toString(),
+      authenticate: byHeader,
+      live: {},
+    });
+  });
+
+  afterAll(async () => {
+    await asLogin?.close();
+    await sql.query(`drop role if exists ${login}`);
+  });
+
+  it('opens a session and answers its requests, and refuses them once the session is deleted', async () => {
+    await insert('notes:///legacy-login/one', [ROLE_A]);
+    const id = await openSession(asLogin.url, AS_A);
+    const read = () =>
+      legacyPost(
+        asLogin.url,
+        {
+          method: 'resources/read',
+          params: { uri: 'notes:///legacy-login/one' },
+        },
+        sessionHeaders(id, AS_A),
+      );
+    for (let request = 0; request < 2; request += 1) {
+      const answer = await read();
+      expect(answer.status).toBe(200);
+      expect(answer.result).toMatchObject({
+        contents: [{ uri: 'notes:///legacy-login/one', text: 'v1' }],
+      });
+    }
+    await sql.query(
+      `delete from pgmcp.legacy_sessions where id_hash = sha256(convert_to($1, 'UTF8'))`,
+      [id],
+    );
+    expect((await read()).status).toBe(404);
+  });
+});
