@@ -942,8 +942,8 @@ describe('legacy subscriptions', () => {
 });
 
 describe('legacy sessions served by a login that is not a superuser', () => {
-  // A login granted pgmcp_authenticator, as docs/operations.md sets one up: the session check in
-  // each request reads pgmcp.legacy_sessions as this login, with only what the migrations grant.
+  // A login that is no superuser and holds only what the migrations grant pgmcp_authenticator (it
+  // is granted that role): the session check in each request reads pgmcp.legacy_sessions as it.
   const login = `pgmcp_legacy_login_${Date.now().toString(36)}`;
   let asLogin: TestServer;
 
