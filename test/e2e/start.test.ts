@@ -18,6 +18,11 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../src/version.js';
 import { call, freePort } from '../setup/harness.js';
+import {
+  legacyPost,
+  openSession,
+  sessionHeaders,
+} from '../setup/legacy-client.js';
 
 const isRoot = process.getuid?.() === 0;
 let workspace: string;
@@ -257,6 +262,20 @@ describe.runIf(process.platform === 'linux')(
       expect((read.result?.['contents'] as unknown[]).length).toBeGreaterThan(
         1,
       );
+      // A 2025-11-25 client in a session, served as the demo's login (pgmcp_authenticator, no
+      // superuser): each request of the session checks it in PostgreSQL first.
+      const session = await openSession(url, admin);
+      for (let request = 0; request < 2; request += 1) {
+        const inSession = await legacyPost(
+          url,
+          { method: 'resources/read', params: { uri: 'file:///handbook/' } },
+          sessionHeaders(session, admin),
+        );
+        expect(inSession.status).toBe(200);
+        expect(
+          (inSession.result?.['contents'] as unknown[]).length,
+        ).toBeGreaterThan(1);
+      }
       // Each demo role sees its own slice: support cannot read engineering's on-call guide.
       const oncall = 'file:///handbook/teams/engineering/oncall.md';
       expect(
