@@ -132,6 +132,15 @@ const writes =
     return [target === undefined ? row : targetRow(row, target, run.ratio)];
   };
 
+/** A context comparison with no target: bench/run.ts's bare statement server on one side. */
+const ceiling =
+  (measure: string): Measure =>
+  (result) => {
+    const { served, baseline, ratio, rounds } = result as Comparison;
+    const figure = `${served.perSecond.toFixed(0)} vs ${baseline.perSecond.toFixed(0)}`;
+    return [{ measure, figure, ratio, rounds }];
+  };
+
 /** The request-path figures through pgmcp (a summary from before tokens has them under these keys). */
 const REQUEST_PATH: Record<string, Measure> = {
   list_c10: throughput(
@@ -141,6 +150,9 @@ const REQUEST_PATH: Record<string, Measure> = {
   list_c50: throughput(
     'resources/list pages/s, 50 callers, vs the raw keyset query',
     atLeast(0.8),
+  ),
+  list_c10_vs_bare: ceiling(
+    'context: resources/list pages/s vs a bare node:http server answering with the raw keyset query (no token, no MCP), 10 callers',
   ),
   last_vs_first_page: latency('last-page p50 / first-page p50', atMost(1.2)),
   discover_vs_echo: throughput(
@@ -154,6 +166,9 @@ const REQUEST_PATH: Record<string, Measure> = {
   read_vs_point_read: throughput(
     'resources/read req/s vs the raw point read',
     atLeast(0.7),
+  ),
+  read_vs_bare: ceiling(
+    'context: resources/read req/s vs a bare node:http server answering with the raw point read (no token, no MCP)',
   ),
   read_vs_peer: throughput(
     'resources/read req/s vs the official TypeScript SDK (`@modelcontextprotocol/server`) serving the same rows',
@@ -208,7 +223,7 @@ const httpCeiling: Measure = (result) => {
   ];
 };
 
-// Rows in the order of the tables: the ceiling after the list figures, then each scheme's run.
+// Rows in the order of the tables: the ceilings after the list figures, then each scheme's run.
 const requestPath = Object.entries(REQUEST_PATH);
 const perScheme = TOKEN_SCHEMES.flatMap(([suffix, label]) =>
   requestPath.map(([key, measure]): [string, Measure] => [
@@ -216,10 +231,24 @@ const perScheme = TOKEN_SCHEMES.flatMap(([suffix, label]) =>
     labelled(measure, label),
   ]),
 );
-const ceilingEntry: [string, Measure] = ['list_http_ceiling', httpCeiling];
+const ceilingEntries: [string, Measure][] = [
+  ['list_http_ceiling', httpCeiling],
+  [
+    'list_ceiling_vs_raw',
+    ceiling(
+      'context: bare node:http answering each page with the raw keyset query (no token, no MCP) vs the raw keyset query, 10 callers',
+    ),
+  ],
+  [
+    'read_ceiling_vs_raw',
+    ceiling(
+      'context: bare node:http answering each read with the raw point read (no token, no MCP) vs the raw point read, 10 callers',
+    ),
+  ],
+];
 const REQUEST: Record<string, Measure> = Object.fromEntries([
   ...requestPath.slice(0, 2),
-  ceilingEntry,
+  ...ceilingEntries,
   ...requestPath.slice(2),
   ...perScheme,
 ]);

@@ -7,6 +7,7 @@
 // as in production (bench/serve.ts): the request-path figures once with HS256 tokens (keys ending
 // _hs256) and once with ES256 tokens from a JWKS document (_jwks); live and catalog with HS256.
 import { catalogSource } from '../src/resources/index.js';
+import { createCursorCodec } from '../src/protocol/index.js';
 import http from 'node:http';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -96,6 +97,17 @@ const RAW_KEYSET_PAGE = `select id, uri, name, title, description, mime_type, si
   from pgmcp.resources where id > $1 order by id limit $2`;
 const RAW_POINT_READ = `select uri, name, mime_type, text, blob, size, audience, priority, updated_at
   from pgmcp.resources where uri = $1`;
+// Both as a program would send them: prepared once per pooled connection.
+const rawKeysetPage = (afterId: number): pg.QueryConfig => ({
+  name: 'bench_raw_keyset_page',
+  text: RAW_KEYSET_PAGE,
+  values: [afterId, PAGE_SIZE + 1],
+});
+const rawPointRead = (uri: string): pg.QueryConfig => ({
+  name: 'bench_raw_point_read',
+  text: RAW_POINT_READ,
+  values: [uri],
+});
 
 /** Run an HTTP load in a worker thread (the clients' parsing stays off the server's event loop). */
 function load(
@@ -162,18 +174,26 @@ async function compare(
 
 /** A node:http server on a free loopback port answering each request with `respond(body)`. */
 async function startBareServer(
-  respond: (body: Buffer) => Buffer,
+  respond: (body: Buffer) => Buffer | Promise<Buffer>,
 ): Promise<{ url: string; close: () => Promise<void> }> {
   const server = http.createServer((request, response) => {
     const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      const answer = respond(Buffer.concat(chunks));
+    const write = (answer: Buffer) => {
       response.writeHead(200, {
         'Content-Type': 'application/json',
         'Content-Length': answer.length,
       });
       response.end(answer);
+    };
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const answer = respond(Buffer.concat(chunks));
+      // A synchronous answer (the echo) is written in the same turn, as a bare server would.
+      if (Buffer.isBuffer(answer)) write(answer);
+      else
+        answer.then(write, () => {
+          response.writeHead(500).end();
+        });
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -309,7 +329,7 @@ async function requestFigures(context: RequestFiguresContext): Promise<void> {
     pointRead: RAW_POINT_READ,
     rawPointReads: (concurrency, uri) =>
       measure(concurrency, DURATION_MS, WARMUP_MS, async (i) => {
-        await db.pool.query(RAW_POINT_READ, [uri(i)]);
+        await db.pool.query(rawPointRead(uri(i)));
       }),
     load,
     compare,
@@ -317,6 +337,24 @@ async function requestFigures(context: RequestFiguresContext): Promise<void> {
     runs,
     record,
   });
+}
+
+/** pgmcp (verifying the callers' tokens) against the bare statement server, alternated. */
+async function againstBare(
+  { db, url, mix }: RequestFiguresContext,
+  kind: 'list' | 'read',
+  workload: Workload,
+): Promise<Comparison> {
+  const bare = await startStatementServer(db, kind);
+  try {
+    return await compare(
+      () => load(bare.url, 10, workload, UNCHECKED),
+      () => load(url, 10, workload, mix),
+      throughputRatio,
+    );
+  } finally {
+    await bare.close();
+  }
 }
 
 /** Figures 1 and 2: list throughput against the raw keyset query, last page against first. */
@@ -332,16 +370,21 @@ async function pageFigures(
     const result = await compare(
       () =>
         measure(concurrency, DURATION_MS, WARMUP_MS, async (i) => {
-          await db.pool.query(RAW_KEYSET_PAGE, [
-            spreadId(i, minId, maxId, PAGE_SIZE),
-            PAGE_SIZE + 1,
-          ]);
+          await db.pool.query(
+            rawKeysetPage(spreadId(i, minId, maxId, PAGE_SIZE)),
+          );
         }),
       () => load(url, concurrency, listWorkload(minId, maxId), mix),
       throughputRatio,
     );
     record(`list_c${concurrency}`, result);
   }
+  // 1b. Context: the same pages from pgmcp against the bare statement server, 10 callers.
+  if (runs('list_c10_vs_bare'))
+    record(
+      'list_c10_vs_bare',
+      await againstBare(context, 'list', listWorkload(minId, maxId)),
+    );
 
   // 2. Last page vs first page latency, one caller.
   if (runs('last_vs_first_page'))
@@ -409,13 +452,20 @@ async function readFigures(
       await compare(
         () =>
           measure(10, DURATION_MS, WARMUP_MS, async (i) => {
-            await db.pool.query(RAW_POINT_READ, [
-              `bench:///r/${1 + ((i * 7919) % 1_000_000)}`,
-            ]);
+            await db.pool.query(
+              rawPointRead(`bench:///r/${1 + ((i * 7919) % 1_000_000)}`),
+            );
           }),
         () => load(url, 10, { kind: 'read', rows: 1_000_000 }, mix),
         throughputRatio,
       ),
+    );
+
+  // 4a. Context: the same reads from pgmcp against the bare statement server, 10 callers.
+  if (runs('read_vs_bare'))
+    record(
+      'read_vs_bare',
+      await againstBare(context, 'read', { kind: 'read', rows: 1_000_000 }),
     );
 
   // 4b. resources/read vs the official TypeScript SDK's server reading the same rows from the same
@@ -621,6 +671,7 @@ async function servedFigures(bench: SeededBench): Promise<void> {
   // database, no JSON work) is the ceiling any Node server reaches with this client.
   if (runs('list_http_ceiling'))
     results['list_http_ceiling'] = await httpCeiling(db);
+  await ceilingFigures(db, bench, results);
   for (const scheme of SCHEMES) await schemeFigures(bench, app, scheme);
   await feed.stop();
 }
@@ -644,6 +695,86 @@ async function httpCeiling(
   ]);
   await bare.close();
   return { ceiling, bytes: page.length };
+}
+
+/**
+ * A bare node:http server that answers each resources/list or resources/read request with the raw
+ * statement's rows (the keyset page after the cursor's id, or the point read of the URI), as
+ * JSON.stringify gives them: no token, no MCP. What any Node server must do at least to answer.
+ */
+function startStatementServer(
+  db: DatabaseHandle,
+  kind: 'list' | 'read',
+): Promise<{ url: string; close: () => Promise<void> }> {
+  const cursors = createCursorCodec([CURSOR_SECRET]);
+  const answer = async (params: Record<string, unknown>): Promise<object> => {
+    if (kind === 'read') {
+      const { rows } = await db.pool.query(rawPointRead(String(params['uri'])));
+      return { contents: rows };
+    }
+    const after = Number(cursors.decode(String(params['cursor'])).k[0]);
+    const { rows } = await db.pool.query(rawKeysetPage(after));
+    return { resources: rows.slice(0, PAGE_SIZE) };
+  };
+  return startBareServer(async (body) => {
+    const message = JSON.parse(body.toString('utf8')) as {
+      id: unknown;
+      params: Record<string, unknown>;
+    };
+    const result = await answer(message.params);
+    return Buffer.from(
+      JSON.stringify({ jsonrpc: '2.0', id: message.id, result }),
+    );
+  });
+}
+
+/** The one caller of a bare server: it checks no token, and reads every row. */
+const UNCHECKED: readonly LoadCaller[] = [
+  { authorization: 'Bearer unchecked', rowStride: 1 },
+];
+
+/**
+ * Context for the list, read and query figures: the bare statement server (startStatementServer)
+ * alternated with the raw statement on the pool, 10 callers. What is left of the raw statement once
+ * a request crosses HTTP with this client: the most any Node server's ratio to it reaches.
+ */
+async function ceilingFigures(
+  db: DatabaseHandle,
+  { minId, maxId }: { minId: number; maxId: number },
+  results: Record<string, unknown>,
+): Promise<void> {
+  const ceilings = {
+    list: {
+      key: 'list_ceiling_vs_raw',
+      raw: (i: number) =>
+        db.pool.query(rawKeysetPage(spreadId(i, minId, maxId, PAGE_SIZE))),
+      workload: listWorkload(minId, maxId),
+    },
+    read: {
+      key: 'read_ceiling_vs_raw',
+      raw: (i: number) =>
+        db.pool.query(
+          rawPointRead(`bench:///r/${1 + ((i * 7919) % 1_000_000)}`),
+        ),
+      workload: { kind: 'read', rows: 1_000_000 } as const,
+    },
+  };
+  for (const [kind, { key, raw, workload }] of Object.entries(ceilings)) {
+    if (!runs(key)) continue;
+    const bare = await startStatementServer(db, kind as 'list' | 'read');
+    try {
+      results[key] = await compare(
+        () =>
+          measure(10, DURATION_MS, WARMUP_MS, async (i) => {
+            await raw(i);
+          }),
+        () => load(bare.url, 10, workload, UNCHECKED),
+        throughputRatio,
+      );
+    } finally {
+      await bare.close();
+    }
+  }
 }
 
 /** The request-path figures with `scheme`'s tokens: pgmcp (and the peer) served, verifying them. */

@@ -186,6 +186,31 @@ describe('bench report', () => {
     );
   });
 
+  it('renders the ceilings and pgmcp against the bare statement server as context rows: a ratio and its rounds, no target, not in README', () => {
+    const { read_vs_point_read } = summary.results;
+    const ceilings: BenchSummary = {
+      ...summary,
+      results: {
+        list_ceiling_vs_raw: read_vs_point_read,
+        read_vs_bare_hs256: read_vs_point_read,
+      },
+    };
+    const rows = benchmarkRows(ceilings);
+    expect(rows.map((row) => row.measure)).toEqual([
+      'context: bare node:http answering each page with the raw keyset query (no token, no MCP) vs the raw keyset query, 10 callers',
+      'context: resources/read req/s vs a bare node:http server answering with the raw point read (no token, no MCP) (HS256 tokens)',
+    ]);
+    const { ratio, rounds } = read_vs_point_read as {
+      ratio: number;
+      rounds: number[];
+    };
+    for (const row of rows) {
+      expect(row).toMatchObject({ ratio, rounds });
+      expect(row.target).toBeUndefined();
+    }
+    expect(renderReadmeResults(ceilings)).not.toContain('context:');
+  });
+
   it('renders the 2025-11-25 figures in their own table with their targets, and only counts them in README', () => {
     const { read_vs_point_read, notify_latency_1000_streams } = summary.results;
     const legacy: BenchSummary = {
