@@ -15,6 +15,7 @@ import {
   createEraDispatcher,
   createLegacyAdapter,
   GetPromptParamsSchema,
+  KeptResult,
   LegacySession,
   type Dispatcher,
   type GetPromptParams,
@@ -56,7 +57,6 @@ import {
   readContents,
   TTL_MS,
   RolePageMemo,
-  type ListPage,
 } from '../resources/index.js';
 import { createLegacyHttp, type LegacyHttp } from '../transport/index.js';
 import {
@@ -187,7 +187,7 @@ export function createApp(options: AppOptions): App {
   const promptDeps = promptDependencies(options, readDeps);
   // prompts/list pages per role (pgmcp.prompts' policy reads only the role), dropped when the
   // feed reports a prompt or schema change, and after the role decisions' age.
-  const promptPages = new RolePageMemo<ListPage>({
+  const promptPages = new RolePageMemo<KeptResult>({
     maxEntries: 1000,
     maxAgeMs: options.roleCacheMaxAgeMs ?? 10_000,
   });
@@ -265,7 +265,8 @@ export function createApp(options: AppOptions): App {
         },
         ctx,
       );
-      // resources/read never streams; the check keeps the types honest.
+      // resources/read never streams nor keeps its answers; the checks keep the types honest.
+      if (result instanceof KeptResult) return result.payload;
       if (!(result instanceof StreamingResult)) return result;
       result.stream.cancel();
       throw new ProtocolError('INTERNAL', 'A read produced a stream.');

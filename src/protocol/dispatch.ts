@@ -14,7 +14,7 @@ import {
   type RequestId,
   type RequestMeta,
 } from './wire.js';
-import { RawJson, serializeMessage } from './raw-json.js';
+import { KeptResult, RawJson, serializeMessage } from './raw-json.js';
 import {
   readNoticeOptions,
   RequestNotices,
@@ -58,7 +58,7 @@ export interface MethodHandler<TParams> {
   handle(
     params: TParams,
     ctx: RequestContext,
-  ): Promise<Record<string, unknown> | StreamingResult>;
+  ): Promise<Record<string, unknown> | KeptResult | StreamingResult>;
   /**
    * The result never changes for the life of the process (server/discover): it is computed and
    * serialized once, and every request still passes all the checks before getting it.
@@ -206,6 +206,8 @@ function failure(
 export function createDispatcher(options: DispatcherOptions): Dispatcher {
   // Keyed by handler identity, whatever its params type.
   const constantResults = new Map<MethodHandler<unknown>, RawJson>();
+  // A kept result's serialization, while the handler keeps handing it out.
+  const keptResults = new WeakMap<KeptResult, RawJson>();
   // The same on every result: serialize it once.
   const serverMeta = new RawJson(
     JSON.stringify({ [META_SERVER_INFO]: options.serverInfo }),
@@ -240,13 +242,35 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     }
     if (payload instanceof StreamingResult)
       return { kind: 'stream', id, stream: payload.stream };
-    const result = { resultType: 'complete', ...payload, _meta: serverMeta };
-    if (!constant) return respond(id, result);
-    const serialized = new RawJson(
-      serializeMessage({ result }).slice('{"result":'.length, -1),
-    );
+    if (payload instanceof KeptResult) {
+      let serialized = keptResults.get(payload);
+      if (serialized === undefined) {
+        serialized = serializedResult(payload.payload);
+        keptResults.set(payload, serialized);
+      }
+      return respond(id, serialized);
+    }
+    if (!constant) return respond(id, completeResult(payload));
+    const serialized = serializedResult(payload);
     constantResults.set(method, serialized);
     return respond(id, serialized);
+  }
+
+  function completeResult(
+    payload: Readonly<Record<string, unknown>>,
+  ): Record<string, unknown> {
+    return { resultType: 'complete', ...payload, _meta: serverMeta };
+  }
+
+  function serializedResult(
+    payload: Readonly<Record<string, unknown>>,
+  ): RawJson {
+    return new RawJson(
+      serializeMessage({ result: completeResult(payload) }).slice(
+        '{"result":'.length,
+        -1,
+      ),
+    );
   }
 
   async function dispatch(

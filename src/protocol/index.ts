@@ -24,6 +24,7 @@ export {
   type CursorPosition,
 } from './cursor.js';
 export {
+  KeptResult,
   RawJson,
   serializeMessage,
   serializeMessageBytes,

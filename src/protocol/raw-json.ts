@@ -21,6 +21,15 @@ export class RawJson {
 }
 
 /**
+ * A handler's result that it hands back, unchanged, to more requests than one (a role's kept
+ * prompts/list page): the dispatcher serializes it on its first answer and writes those bytes for
+ * every later one. The payload must never be changed once made.
+ */
+export class KeptResult {
+  constructor(readonly payload: Readonly<Record<string, unknown>>) {}
+}
+
+/**
  * JSON text of `message` without its `result` member, left open after `"result":` (what
  * JSON.stringify of the rest would write, with the member appended). The JSON-RPC envelope,
  * {jsonrpc: "2.0", id, result} in that order, is written without a copy of the message.

@@ -8,6 +8,7 @@ import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
 import {
   createMethod,
+  KeptResult,
   PaginatedParamsSchema,
   RawJson,
   type CursorCodec,
@@ -90,8 +91,11 @@ export function createKeysetListMethod<TRow>(
     /** The row's primary key, as text (what the next cursor points after). */
     readonly keyOf: (row: TRow) => string;
     readonly cache: keyof typeof TTL_MS;
-    /** Pages kept per role, for a table whose policy reads only the role (prompts). */
-    readonly memo?: RolePageMemo<ListPage>;
+    /**
+     * Answers kept per role, for a table whose policy reads only the role (prompts): the whole
+     * result, which the dispatcher serializes once (its cacheScope depends only on the role).
+     */
+    readonly memo?: RolePageMemo<KeptResult>;
   },
 ): MethodHandler<PaginatedParams> {
   const readPage = async (
@@ -125,28 +129,30 @@ export function createKeysetListMethod<TRow>(
         params.cursor,
         options.collection,
       );
-      const page =
-        options.memo === undefined
-          ? await readPage(ctx, afterId)
-          : await memoized(options.memo, ctx, afterId, readPage);
-      return {
-        [options.field]: new RawJson(page.items),
-        ...(page.nextCursor === undefined
-          ? {}
-          : { nextCursor: page.nextCursor }),
-        ...cacheHints(options.cache, ctx.principal),
+      const result = async () => {
+        const page = await readPage(ctx, afterId);
+        return {
+          [options.field]: new RawJson(page.items),
+          ...(page.nextCursor === undefined
+            ? {}
+            : { nextCursor: page.nextCursor }),
+          ...cacheHints(options.cache, ctx.principal),
+        };
       };
+      return options.memo === undefined
+        ? await result()
+        : await memoized(options.memo, ctx, afterId, result);
     },
   });
 }
 
-/** The role's page from `memo`, else read (and kept unless the memo was cleared meanwhile). */
+/** The role's answer from `memo`, else read (and kept unless the memo was cleared meanwhile). */
 async function memoized(
-  memo: RolePageMemo<ListPage>,
+  memo: RolePageMemo<KeptResult>,
   ctx: RequestContext,
   afterId: string,
-  read: (ctx: RequestContext, afterId: string) => Promise<ListPage>,
-): Promise<ListPage> {
+  read: () => Promise<Record<string, unknown>>,
+): Promise<KeptResult> {
   const role = ctx.principal.role;
   const kept = memo.get(role, afterId);
   ctx.notices.log('info', 'cache', {
@@ -154,7 +160,7 @@ async function memoized(
   });
   if (kept !== undefined) return kept;
   const generation = memo.generation;
-  const page = await read(ctx, afterId);
-  memo.set(role, afterId, page, generation);
-  return page;
+  const answer = new KeptResult(await read());
+  memo.set(role, afterId, answer, generation);
+  return answer;
 }

@@ -273,8 +273,16 @@ describe('subscriptions/listen', () => {
             name: string;
           }[]
         ).map((prompt) => prompt.name);
+      const read = (await call(memoA.url, 'prompts/list')).result;
       const firstA = await names(memoA);
       expect(await pageCacheDecision(memoA)).toBe('hit');
+      // A kept answer goes out as the dispatcher serialized it once: the whole result, as read.
+      expect((await call(memoA.url, 'prompts/list')).result).toEqual(read);
+      expect(read).toMatchObject({
+        resultType: 'complete',
+        cacheScope: 'private',
+        _meta: { 'io.modelcontextprotocol/serverInfo': expect.any(Object) },
+      });
       // B asks for the same position and gets its own page, not A's kept one.
       await sql.query(
         `insert into pgmcp.prompts (name, messages, readers)
