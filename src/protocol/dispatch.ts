@@ -202,16 +202,65 @@ function failure(
   return { kind: 'response', response, httpStatus: wire.httpStatus };
 }
 
+/**
+ * Results as they go out: resultType first, the server's _meta last. A constant method's result
+ * and a kept result are serialized once.
+ */
+class Results {
+  // Keyed by handler identity, whatever its params type.
+  readonly #constant = new Map<MethodHandler<unknown>, RawJson>();
+  // A kept result's serialization, while its handler keeps handing it out.
+  readonly #kept = new WeakMap<KeptResult, RawJson>();
+  // The same on every result: serialize it once.
+  readonly #meta: RawJson;
+
+  constructor(serverInfo: DispatcherOptions['serverInfo']) {
+    this.#meta = new RawJson(
+      JSON.stringify({ [META_SERVER_INFO]: serverInfo }),
+    );
+  }
+
+  constantOf(method: MethodHandler<unknown>): RawJson | undefined {
+    return this.#constant.get(method);
+  }
+
+  complete(
+    payload: Readonly<Record<string, unknown>>,
+  ): Record<string, unknown> {
+    return { resultType: 'complete', ...payload, _meta: this.#meta };
+  }
+
+  keepConstant(
+    method: MethodHandler<unknown>,
+    payload: Readonly<Record<string, unknown>>,
+  ): RawJson {
+    const serialized = this.#serialized(payload);
+    this.#constant.set(method, serialized);
+    return serialized;
+  }
+
+  kept(result: KeptResult): RawJson {
+    let serialized = this.#kept.get(result);
+    if (serialized === undefined) {
+      serialized = this.#serialized(result.payload);
+      this.#kept.set(result, serialized);
+    }
+    return serialized;
+  }
+
+  #serialized(payload: Readonly<Record<string, unknown>>): RawJson {
+    return new RawJson(
+      serializeMessage({ result: this.complete(payload) }).slice(
+        '{"result":'.length,
+        -1,
+      ),
+    );
+  }
+}
+
 /** Build the dispatcher: the single place requests become results or wire errors. */
 export function createDispatcher(options: DispatcherOptions): Dispatcher {
-  // Keyed by handler identity, whatever its params type.
-  const constantResults = new Map<MethodHandler<unknown>, RawJson>();
-  // A kept result's serialization, while the handler keeps handing it out.
-  const keptResults = new WeakMap<KeptResult, RawJson>();
-  // The same on every result: serialize it once.
-  const serverMeta = new RawJson(
-    JSON.stringify({ [META_SERVER_INFO]: options.serverInfo }),
-  );
+  const results = new Results(options.serverInfo);
 
   const fail = (error: unknown, id?: RequestId, fields?: RequestLogFields) =>
     failure(options.logError, error, id, fields);
@@ -228,7 +277,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     );
     const constant =
       method.constant === true || method.constantFor?.(params) === true;
-    const cached = constant ? constantResults.get(method) : undefined;
+    const cached = constant ? results.constantOf(method) : undefined;
     if (cached !== undefined) return respond(id, cached);
     const notices = noticesFor(meta, transport);
     let payload;
@@ -242,34 +291,13 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     }
     if (payload instanceof StreamingResult)
       return { kind: 'stream', id, stream: payload.stream };
-    if (payload instanceof KeptResult) {
-      let serialized = keptResults.get(payload);
-      if (serialized === undefined) {
-        serialized = serializedResult(payload.payload);
-        keptResults.set(payload, serialized);
-      }
-      return respond(id, serialized);
-    }
-    if (!constant) return respond(id, completeResult(payload));
-    const serialized = serializedResult(payload);
-    constantResults.set(method, serialized);
-    return respond(id, serialized);
-  }
-
-  function completeResult(
-    payload: Readonly<Record<string, unknown>>,
-  ): Record<string, unknown> {
-    return { resultType: 'complete', ...payload, _meta: serverMeta };
-  }
-
-  function serializedResult(
-    payload: Readonly<Record<string, unknown>>,
-  ): RawJson {
-    return new RawJson(
-      serializeMessage({ result: completeResult(payload) }).slice(
-        '{"result":'.length,
-        -1,
-      ),
+    if (payload instanceof KeptResult)
+      return respond(id, results.kept(payload));
+    return respond(
+      id,
+      constant
+        ? results.keepConstant(method, payload)
+        : results.complete(payload),
     );
   }
 
