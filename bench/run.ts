@@ -700,7 +700,7 @@ async function httpCeiling(
 /**
  * A bare node:http server that answers each resources/list or resources/read request with the raw
  * statement's rows (the keyset page after the cursor's id, or the point read of the URI), as
- * JSON.stringify gives them: no token, no MCP. What any Node server must do at least to answer.
+ * JSON.stringify gives them: no token, no MCP. The plain way to answer them from Node.
  */
 function startStatementServer(
   db: DatabaseHandle,
@@ -736,7 +736,7 @@ const UNCHECKED: readonly LoadCaller[] = [
 /**
  * Context for the list, read and query figures: the bare statement server (startStatementServer)
  * alternated with the raw statement on the pool, 10 callers. What is left of the raw statement once
- * a request crosses HTTP with this client: the most any Node server's ratio to it reaches.
+ * a request crosses HTTP with this client and its rows become JSON (docs/benchmarks.md, Method).
  */
 async function ceilingFigures(
   db: DatabaseHandle,
