@@ -3,7 +3,7 @@
 -- streams hear notifications/prompts/list_changed through the change log like any prompt change.
 -- Each call adds test_changing_prompt, or removes it when it is there.
 create or replace function pgmcp.conformance_change_prompts() returns void
-language plpgsql volatile security definer set search_path = pg_catalog, pgmcp as $$
+language plpgsql volatile security definer set search_path = pg_catalog, pgmcp, pg_temp as $$
 begin
   delete from pgmcp.prompts where name = 'test_changing_prompt';
   if not found then

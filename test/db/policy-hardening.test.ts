@@ -1,5 +1,6 @@
 // Migration 0025: the owner's policy holds only for the owner itself, member_roles() ignores the
 // caller's search_path, and the readers' keys follow readers however an UPDATE changed them.
+// Migration 0028: pgmcp's SECURITY DEFINER functions search the session's temporary schema last.
 // Everything happens in one transaction that is rolled back, each test in its own savepoint.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
@@ -100,5 +101,40 @@ describe('migration 0025', () => {
       [`test:///${prefix}/theirs`],
     );
     expect(rows.map((row) => row.reader)).toEqual([`${prefix}_reader`]);
+  });
+});
+
+describe('migration 0028', () => {
+  it("runs no writer's temporary type inside the capture trigger", async () => {
+    // A temporary domain named text whose CHECK calls the writer's own function: with pg_temp
+    // searched first, the capture trigger's ::text cast ran it as the trigger function's owner.
+    await sql.query(`create function pg_temp.${prefix}_evil(value text) returns boolean
+      language plpgsql as $$ begin raise exception 'ran as %', current_user; end $$`);
+    await sql.query(
+      `create domain pg_temp.text as pg_catalog.text check (pg_temp.${prefix}_evil(value))`,
+    );
+    await sql.query(
+      `update pgmcp.resources set priority = 0.25 where uri = $1`,
+      [`test:///${prefix}/mine`],
+    );
+    const { rows } = await sql.query<{ uri: string }>(
+      `select uri from pgmcp.changes where uri = $1 and kind = 'updated'`,
+      [`test:///${prefix}/mine`],
+    );
+    expect(rows).toHaveLength(1);
+  });
+
+  it('gives every SECURITY DEFINER function of pgmcp a search_path that ends with pg_temp', async () => {
+    const { rows } = await sql.query<{ fn: string; path: string | null }>(
+      `select p.oid::regprocedure::text as fn,
+              (select substr(s, length('search_path=') + 1) from unnest(p.proconfig) s
+                where s like 'search_path=%') as path
+         from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+        where n.nspname = 'pgmcp' and p.prosecdef`,
+    );
+    expect(rows.length).toBeGreaterThan(10);
+    expect(
+      rows.filter((row) => !/(^|, )pg_temp$/.test(row.path ?? '')),
+    ).toEqual([]);
   });
 });
