@@ -90,13 +90,14 @@ function targetRow(
   return { ...row, target: target.text, met: target.met(subject) };
 }
 
-/** A throughput comparison: pgmcp's requests per second against the baseline's. */
+/** A throughput comparison: pgmcp's requests per second against the baseline's (no target: context). */
 const throughput =
-  (measure: string, target: Target): Measure =>
+  (measure: string, target?: Target): Measure =>
   (result) => {
     const { served, baseline, ratio, rounds } = result as Comparison;
     const figure = `${served.perSecond.toFixed(0)} vs ${baseline.perSecond.toFixed(0)}`;
-    return [targetRow({ measure, figure, ratio, rounds }, target, ratio)];
+    const row = { measure, figure, ratio, rounds };
+    return [target === undefined ? row : targetRow(row, target, ratio)];
   };
 
 /** A latency comparison: pgmcp's p50 over the baseline's. */
@@ -132,15 +133,6 @@ const writes =
     return [target === undefined ? row : targetRow(row, target, run.ratio)];
   };
 
-/** A context comparison with no target: bench/run.ts's bare statement server on one side. */
-const ceiling =
-  (measure: string): Measure =>
-  (result) => {
-    const { served, baseline, ratio, rounds } = result as Comparison;
-    const figure = `${served.perSecond.toFixed(0)} vs ${baseline.perSecond.toFixed(0)}`;
-    return [{ measure, figure, ratio, rounds }];
-  };
-
 /** The request-path figures through pgmcp (a summary from before tokens has them under these keys). */
 const REQUEST_PATH: Record<string, Measure> = {
   list_c10: throughput(
@@ -151,7 +143,7 @@ const REQUEST_PATH: Record<string, Measure> = {
     'resources/list pages/s, 50 callers, vs the raw keyset query',
     atLeast(0.8),
   ),
-  list_c10_vs_bare: ceiling(
+  list_c10_vs_bare: throughput(
     'context: resources/list pages/s vs a bare node:http server answering with the raw keyset query (no token, no MCP), 10 callers',
   ),
   last_vs_first_page: latency('last-page p50 / first-page p50', atMost(1.2)),
@@ -167,7 +159,7 @@ const REQUEST_PATH: Record<string, Measure> = {
     'resources/read req/s vs the raw point read',
     atLeast(0.7),
   ),
-  read_vs_bare: ceiling(
+  read_vs_bare: throughput(
     'context: resources/read req/s vs a bare node:http server answering with the raw point read (no token, no MCP)',
   ),
   read_vs_peer: throughput(
@@ -235,13 +227,13 @@ const ceilingEntries: [string, Measure][] = [
   ['list_http_ceiling', httpCeiling],
   [
     'list_ceiling_vs_raw',
-    ceiling(
+    throughput(
       'context: bare node:http answering each page with the raw keyset query (no token, no MCP) vs the raw keyset query, 10 callers',
     ),
   ],
   [
     'read_ceiling_vs_raw',
-    ceiling(
+    throughput(
       'context: bare node:http answering each read with the raw point read (no token, no MCP) vs the raw point read, 10 callers',
     ),
   ],

@@ -103,6 +103,9 @@ const rawKeysetPage = (afterId: number): pg.QueryConfig => ({
   text: RAW_KEYSET_PAGE,
   values: [afterId, PAGE_SIZE + 1],
 });
+/** The stored resource the i-th point read asks for, spread over the 1,000,000 rows. */
+const pointReadUri = (i: number): string =>
+  `bench:///r/${1 + ((i * 7919) % 1_000_000)}`;
 const rawPointRead = (uri: string): pg.QueryConfig => ({
   name: 'bench_raw_point_read',
   text: RAW_POINT_READ,
@@ -452,9 +455,7 @@ async function readFigures(
       await compare(
         () =>
           measure(10, DURATION_MS, WARMUP_MS, async (i) => {
-            await db.pool.query(
-              rawPointRead(`bench:///r/${1 + ((i * 7919) % 1_000_000)}`),
-            );
+            await db.pool.query(rawPointRead(pointReadUri(i)));
           }),
         () => load(url, 10, { kind: 'read', rows: 1_000_000 }, mix),
         throughputRatio,
@@ -752,10 +753,7 @@ async function ceilingFigures(
     },
     read: {
       key: 'read_ceiling_vs_raw',
-      raw: (i: number) =>
-        db.pool.query(
-          rawPointRead(`bench:///r/${1 + ((i * 7919) % 1_000_000)}`),
-        ),
+      raw: (i: number) => db.pool.query(rawPointRead(pointReadUri(i))),
       workload: { kind: 'read', rows: 1_000_000 } as const,
     },
   };

@@ -121,6 +121,17 @@ export function createKeysetListMethod<TRow>(
           : undefined,
     };
   };
+  const readResult = async (
+    ctx: RequestContext,
+    afterId: string,
+  ): Promise<Record<string, unknown>> => {
+    const page = await readPage(ctx, afterId);
+    return {
+      [options.field]: new RawJson(page.items),
+      ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }),
+      ...cacheHints(options.cache, ctx.principal),
+    };
+  };
   return createMethod({
     params: PaginatedParamsSchema,
     async handle(params, ctx) {
@@ -129,19 +140,9 @@ export function createKeysetListMethod<TRow>(
         params.cursor,
         options.collection,
       );
-      const result = async () => {
-        const page = await readPage(ctx, afterId);
-        return {
-          [options.field]: new RawJson(page.items),
-          ...(page.nextCursor === undefined
-            ? {}
-            : { nextCursor: page.nextCursor }),
-          ...cacheHints(options.cache, ctx.principal),
-        };
-      };
       return options.memo === undefined
-        ? await result()
-        : await memoized(options.memo, ctx, afterId, result);
+        ? await readResult(ctx, afterId)
+        : await memoized(options.memo, ctx, afterId, readResult);
     },
   });
 }
@@ -151,7 +152,10 @@ async function memoized(
   memo: RolePageMemo<KeptResult>,
   ctx: RequestContext,
   afterId: string,
-  read: () => Promise<Record<string, unknown>>,
+  read: (
+    ctx: RequestContext,
+    afterId: string,
+  ) => Promise<Record<string, unknown>>,
 ): Promise<KeptResult> {
   const role = ctx.principal.role;
   const kept = memo.get(role, afterId);
@@ -160,7 +164,7 @@ async function memoized(
   });
   if (kept !== undefined) return kept;
   const generation = memo.generation;
-  const answer = new KeptResult(await read());
+  const answer = new KeptResult(await read(ctx, afterId));
   memo.set(role, afterId, answer, generation);
   return answer;
 }
