@@ -1,5 +1,6 @@
-// Change capture in SQL (migrations/0004): what the triggers log for each kind of write, what
-// they notify, and what they leave alone.
+// Change capture in SQL (migrations/0004, and 0029 for pgmcp.resources): what the triggers log for
+// each kind of write, what they notify, and what they leave alone, for single-row writes (one
+// statement planned once per session) and for writes of many rows (planned for their own sizes).
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { testDatabaseUrl } from '../setup/harness.js';
@@ -145,6 +146,138 @@ describe('capture triggers on pgmcp.resources', () => {
       8000,
     );
     expect(await logged(p)).toHaveLength(501);
+  });
+
+  it('notify a single-row update and delete with the seq and URI of the row they logged', async () => {
+    const p = 'notes:///capture-single/';
+    await sql.query(
+      `insert into pgmcp.resources (uri, name, text) values ($1, 'a', 'x')`,
+      [`${p}a`],
+    );
+    payloads.length = 0;
+    await sql.query(`update pgmcp.resources set text = 'y' where uri = $1`, [
+      `${p}a`,
+    ]);
+    await sql.query(`delete from pgmcp.resources where uri = $1`, [`${p}a`]);
+    const { rows } = await sql.query<{ seq: string; kind: string }>(
+      `select seq::text, kind from pgmcp.changes where uri = $1 order by seq`,
+      [`${p}a`],
+    );
+    expect(rows.map((row) => row.kind)).toEqual([
+      'created',
+      'updated',
+      'deleted',
+    ]);
+    // The insert's own notification may arrive after the reset above: keep the two writes'.
+    const seqs = [Number(rows[1]?.seq), Number(rows[2]?.seq)];
+    const ours = () =>
+      payloads
+        .map((payload) => JSON.parse(payload) as Record<string, unknown>)
+        .filter((payload) => seqs.includes(payload['seq'] as number));
+    await vi.waitFor(() => expect(ours()).toHaveLength(2), {
+      timeout: 5000,
+      interval: 10,
+    });
+    expect(ours()).toEqual([
+      { seq: seqs[0], uri: `${p}a` },
+      { seq: seqs[1], uri: `${p}a` },
+    ]);
+  });
+
+  it('log a many-row update row by row: changed, renamed and unchanged rows, one notification', async () => {
+    const p = 'notes:///capture-mixed/';
+    await sql.query(
+      `insert into pgmcp.resources (uri, name, text, readers)
+       values ($1 || 'changed', 'a', 'x', '{support}'), ($1 || 'renamed', 'b', 'x', '{finance}'),
+              ($1 || 'same', 'c', 'x', '{support}')`,
+      [p],
+    );
+    payloads.length = 0;
+    await sql.query(
+      `update pgmcp.resources
+          set text = case when uri = $1 || 'changed' then 'y' else text end,
+              uri = case when uri = $1 || 'renamed' then $1 || 'moved' else uri end
+        where uri like $1 || '%'`,
+      [p],
+    );
+    const rows = (await logged(p)).slice(3);
+    expect(
+      rows
+        .map((row) => [
+          row.kind,
+          row.uri.slice(p.length),
+          row.readers_before,
+          row.readers_after,
+        ])
+        .sort(),
+    ).toEqual(
+      [
+        ['updated', 'changed', ['support'], ['support']],
+        ['deleted', 'renamed', ['finance'], null],
+        ['created', 'moved', null, ['finance']],
+      ].sort(),
+    );
+    const { rows: last } = await sql.query<{ seq: string }>(
+      `select max(seq)::text as seq from pgmcp.changes where uri like $1`,
+      [`${p}%`],
+    );
+    const ours = () =>
+      payloads
+        .map((payload) => JSON.parse(payload) as Record<string, unknown>)
+        .filter((payload) => payload['seq'] === Number(last[0]?.seq));
+    await vi.waitFor(() => expect(ours()).toHaveLength(1), {
+      timeout: 5000,
+      interval: 10,
+    });
+    expect(ours()).toEqual([{ seq: Number(last[0]?.seq), rows: 3 }]);
+  });
+
+  it("plan a many-row write for its own size, whatever the session's earlier writes were", async () => {
+    // PL/pgSQL keeps a statement's plan for the session: had the many-row path kept the plan of
+    // an earlier two-row write (made for two rows, a nested loop at worst), this 2,000-row update
+    // would run it. The one-row statement, gated by a one-time filter, must not read the rows.
+    const p = 'notes:///capture-plans/';
+    const session = new pg.Client({ connectionString: testDatabaseUrl() });
+    await session.connect();
+    const plans: string[] = [];
+    session.on('notice', (notice) => plans.push(notice.message ?? ''));
+    try {
+      await session.query(
+        `insert into pgmcp.resources (uri, name, text)
+         select $1 || n, 'n', 'x' from generate_series(1, 2000) n`,
+        [p],
+      );
+      await session.query(
+        `update pgmcp.resources set text = 'two' where uri in ($1 || '1', $1 || '2')`,
+        [p],
+      );
+      await session.query("load 'auto_explain'");
+      await session.query(`set auto_explain.log_min_duration = 0;
+        set auto_explain.log_nested_statements = on;
+        set auto_explain.log_analyze = on;
+        set auto_explain.log_timing = off;
+        set auto_explain.log_level = notice`);
+      await session.query(
+        `update pgmcp.resources set text = 'many' where uri like $1 || '%'`,
+        [p],
+      );
+      await session.query('reset auto_explain.log_min_duration');
+    } finally {
+      await session.end();
+    }
+    const logging = plans.filter((plan) =>
+      plan.includes('insert into pgmcp.changes'),
+    );
+    const onePath = logging.find((plan) => plan.includes('cross join'));
+    const manyPath = logging.find((plan) => plan.includes('with pairs'));
+    expect(onePath).toMatch(
+      /One-Time Filter[^\n]*\n\s*->[^\n]*\(never executed\)/,
+    );
+    // Planned for this statement: the planner was told the transition tables hold 2,000 rows.
+    expect(manyPath).toMatch(/Named Tuplestore Scan +\(cost=\S+ rows=2000 /);
+    expect(
+      (await logged(p)).filter((row) => row.kind === 'updated'),
+    ).toHaveLength(2 + 2000);
   });
 
   it('hide log rows from a role that could read the resource neither before nor after', async () => {
