@@ -261,7 +261,6 @@ describe('capture triggers on pgmcp.resources', () => {
         `update pgmcp.resources set text = 'many' where uri like $1 || '%'`,
         [p],
       );
-      await session.query('reset auto_explain.log_min_duration');
     } finally {
       await session.end();
     }
