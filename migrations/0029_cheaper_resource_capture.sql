@@ -10,8 +10,10 @@
 --    RETURNING gives the notification its seq and URI. That INSERT is gated by a one-time test
 --    that the statement wrote one row, so a bulk write skips it without reading its rows; a bulk
 --    write is then logged by a statement planned for that write's own row counts (EXECUTE), so
---    no plan made for one row is ever run on a million, and no setting is needed. The rows logged
---    and the notification sent are the same as before (test/notifications/capture.test.ts).
+--    no plan made for one row is ever run on a million, and no setting is needed. A statement
+--    that wrote no row, or updated one row without changing it, is settled before that planning.
+--    The rows logged and the notification sent are the same as before
+--    (test/notifications/capture.test.ts).
 -- 2. The readers' keys trigger (0023) loses its `jit = off` setting: its statements are
 --    primary-key lookups whose cost is far below any JIT threshold, and each setting a function
 --    carries is set and restored on every call.
@@ -55,10 +57,24 @@ begin
     perform pg_notify('pgmcp_changes', json_build_object('seq', last_seq, 'uri', single_uri)::text);
     return null;
   end if;
+  -- A statement that wrote no row, or updated one row without changing it (a sync job writing
+  -- what is already there): nothing to log, decided without planning the general statement.
+  if TG_OP = 'INSERT' then
+    if not exists (select from new_rows) then
+      return null;
+    end if;
+  elsif TG_OP = 'DELETE' then
+    if not exists (select from old_rows) then
+      return null;
+    end if;
+  elsif not exists (select from new_rows offset 1)
+        and not exists (select from old_rows o cross join new_rows n where o is distinct from n) then
+    return null;
+  end if;
 
-  -- Every other write: planned for this statement's row counts. An update that changes a row's
-  -- URI is logged as a delete of the old URI and a create of the new; an update that changes
-  -- nothing is not logged.
+  -- Every other write (many rows, or one row whose id or URI changed): planned for this
+  -- statement's row counts. An update that changes a row's URI is logged as a delete of the old
+  -- URI and a create of the new; an update that changes nothing is not logged.
   rows_sql := case TG_OP
     when 'INSERT' then
       $sql$insert into pgmcp.changes (relation, uri, kind, readers_after)

@@ -232,7 +232,7 @@ describe('capture triggers on pgmcp.resources', () => {
     expect(ours()).toEqual([{ seq: Number(last[0]?.seq), rows: 3 }]);
   });
 
-  it("plan a many-row write for its own size, whatever the session's earlier writes were", async () => {
+  it("plan a many-row write for its own size, whatever the session's earlier writes were, and a one-row no-op or an empty write not at all", async () => {
     // PL/pgSQL keeps a statement's plan for the session: had the many-row path kept the plan of
     // an earlier two-row write (made for two rows, a nested loop at worst), this 2,000-row update
     // would run it. The one-row statement, gated by a one-time filter, must not read the rows.
@@ -261,12 +261,24 @@ describe('capture triggers on pgmcp.resources', () => {
         `update pgmcp.resources set text = 'many' where uri like $1 || '%'`,
         [p],
       );
+      plans.push('-- one row unchanged, or none --');
+      await session.query(
+        `update pgmcp.resources set text = 'many' where uri = $1 || '1'`,
+        [p],
+      );
+      for (const none of [
+        `update pgmcp.resources set text = 'none' where uri = $1 || 'none'`,
+        `delete from pgmcp.resources where uri = $1 || 'none'`,
+        `insert into pgmcp.resources (uri, name, text) select $1 || 'none', 'n', 'x' where false`,
+      ])
+        await session.query(none, [p]);
     } finally {
       await session.end();
     }
-    const logging = plans.filter((plan) =>
-      plan.includes('insert into pgmcp.changes'),
-    );
+    const unchanged = plans.indexOf('-- one row unchanged, or none --');
+    const logging = plans
+      .slice(0, unchanged)
+      .filter((plan) => plan.includes('insert into pgmcp.changes'));
     const onePath = logging.find((plan) => plan.includes('cross join'));
     const manyPath = logging.find((plan) => plan.includes('with pairs'));
     expect(onePath).toMatch(
@@ -274,6 +286,13 @@ describe('capture triggers on pgmcp.resources', () => {
     );
     // Planned for this statement: the planner was told the transition tables hold 2,000 rows.
     expect(manyPath).toMatch(/Named Tuplestore Scan +\(cost=\S+ rows=2000 /);
+    // A one-row update that changes nothing, and statements that write no row, are settled
+    // without planning the general statement.
+    expect(
+      plans
+        .slice(unchanged)
+        .filter((plan) => plan.includes('select max(seq), count(*)')),
+    ).toEqual([]);
     expect(
       (await logged(p)).filter((row) => row.kind === 'updated'),
     ).toHaveLength(2 + 2000);
