@@ -9,9 +9,9 @@
 --    what most writers send, with one INSERT whose plan PL/pgSQL keeps for the session and whose
 --    RETURNING gives the notification its seq and URI. That INSERT is gated by a one-time test
 --    that the statement wrote one row, so a bulk write skips it without reading its rows; a bulk
---    write is then logged by a statement planned for that write's own row counts (EXECUTE), so
---    no plan made for one row is ever run on a million, and no setting is needed. A statement
---    that wrote no row, or updated one row without changing it, is settled before that planning.
+--    write of more than 100 rows is then logged by a statement planned for that write's own row
+--    counts (EXECUTE), so no plan made for one row is ever run on a million, and no setting is
+--    needed; smaller writes run static statements whose plans the session keeps.
 --    The rows logged and the notification sent are the same as before
 --    (test/notifications/capture.test.ts).
 -- 2. The readers' keys trigger (0023) loses its `jit = off` setting: its statements are
@@ -28,6 +28,7 @@ declare
   last_seq bigint;
   logged bigint;
   single_uri text;
+  written bigint;
   rows_sql text;
 begin
   -- One row written: logged by one statement, or by none when the one-time filter (the statement
@@ -57,52 +58,78 @@ begin
     perform pg_notify('pgmcp_changes', json_build_object('seq', last_seq, 'uri', single_uri)::text);
     return null;
   end if;
-  -- A statement that wrote no row, or updated one row without changing it (a sync job writing
-  -- what is already there): nothing to log, decided without planning the general statement.
-  if TG_OP = 'INSERT' then
-    if not exists (select from new_rows) then
-      return null;
-    end if;
-  elsif TG_OP = 'DELETE' then
-    if not exists (select from old_rows) then
-      return null;
-    end if;
-  elsif not exists (select from new_rows offset 1)
-        and not exists (select from old_rows o cross join new_rows n where o is distinct from n) then
-    return null;
+  -- Every other write. No row: nothing to log. Up to 100 rows: static statements, whose plans the
+  -- session keeps (whatever sizes the plan was made for, it compares at most 100 × 100 rows), so a
+  -- writer of small batches plans nothing. More: planned for this statement's row counts. An
+  -- update that changes a row's URI is logged as a delete of the old URI and a create of the new;
+  -- an update that changes nothing is not logged.
+  if TG_OP = 'DELETE' then
+    select count(*) into written from (select from old_rows limit 101) s;
+  else
+    select count(*) into written from (select from new_rows limit 101) s;
   end if;
-
-  -- Every other write (many rows, or one row whose id or URI changed): planned for this
-  -- statement's row counts. An update that changes a row's URI is logged as a delete of the old
-  -- URI and a create of the new; an update that changes nothing is not logged.
-  rows_sql := case TG_OP
-    when 'INSERT' then
-      $sql$insert into pgmcp.changes (relation, uri, kind, readers_after)
-           select 'pgmcp.resources', n.uri, 'created', n.readers from new_rows n
-           returning seq, uri$sql$
-    when 'DELETE' then
-      $sql$insert into pgmcp.changes (relation, uri, kind, readers_before)
-           select 'pgmcp.resources', o.uri, 'deleted', o.readers from old_rows o
-           returning seq, uri$sql$
-    else
-      $sql$with pairs as (
-             select o.uri as old_uri, n.uri as new_uri, o.readers as readers_before,
-                    n.readers as readers_after
-               from old_rows o join new_rows n on o.id = n.id
-              where o is distinct from n)
-           insert into pgmcp.changes (relation, uri, kind, readers_before, readers_after)
-           select 'pgmcp.resources', new_uri, 'updated', readers_before, readers_after
-             from pairs where old_uri = new_uri
-           union all
-           select 'pgmcp.resources', old_uri, 'deleted', readers_before, null
-             from pairs where old_uri <> new_uri
-           union all
-           select 'pgmcp.resources', new_uri, 'created', null, readers_after
-             from pairs where old_uri <> new_uri
-           returning seq, uri$sql$
-  end;
-  execute format('with inserted as (%s) select max(seq), count(*), min(uri) from inserted', rows_sql)
-    into last_seq, logged, single_uri;
+  if written = 0 then
+    return null;
+  elsif written > 100 then
+    rows_sql := case TG_OP
+      when 'INSERT' then
+        $sql$insert into pgmcp.changes (relation, uri, kind, readers_after)
+             select 'pgmcp.resources', n.uri, 'created', n.readers from new_rows n
+             returning seq, uri$sql$
+      when 'DELETE' then
+        $sql$insert into pgmcp.changes (relation, uri, kind, readers_before)
+             select 'pgmcp.resources', o.uri, 'deleted', o.readers from old_rows o
+             returning seq, uri$sql$
+      else
+        $sql$with pairs as (
+               select o.uri as old_uri, n.uri as new_uri, o.readers as readers_before,
+                      n.readers as readers_after
+                 from old_rows o join new_rows n on o.id = n.id
+                where o is distinct from n)
+             insert into pgmcp.changes (relation, uri, kind, readers_before, readers_after)
+             select 'pgmcp.resources', new_uri, 'updated', readers_before, readers_after
+               from pairs where old_uri = new_uri
+             union all
+             select 'pgmcp.resources', old_uri, 'deleted', readers_before, null
+               from pairs where old_uri <> new_uri
+             union all
+             select 'pgmcp.resources', new_uri, 'created', null, readers_after
+               from pairs where old_uri <> new_uri
+             returning seq, uri$sql$
+    end;
+    execute format('with inserted as (%s) select max(seq), count(*), min(uri) from inserted', rows_sql)
+      into last_seq, logged, single_uri;
+  elsif TG_OP = 'INSERT' then
+    with inserted as (
+      insert into pgmcp.changes (relation, uri, kind, readers_after)
+      select 'pgmcp.resources', n.uri, 'created', n.readers from new_rows n
+      returning seq, uri)
+    select max(seq), count(*), min(uri) into last_seq, logged, single_uri from inserted;
+  elsif TG_OP = 'DELETE' then
+    with inserted as (
+      insert into pgmcp.changes (relation, uri, kind, readers_before)
+      select 'pgmcp.resources', o.uri, 'deleted', o.readers from old_rows o
+      returning seq, uri)
+    select max(seq), count(*), min(uri) into last_seq, logged, single_uri from inserted;
+  else
+    with pairs as (
+      select o.uri as old_uri, n.uri as new_uri, o.readers as readers_before,
+             n.readers as readers_after
+        from old_rows o join new_rows n on o.id = n.id
+       where o is distinct from n),
+    inserted as (
+      insert into pgmcp.changes (relation, uri, kind, readers_before, readers_after)
+      select 'pgmcp.resources', new_uri, 'updated', readers_before, readers_after
+        from pairs where old_uri = new_uri
+      union all
+      select 'pgmcp.resources', old_uri, 'deleted', readers_before, null
+        from pairs where old_uri <> new_uri
+      union all
+      select 'pgmcp.resources', new_uri, 'created', null, readers_after
+        from pairs where old_uri <> new_uri
+      returning seq, uri)
+    select max(seq), count(*), min(uri) into last_seq, logged, single_uri from inserted;
+  end if;
   if logged > 0 then
     perform pg_notify('pgmcp_changes',
       case when logged = 1 then json_build_object('seq', last_seq, 'uri', single_uri)::text

@@ -232,10 +232,11 @@ describe('capture triggers on pgmcp.resources', () => {
     expect(ours()).toEqual([{ seq: Number(last[0]?.seq), rows: 3 }]);
   });
 
-  it("plan a many-row write for its own size, whatever the session's earlier writes were, and a one-row no-op or an empty write not at all", async () => {
+  it("plan a many-row write for its own size, whatever the session's earlier writes were, and a small one not at all", async () => {
     // PL/pgSQL keeps a statement's plan for the session: had the many-row path kept the plan of
     // an earlier two-row write (made for two rows, a nested loop at worst), this 2,000-row update
-    // would run it. The one-row statement, gated by a one-time filter, must not read the rows.
+    // would run it. The one-row statement, gated by a one-time filter, must not read the rows;
+    // small writes must not plan at all.
     const p = 'notes:///capture-plans/';
     const session = new pg.Client({ connectionString: testDatabaseUrl() });
     await session.connect();
@@ -261,23 +262,21 @@ describe('capture triggers on pgmcp.resources', () => {
         `update pgmcp.resources set text = 'many' where uri like $1 || '%'`,
         [p],
       );
-      plans.push('-- one row unchanged, or none --');
-      await session.query(
-        `update pgmcp.resources set text = 'many' where uri = $1 || '1'`,
-        [p],
-      );
-      for (const none of [
+      plans.push('-- small writes --');
+      for (const small of [
+        `update pgmcp.resources set text = 'ten' where uri like $1 || '1_'`,
+        `update pgmcp.resources set text = 'ten' where uri = $1 || '1'`,
         `update pgmcp.resources set text = 'none' where uri = $1 || 'none'`,
         `delete from pgmcp.resources where uri = $1 || 'none'`,
         `insert into pgmcp.resources (uri, name, text) select $1 || 'none', 'n', 'x' where false`,
       ])
-        await session.query(none, [p]);
+        await session.query(small, [p]);
     } finally {
       await session.end();
     }
-    const unchanged = plans.indexOf('-- one row unchanged, or none --');
+    const small = plans.indexOf('-- small writes --');
     const logging = plans
-      .slice(0, unchanged)
+      .slice(0, small)
       .filter((plan) => plan.includes('insert into pgmcp.changes'));
     const onePath = logging.find((plan) => plan.includes('cross join'));
     const manyPath = logging.find((plan) => plan.includes('with pairs'));
@@ -286,16 +285,20 @@ describe('capture triggers on pgmcp.resources', () => {
     );
     // Planned for this statement: the planner was told the transition tables hold 2,000 rows.
     expect(manyPath).toMatch(/Named Tuplestore Scan +\(cost=\S+ rows=2000 /);
-    // A one-row update that changes nothing, and statements that write no row, are settled
-    // without planning the general statement.
+    // Writes of up to 100 rows (ten rows; one row unchanged; no row) plan nothing: the ten-row
+    // update runs the plan kept from the two-row one, and none runs the statement made per write.
+    const kept = plans.slice(small);
     expect(
-      plans
-        .slice(unchanged)
-        .filter((plan) => plan.includes('select max(seq), count(*)')),
+      kept.find((plan) => plan.includes('join new_rows n on o.id = n.id')),
+    ).toMatch(/Named Tuplestore Scan +\(cost=\S+ rows=2 /);
+    expect(
+      kept.filter((plan) =>
+        /with inserted as \((with pairs|insert)/.test(plan),
+      ),
     ).toEqual([]);
     expect(
       (await logged(p)).filter((row) => row.kind === 'updated'),
-    ).toHaveLength(2 + 2000);
+    ).toHaveLength(2 + 2000 + 11);
   });
 
   it('hide log rows from a role that could read the resource neither before nor after', async () => {
