@@ -44,6 +44,22 @@ async function logged(prefix: string) {
   return rows;
 }
 
+type Payload = Record<string, unknown>;
+
+/** The wake-ups `keep` selects among those received, once at least `count` of them have arrived. */
+async function received(
+  keep: (payload: Payload) => boolean,
+  count: number,
+): Promise<Payload[]> {
+  const kept = () =>
+    payloads.map((payload) => JSON.parse(payload) as Payload).filter(keep);
+  await vi.waitFor(() => expect(kept().length).toBeGreaterThanOrEqual(count), {
+    timeout: 5000,
+    interval: 10,
+  });
+  return kept();
+}
+
 describe('capture triggers on pgmcp.resources', () => {
   it('log creates, updates and deletes with the readers before and after', async () => {
     const p = 'notes:///capture-crud/';
@@ -127,18 +143,11 @@ describe('capture triggers on pgmcp.resources', () => {
       [`${p}single`],
     );
     // Other files write to this database too: keep the payloads of these two statements.
-    const ours = () =>
-      payloads
-        .map((payload) => JSON.parse(payload) as Record<string, unknown>)
-        .filter(
-          (payload) =>
-            payload['rows'] === 500 || payload['uri'] === `${p}single`,
-        );
-    await vi.waitFor(() => expect(ours().length).toBeGreaterThanOrEqual(2), {
-      timeout: 5000,
-      interval: 10,
-    });
-    expect(ours()).toEqual([
+    const ours = await received(
+      (payload) => payload['rows'] === 500 || payload['uri'] === `${p}single`,
+      2,
+    );
+    expect(ours).toEqual([
       { seq: match.any(Number), rows: 500 },
       { seq: match.any(Number), uri: `${p}single` },
     ]);
@@ -170,15 +179,11 @@ describe('capture triggers on pgmcp.resources', () => {
     ]);
     // The insert's own notification may arrive after the reset above: keep the two writes'.
     const seqs = [Number(rows[1]?.seq), Number(rows[2]?.seq)];
-    const ours = () =>
-      payloads
-        .map((payload) => JSON.parse(payload) as Record<string, unknown>)
-        .filter((payload) => seqs.includes(payload['seq'] as number));
-    await vi.waitFor(() => expect(ours()).toHaveLength(2), {
-      timeout: 5000,
-      interval: 10,
-    });
-    expect(ours()).toEqual([
+    const ours = await received(
+      (payload) => seqs.includes(payload['seq'] as number),
+      2,
+    );
+    expect(ours).toEqual([
       { seq: seqs[0], uri: `${p}a` },
       { seq: seqs[1], uri: `${p}a` },
     ]);
@@ -221,15 +226,11 @@ describe('capture triggers on pgmcp.resources', () => {
       `select max(seq)::text as seq from pgmcp.changes where uri like $1`,
       [`${p}%`],
     );
-    const ours = () =>
-      payloads
-        .map((payload) => JSON.parse(payload) as Record<string, unknown>)
-        .filter((payload) => payload['seq'] === Number(last[0]?.seq));
-    await vi.waitFor(() => expect(ours()).toHaveLength(1), {
-      timeout: 5000,
-      interval: 10,
-    });
-    expect(ours()).toEqual([{ seq: Number(last[0]?.seq), rows: 3 }]);
+    const ours = await received(
+      (payload) => payload['seq'] === Number(last[0]?.seq),
+      1,
+    );
+    expect(ours).toEqual([{ seq: Number(last[0]?.seq), rows: 3 }]);
   });
 
   it("plan a many-row write for its own size, whatever the session's earlier writes were, and a small one not at all", async () => {
