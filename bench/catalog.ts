@@ -464,7 +464,7 @@ async function withServer<TResult>(
   }
 }
 
-/** The whole catalog, page after page, through pgmcp and raw on the pool, alternated. */
+/** The whole catalog, page after page, through pgmcp and raw on the pool, alternated ABBA. */
 async function walkFigures(
   served: Served,
   callers: readonly LoadCaller[],
@@ -473,9 +473,13 @@ async function walkFigures(
   await walkRaw(served.db);
   await walkThroughServer(served.url, 1, callers);
   const pairs: { raw: Walk; served: Walk }[] = [];
+  const walkServed = async () =>
+    (await walkThroughServer(served.url, 1, callers))[0];
   for (let round = 0; round < rounds; round += 1) {
+    // Every other round walks through pgmcp first, as run.ts's comparisons do.
+    const early = round % 2 === 1 ? await walkServed() : undefined;
     const raw = await walkRaw(served.db);
-    const [through] = await walkThroughServer(served.url, 1, callers);
+    const through = early ?? (await walkServed());
     if (through === undefined || through.items !== raw.items)
       throw new Error(
         `the walks disagree: ${through?.items} items through pgmcp, ${raw.items} raw`,

@@ -326,7 +326,7 @@ async function captureWriteFigures(
   return results;
 }
 
-/** Single-row updates without the capture trigger, then with it, alternated for the rounds. */
+/** Single-row updates without the capture trigger and with it, alternated ABBA for the rounds. */
 async function captureWrites(
   context: LiveBenchContext,
   rig: LiveRig,
@@ -352,11 +352,16 @@ async function captureWrites(
   const withRuns: Run[] = [];
   const withoutRuns: Run[] = [];
   try {
+    const writesWith = async (enable: boolean): Promise<Run> => {
+      await toggle(enable);
+      return writes();
+    };
     for (let round = 0; round < context.rounds; round += 1) {
-      await toggle(false);
-      const without = await writes();
-      await toggle(true);
-      const withTriggers = await writes();
+      // Every other round runs with the trigger first (ABBA), as run.ts's comparisons do.
+      const first = await writesWith(round % 2 === 1);
+      const second = await writesWith(round % 2 === 0);
+      const [without, withTriggers] =
+        round % 2 === 0 ? [first, second] : [second, first];
       withoutRuns.push(without);
       withRuns.push(withTriggers);
       ratios.push(withTriggers.perSecond / without.perSecond);

@@ -20,6 +20,8 @@ export interface BenchSummary {
   };
   readonly durationMs: number;
   readonly rounds: number;
+  /** How the rounds alternate: 'abba' (every other round pgmcp first); absent: baseline first. */
+  readonly order?: 'abba';
   readonly results: Record<string, unknown>;
   /** Who sent the requests (bearer tokens over roles); absent before tokens. */
   readonly callers?: string;
@@ -623,7 +625,7 @@ export function caption(summary: BenchSummary): string {
     `\`npm run bench\` on ${day(summary.date)}: pgmcp ${summary.version}, Node ${summary.machine.node}, ` +
     `PostgreSQL ${pg?.version ?? 'unknown'}${settings}, ${summary.machine.cpus} CPUs; ` +
     `${summary.durationMs / 1000} s per measure after a warm-up, baseline and pgmcp alternated ` +
-    `${summary.rounds} times, medians over rounds.` +
+    `${summary.rounds} times${summary.order === 'abba' ? ' (ABBA: every other round pgmcp first)' : ''}, medians over rounds.` +
     `${summary.callers === undefined ? '' : ` ${summary.callers}`}${partial}`
   );
 }

@@ -147,15 +147,26 @@ interface Comparison {
   rounds: number[];
 }
 
-/** Alternate baseline and pgmcp ROUNDS times; medians of each side and of the per-round ratios. */
+/**
+ * Alternate baseline and pgmcp ROUNDS times, in ABBA order (every other round runs pgmcp first),
+ * so that whatever drifts during a figure (the heap, caches, the database's dead rows) does not
+ * fall on one side; medians of each side and of the per-round ratios.
+ */
 async function compare(
   baseline: () => Promise<Run>,
   served: () => Promise<Run>,
   ratioOf: (base: Run, ours: Run) => number,
 ): Promise<Comparison> {
   const pairs: [Run, Run][] = [];
-  for (let round = 0; round < ROUNDS; round += 1)
-    pairs.push([await baseline(), await served()]);
+  for (let round = 0; round < ROUNDS; round += 1) {
+    if (round % 2 === 0) {
+      const base = await baseline();
+      pairs.push([base, await served()]);
+    } else {
+      const ours = await served();
+      pairs.push([await baseline(), ours]);
+    }
+  }
   const median = <T>(items: T[], key: (item: T) => number): T => {
     const sorted = [...items].sort((a, b) => key(a) - key(b));
     return sorted[Math.floor(sorted.length / 2)] as T;
@@ -914,6 +925,7 @@ function writeSummary(
     postgres,
     durationMs: DURATION_MS,
     rounds: ROUNDS,
+    order: 'abba',
     callers:
       `Every request carries its own bearer token, verified as in production: ${ROLES.length * TOKENS_PER_ROLE} ` +
       `tokens over ${ROLES.length} roles (${TOKENS_PER_ROLE} for a figure as one role); request-path figures ` +

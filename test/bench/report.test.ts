@@ -49,7 +49,14 @@ describe('bench report', () => {
     expect(text).toContain('pgmcp 0.1.0');
     expect(text).toContain('Node v20.20.2');
     expect(text).toContain('PostgreSQL 15');
-    expect(text).toContain('alternated 5 times');
+    expect(text).toContain('alternated 5 times, medians');
+  });
+
+  it('says the rounds alternated ABBA only when the run recorded that order', () => {
+    expect(caption({ ...summary, order: 'abba' })).toContain(
+      'alternated 5 times (ABBA: every other round pgmcp first), medians',
+    );
+    expect(caption(summary)).not.toContain('ABBA');
   });
 
   it('renders the figures of the last run as they were reported', () => {
