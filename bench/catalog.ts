@@ -24,6 +24,7 @@ import { catalogSource } from '../src/resources/index.js';
 import { DEFAULT_NAVIGATOR_BYTES } from '../src/resources/navigator.js';
 import type { CatalogSource } from '../src/resources/rows.js';
 import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../src/config/index.js';
+import { alternate } from './alternate.js';
 import type { LoadCaller, LoadRunner, Run, Workload } from './load.js';
 import { serve } from './serve.js';
 import type { TokenIssuer } from './token-issuer.js';
@@ -473,13 +474,12 @@ async function walkFigures(
   await walkRaw(served.db);
   await walkThroughServer(served.url, 1, callers);
   const pairs: { raw: Walk; served: Walk }[] = [];
-  const walkServed = async () =>
-    (await walkThroughServer(served.url, 1, callers))[0];
-  for (let round = 0; round < rounds; round += 1) {
-    // Every other round walks through pgmcp first, as run.ts's comparisons do.
-    const early = round % 2 === 1 ? await walkServed() : undefined;
-    const raw = await walkRaw(served.db);
-    const through = early ?? (await walkServed());
+  const walks = await alternate(
+    rounds,
+    () => walkRaw(served.db),
+    async () => (await walkThroughServer(served.url, 1, callers))[0],
+  );
+  for (const [raw, through] of walks) {
     if (through === undefined || through.items !== raw.items)
       throw new Error(
         `the walks disagree: ${through?.items} items through pgmcp, ${raw.items} raw`,

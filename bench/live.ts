@@ -13,6 +13,7 @@ import type { DatabaseHandle } from '../src/db/index.js';
 import type { Logger } from '../src/log.js';
 import type { Dispatcher } from '../src/protocol/index.js';
 import type { HttpTransport } from '../src/transport/index.js';
+import { alternate } from './alternate.js';
 import { measure, type Run } from './load.js';
 import {
   commitLatency,
@@ -356,12 +357,12 @@ async function captureWrites(
       await toggle(enable);
       return writes();
     };
-    for (let round = 0; round < context.rounds; round += 1) {
-      // Every other round runs with the trigger first (ABBA), as run.ts's comparisons do.
-      const first = await writesWith(round % 2 === 1);
-      const second = await writesWith(round % 2 === 0);
-      const [without, withTriggers] =
-        round % 2 === 0 ? [first, second] : [second, first];
+    const pairs = await alternate(
+      context.rounds,
+      () => writesWith(false),
+      () => writesWith(true),
+    );
+    for (const [without, withTriggers] of pairs) {
       withoutRuns.push(without);
       withRuns.push(withTriggers);
       ratios.push(withTriggers.perSecond / without.perSecond);

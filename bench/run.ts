@@ -53,6 +53,7 @@ import {
   type TokenScheme,
 } from './token-issuer.js';
 import { toolFigures } from './tools.js';
+import { alternate } from './alternate.js';
 import { PROJECT_ROOT, SERVER_INFO } from '../src/version.js';
 
 const DURATION_MS = Number(process.env['BENCH_DURATION_MS'] ?? 2000);
@@ -147,26 +148,13 @@ interface Comparison {
   rounds: number[];
 }
 
-/**
- * Alternate baseline and pgmcp ROUNDS times, in ABBA order (every other round runs pgmcp first),
- * so that whatever drifts during a figure (the heap, caches, the database's dead rows) does not
- * fall on one side; medians of each side and of the per-round ratios.
- */
+/** Alternate baseline and pgmcp ROUNDS times (ABBA); medians of each side and of the per-round ratios. */
 async function compare(
   baseline: () => Promise<Run>,
   served: () => Promise<Run>,
   ratioOf: (base: Run, ours: Run) => number,
 ): Promise<Comparison> {
-  const pairs: [Run, Run][] = [];
-  for (let round = 0; round < ROUNDS; round += 1) {
-    if (round % 2 === 0) {
-      const base = await baseline();
-      pairs.push([base, await served()]);
-    } else {
-      const ours = await served();
-      pairs.push([await baseline(), ours]);
-    }
-  }
+  const pairs = await alternate(ROUNDS, baseline, served);
   const median = <T>(items: T[], key: (item: T) => number): T => {
     const sorted = [...items].sort((a, b) => key(a) - key(b));
     return sorted[Math.floor(sorted.length / 2)] as T;

@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type pg from 'pg';
+import { alternate } from './alternate.js';
 
 const run = promisify(execFile);
 
@@ -155,25 +156,20 @@ export async function writeFigures(
     )) {
       const file = path.join(directory, `${name}.sql`);
       await writeFile(file, script);
-      const without: number[] = [];
-      const withTriggers: number[] = [];
-      const measure = async (triggers: boolean): Promise<void> => {
+      const tpsWith = async (triggers: boolean): Promise<number> => {
         await admin.query(
           `alter table pgmcp.resources ${triggers ? 'enable' : 'disable'} trigger user`,
         );
-        (triggers ? withTriggers : without).push(
-          await tps(options.url, file, options.seconds),
-        );
+        return tps(options.url, file, options.seconds);
       };
-      // ABBA: every other round runs with the triggers first, so that what drifts over the
-      // rounds (dead rows, with autovacuum off on CI-like servers; checkpoints) falls on both.
-      for (let round = 0; round < options.rounds; round += 1) {
-        await measure(round % 2 === 1);
-        await measure(round % 2 === 0);
-      }
-      const ratios = withTriggers.map(
-        (value, index) => value / (without[index] ?? value),
+      const pairs = await alternate(
+        options.rounds,
+        () => tpsWith(false),
+        () => tpsWith(true),
       );
+      const without = pairs.map(([none]) => none);
+      const withTriggers = pairs.map(([, all]) => all);
+      const ratios = pairs.map(([none, all]) => all / none);
       results[name] = {
         with: withTriggers,
         without,
