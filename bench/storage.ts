@@ -136,9 +136,9 @@ export interface WriteFigureOptions {
 }
 
 /**
- * Each workload `rounds` times: every user trigger on pgmcp.resources disabled, then enabled, in
- * ABBA order (pgmcp's triggers: updated_at, change capture, the readers' keys, any later ones). Afterwards
- * the triggers are enabled, the inserted rows deleted and the keys rebuilt
+ * Each workload `rounds` times: every user trigger on pgmcp.resources disabled and enabled, in
+ * ABBA order (pgmcp's triggers: updated_at, change capture, the readers' keys, any later ones).
+ * Afterwards the triggers are enabled, the inserted rows deleted and the keys rebuilt
  * (pgmcp.rebuild_resource_listings()), whatever happened.
  */
 export async function writeFigures(
