@@ -841,6 +841,7 @@ async function liveGroup(
       rounds: ROUNDS,
       readLoad: (target) =>
         load(target, 10, { kind: 'read', rows: 1_000_000 }, mix),
+      readWarmupMs: WARMUP_MS,
       serve: (dispatcher) => serve({ dispatcher, issuer, db, logger: silent }),
       authorizations: all.map((caller) => caller.authorization),
     }),

@@ -193,6 +193,36 @@ describe('bench report', () => {
     );
   });
 
+  it('shows the broadcast per-round ratios when the run alternated its sides, and none for an older run', () => {
+    const measure =
+      'one change to 10,000 streams, all delivered, vs a bare node:http SSE broadcast';
+    const broadcastRow = (result: unknown) =>
+      benchmarkRows({
+        ...summary,
+        results: { fanout_10000_vs_bare_sse: result },
+      }).find((row) => row.measure === measure);
+    expect(
+      broadcastRow({
+        served: 300,
+        baseline: 200,
+        ratio: 1.4,
+        rounds: [1.2, 1.4, 2.5],
+      }),
+    ).toMatchObject({
+      figure: '300 ms vs 200 ms',
+      ratio: 1.4,
+      rounds: [1.2, 1.4, 2.5],
+      target: '≤ 2.00',
+      met: true,
+    });
+    expect(
+      broadcastRow({ served: 300, baseline: 100, ratio: 3 }),
+    ).toMatchObject({ ratio: 3, met: false });
+    expect(
+      broadcastRow({ served: 300, baseline: 100, ratio: 3 })?.rounds,
+    ).toBeUndefined();
+  });
+
   it('renders the ceilings and pgmcp against the bare statement server as context rows: a ratio and its rounds, no target, not in README', () => {
     const { read_vs_point_read } = summary.results;
     const ceilings: BenchSummary = {
