@@ -14,7 +14,7 @@ export interface StreamRegistryOptions extends QueueLimits {
   readonly serverInfo: Implementation;
   readonly maxStreams: number;
   readonly maxStreamsPerRole: number;
-  /** Longest a broadcast writes before yielding to the event loop, in ms (default 2). */
+  /** Longest a broadcast writes before yielding to the event loop, in ms (default 6). */
   readonly sliceMs?: number;
   /**
    * Whether `principal` consented to reading the sensitive resource `uri` within the expiry
@@ -50,7 +50,7 @@ export class StreamRegistry {
 
   /** Longest a broadcast writes before yielding to the event loop, in ms. */
   get sliceMs(): number {
-    return this.#options.sliceMs ?? 2;
+    return this.#options.sliceMs ?? 6;
   }
 
   /** Whether `principal` may hear of updates of the sensitive resource `uri` (its consent holds). */
