@@ -286,14 +286,17 @@ function broadcastSides(
     ours: async () => {
       await openOn(rig.port);
       const reads = context.readLoad(rig.server.url);
-      await new Promise((resolve) =>
-        setTimeout(resolve, context.readWarmupMs + 250),
-      );
-      const start = performance.timeOrigin + performance.now();
-      await rig.update();
-      const elapsed = await lastHeard(rig.clients, start);
-      readRuns.push(await reads);
-      return elapsed;
+      try {
+        await new Promise((resolve) =>
+          setTimeout(resolve, context.readWarmupMs + 250),
+        );
+        const start = performance.timeOrigin + performance.now();
+        await rig.update();
+        return await lastHeard(rig.clients, start);
+      } finally {
+        // Awaited even when the broadcast failed, so the load never outlives the figure.
+        readRuns.push(await reads);
+      }
     },
     close: async () => {
       await rig.clients.command({ cmd: 'closeAll' });
