@@ -88,8 +88,8 @@ export async function liveBenchmarks(
     //    resource: 200 changes one after another, each heard by the one stream that asked.
     const heapBefore = heapAfterGc();
     results['notify_latency_1000_streams'] = await notifyLatency(rig);
-    // 2. Memory per idle stream: 10,000 more on one resource (11,000 open), the server's heap
-    //    (JS heap and external memory) after GC, against before any stream was open.
+    // 2. Memory per idle stream: figure 1's streams closed, 10,000 on one resource, the server's
+    //    heap (JS heap and external memory) after GC, against before any stream was open.
     results['memory_per_idle_stream'] = await memoryPerIdleStream(
       rig,
       heapBefore,
@@ -189,16 +189,8 @@ async function memoryPerIdleStream(
   rig: LiveRig,
   heapBefore: number,
 ): Promise<unknown> {
-  const { app, clients, port, authorization } = rig;
-  await clients.command({ cmd: 'closeAll' });
-  await streamsClosed(app);
-  await clients.command({
-    cmd: 'open',
-    port,
-    requests: Array.from({ length: 10_000 }, (_, i) =>
-      listenRequest(port, [URI], authorization(i)),
-    ),
-  });
+  const { app } = rig;
+  await reopenStreams(rig, rig.port);
   const heapAfter = heapAfterGc();
   const perStream = (heapAfter - heapBefore) / app.fanout.size;
   return { bytes: perStream, streams: app.fanout.size };
@@ -298,17 +290,19 @@ function broadcastSides(
         readRuns.push(await reads);
       }
     },
-    close: async () => {
-      await rig.clients.command({ cmd: 'closeAll' });
-      await streamsClosed(rig.app);
-    },
+    close: () => closeStreams(rig),
   };
+}
+
+/** Close every client stream and wait until pgmcp holds none. */
+async function closeStreams(rig: LiveRig): Promise<void> {
+  await rig.clients.command({ cmd: 'closeAll' });
+  await streamsClosed(rig.app);
 }
 
 /** Close every client stream, then open 10,000 on `port`, all listening to URI. */
 async function reopenStreams(rig: LiveRig, port: number): Promise<void> {
-  await rig.clients.command({ cmd: 'closeAll' });
-  await streamsClosed(rig.app);
+  await closeStreams(rig);
   await rig.clients.command({
     cmd: 'open',
     port,
