@@ -30,6 +30,7 @@ import {
   watchCancel,
   type Cancellation,
 } from './request-transaction.js';
+import { jsonMemberValues } from './json-members.js';
 import { toDatabaseError } from './sqlstate.js';
 
 /** A column of a result: its name and PostgreSQL type (format_type). */
@@ -38,7 +39,7 @@ export interface SqlColumn {
   readonly type: string;
 }
 
-/** A statement's outcome: rows as PostgreSQL's text output (null for NULL). */
+/** A statement's outcome: each row's values as text as JSON renders them (null for NULL). */
 export interface SqlRows {
   readonly columns: readonly SqlColumn[];
   readonly rows: readonly (readonly (string | null)[])[];
@@ -84,13 +85,14 @@ const ROLES_PER_CONNECTION = 32;
 const STALE_FUNCTION = 'PGM01';
 
 /**
- * The functions as `owner` makes them: FETCH rows of the cursor as text arrays (json_each_text
- * keeps order and repeated names); EXPLAIN ANALYZE the prepared statement. Both refuse to run when
- * their owner is no longer named `owner`.
+ * The functions as `owner` makes them: FETCH rows of the cursor, each as its row_to_json text (one
+ * expression per row: a subquery per row cost several times more; rowsOf splits the text into
+ * values, keeping order and repeated names); EXPLAIN ANALYZE the prepared statement. Both refuse
+ * to run when their owner is no longer named `owner`.
  */
 function roleFunctionsSql(names: RoleFunctions, owner: string): string {
   const guard = `if current_user <> ${owner} then raise exception 'pgmcp: this function''s owner was renamed' using errcode = '${STALE_FUNCTION}'; end if;`;
-  return `create function ${names.fetch}(n integer) returns setof text[]
+  return `create function ${names.fetch}(n integer) returns setof text
 language plpgsql security definer as $f$
 declare c refcursor := 'pgmcp_tool_query'; r record;
 begin
@@ -98,7 +100,7 @@ begin
   for i in 1..n loop
     fetch c into r;
     exit when not found;
-    return next (select array_agg(value) from json_each_text(row_to_json(r)));
+    return next row_to_json(r)::text;
   end loop;
 end $f$;
 create function ${names.explain}(parameters text[]) returns json
@@ -251,7 +253,7 @@ export async function runReadOnlySql(
     const described = await client.query(
       'FETCH FORWARD 0 FROM pgmcp_tool_query',
     );
-    const fetched = await client.query<{ row: (string | null)[] | null }>(
+    const fetched = await client.query<{ row: string }>(
       `select ${functions.fetch}($1) as row`,
       [options.maxRows + 1],
     );
@@ -315,7 +317,7 @@ async function fetchInOneRoundTrip(
     client,
     (results[6] ?? [])[0] as PreparedCounts | undefined,
   );
-  const fetched = (results[4] ?? []) as { row: (string | null)[] | null }[];
+  const fetched = (results[4] ?? []) as { row: string }[];
   return rowsOf(
     client,
     transaction.fields[3] ?? [],
@@ -324,14 +326,24 @@ async function fetchInOneRoundTrip(
   );
 }
 
-/** The FETCHed rows (max+1 at most) as a result; a row of no columns came back as NULL. */
+/**
+ * The FETCHed rows (max+1 at most) as a result: each row's JSON object split into its values, as
+ * many as the cursor has columns.
+ */
 async function rowsOf(
   client: pg.PoolClient,
   fields: readonly ImplicitField[],
-  fetched: readonly ((string | null)[] | null)[],
+  fetched: readonly string[],
   maxRows: number,
 ): Promise<SqlRows> {
-  const rows = fetched.map((row) => row ?? []);
+  const rows = fetched.map((json) => {
+    const values = jsonMemberValues(json);
+    if (values.length !== fields.length)
+      throw new Error(
+        `a fetched row has ${values.length} values for ${fields.length} columns`,
+      );
+    return values;
+  });
   return {
     columns: await columnTypes(client, fields),
     rows: rows.slice(0, maxRows),

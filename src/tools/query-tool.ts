@@ -64,7 +64,8 @@ const QUERY_OUTPUT_SCHEMA = {
     rows: {
       type: 'array',
       items: { type: 'array', items: { type: ['string', 'null'] } },
-      description: "Each row's values as PostgreSQL's text output.",
+      description:
+        "Each row's values as text, as JSON renders them (numbers and booleans as written, timestamps in ISO form); null for NULL.",
     },
     row_count: { type: 'integer' },
     truncated: { type: 'boolean' },
