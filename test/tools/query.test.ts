@@ -254,6 +254,53 @@ describe('query', () => {
     ]);
   });
 
+  it('writes each of many calls that end together once, with its own fields, in batches', async () => {
+    // Calls that end while an audit transaction runs go together in the next one, their columns
+    // sent as arrays (db/audit-log.ts): each row must keep its own values.
+    const marker = `audit-batch-${Date.now()}`;
+    const calls = Array.from({ length: 24 }, (_, n) =>
+      query(support, {
+        sql: `select g from generate_series(1, $1::int) g where '${marker}' <> ''`,
+        params: [n + 1],
+        max_rows: 30,
+      }),
+    );
+    await Promise.all(calls);
+    const { rows } = await sql.query<{
+      parameter_count: number;
+      row_count: string;
+      batches: string;
+    }>(
+      `select parameter_count, row_count::text, count(*) over (partition by at)::text as batches
+         from pgmcp.audit where target like $1`,
+      [`%${marker}%`],
+    );
+    const counts = rows.map((row) => Number(row.row_count));
+    expect(counts.sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 24 }, (_, n) => n + 1),
+    );
+    expect(rows.every((row) => row.parameter_count === 1)).toBe(true);
+    // At least one transaction wrote more than one of them (rows of one transaction share `at`).
+    expect(rows.some((row) => Number(row.batches) > 1)).toBe(true);
+  });
+
+  it('lets only the login write or prune audit rows', async () => {
+    for (const write of [
+      "select pgmcp.write_audit('support', null, 'query', 'forged', null, null, null, null, null, null)",
+      "select pgmcp.prune_audit(interval '0 seconds')",
+    ]) {
+      await sql.query('begin');
+      try {
+        await sql.query('set local role support');
+        await expect(sql.query(write)).rejects.toMatchObject({
+          code: '42501',
+        });
+      } finally {
+        await sql.query('rollback');
+      }
+    }
+  });
+
   it('does not let a statement leave a prepared statement on the connection for the next call', async () => {
     // PREPARE through a function's dynamic SQL is allowed read-only and outlives ROLLBACK; such a
     // statement could take the name of one pgmcp runs on that connection next.
