@@ -2,8 +2,8 @@
 // official SDK's schema (@modelcontextprotocol/core) accepts: the same fields, the same ones
 // required, each field the same type, compared as JSON Schema (zod's toJSONSchema). Where pgmcp
 // follows the 2026-07-28 JSON schema over the SDK's two-era schemas, the exception is listed with
-// its reason, must still be a difference, and (where ../shared/spec/ exists) must be what the JSON
-// schema says.
+// its reason, must still be a difference, and must be what the JSON schema says (../shared/spec/,
+// or MCP_SPEC_DIR; without it this file fails rather than pass with nothing checked).
 import { readFileSync } from 'node:fs';
 import * as official from '@modelcontextprotocol/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,7 +20,11 @@ import {
   ReadResourceParamsSchema,
 } from '../../src/protocol/index.js';
 import { call, startTestServer, type TestServer } from '../setup/harness.js';
-import { SPEC_AVAILABLE, SPEC_SCHEMA_PATH } from '../setup/spec-schema.js';
+import {
+  SPEC_AVAILABLE,
+  SPEC_SCHEMA_PATH,
+  SPEC_SKIP_REASON,
+} from '../setup/spec-schema.js';
 
 interface Exceptions {
   /** Fields pgmcp accepts that the SDK's schema lacks, with why. */
@@ -300,10 +304,11 @@ describe('pgmcp’s wire schemas against the official SDK’s (@modelcontextprot
   });
 });
 
-describe('against the JSON schema in ../shared/spec/, where present', () => {
+describe('against the JSON schema in ../shared/spec/ (or MCP_SPEC_DIR)', () => {
   it('names the same fields and requires the same (besides _meta, which dispatch checks)', () => {
     expect(SPEC_SCHEMA_PATH).toContain(`schema-${PROTOCOL_VERSION}.json`);
-    if (!SPEC_AVAILABLE) return;
+    // Absent, nothing would be checked: fail rather than pass empty.
+    expect(SPEC_AVAILABLE, SPEC_SKIP_REASON).toBe(true);
     const defs = (
       JSON.parse(readFileSync(SPEC_SCHEMA_PATH, 'utf8')) as {
         $defs: Record<string, JsonSchema>;

@@ -1,9 +1,9 @@
 // Validates every response and notification the tests see against the official MCP schemas:
 // always against the zod schemas of the official SDKs (@modelcontextprotocol/core for 2026-07-28,
 // the v1 @modelcontextprotocol/sdk for 2025-11-25, both pinned in package.json), and also against
-// each era's JSON schema in ../shared/spec/ where that folder exists (it is not part of this
-// repository, so a clone elsewhere checks against the SDKs' schemas alone). A message no schema
-// covers fails.
+// each era's JSON schema in ../shared/spec/ (or MCP_SPEC_DIR) where that folder exists (it is not
+// part of this repository, so a clone elsewhere checks messages against the SDKs' schemas alone;
+// test/protocol/spec-parity.test.ts fails there). A message no schema covers fails.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as official from '@modelcontextprotocol/core';
@@ -16,10 +16,8 @@ import type { z } from 'zod';
 import { PROJECT_ROOT } from '../../src/version.js';
 
 export const SPEC_SCHEMA_PATH = path.resolve(
-  PROJECT_ROOT,
-  '..',
-  'shared',
-  'spec',
+  process.env['MCP_SPEC_DIR'] ??
+    path.join(PROJECT_ROOT, '..', 'shared', 'spec'),
   'schema-2026-07-28.json',
 );
 /** The 2025-11-25 JSON schema, for legacy traffic (issue 14). */
@@ -36,7 +34,7 @@ export type Era = 'modern' | 'legacy';
 export const SPEC_AVAILABLE = existsSync(SPEC_SCHEMA_PATH);
 /** The same for the 2025-11-25 JSON schema; the v1 SDK's schemas always are. */
 const LEGACY_SPEC_AVAILABLE = existsSync(LEGACY_SPEC_SCHEMA_PATH);
-export const SPEC_SKIP_REASON = `official JSON schema not found at ${SPEC_SCHEMA_PATH} (shared/spec/ sits beside the checkout in CI); responses are checked against @modelcontextprotocol/core's schemas only`;
+export const SPEC_SKIP_REASON = `official JSON schema not found at ${SPEC_SCHEMA_PATH} (shared/spec/ sits beside the checkout in CI; MCP_SPEC_DIR names another folder); responses are checked against @modelcontextprotocol/core's schemas only`;
 
 /** The official result schema (SDK) and $defs entry (JSON schema) of each method pgmcp serves. */
 export const RESULT_SCHEMAS: Record<string, { sdk: z.ZodType; def: string }> = {
