@@ -14,6 +14,7 @@ import {
   startChangeFeeds,
   startTransports,
   type App,
+  type AppExtension,
   type OpenDatabase,
   type Transports,
 } from './app/index.js';
@@ -38,10 +39,14 @@ interface Started {
   readonly feeds: ChangeFeed[];
 }
 
-/** Start serving per config. The caller owns signals and calls stop(). */
+/**
+ * Start serving per config, with `extension`'s tools and prompts when given (code only: the
+ * conformance runner's fixtures). The caller owns signals and calls stop().
+ */
 export async function startServer(
   config: Config,
   logger: Logger,
+  extension?: AppExtension,
 ): Promise<RunningServer> {
   requireAuthentication(config);
   const started: Started = {
@@ -51,7 +56,10 @@ export async function startServer(
     feeds: [],
   };
   try {
-    const { app, transports } = await serve(config, started, logger);
+    const { app, transports } = await serve(config, started, {
+      logger,
+      extension,
+    });
     let stopping: Promise<void> | undefined;
     return {
       url: transports.http?.url,
@@ -91,7 +99,8 @@ export async function startApp(
     feeds: [],
   };
   try {
-    const { app } = await prepareApp(config, started, logger, {
+    const { app } = await prepareApp(config, started, {
+      logger,
       serving: false,
     });
     return {
@@ -110,10 +119,12 @@ export async function startApp(
 async function serve(
   config: Config,
   started: Started,
-  logger: Logger,
+  { logger, extension }: { logger: Logger; extension?: AppExtension },
 ): Promise<{ app: App; transports: Transports }> {
-  const { app, roleDecisions } = await prepareApp(config, started, logger, {
+  const { app, roleDecisions } = await prepareApp(config, started, {
+    logger,
     serving: true,
+    extension,
   });
   const transports = await startTransports(
     config,
@@ -132,8 +143,11 @@ async function serve(
 async function prepareApp(
   config: Config,
   started: Started,
-  logger: Logger,
-  { serving }: { serving: boolean },
+  {
+    logger,
+    serving,
+    extension,
+  }: { logger: Logger; serving: boolean; extension?: AppExtension | undefined },
 ): Promise<{ app: App; roleDecisions: RoleChecker }> {
   const { open } = started;
   const { cursorSecret } = await prepareDatabase(open.db, logger, {
@@ -152,9 +166,17 @@ async function prepareApp(
     logger,
   );
   const roleDecisions = createRoleDecisions(config, requestDb);
-  const app = createApp(
-    appOptions(config, requestDb, sources, cursorSecret, logger, roleDecisions),
-  );
+  const app = createApp({
+    ...appOptions(
+      config,
+      requestDb,
+      sources,
+      cursorSecret,
+      logger,
+      roleDecisions,
+    ),
+    extension,
+  });
   await startChangeFeeds(app, sources, started.feeds, logger);
   return { app, roleDecisions };
 }

@@ -60,17 +60,12 @@ import {
 } from '../resources/index.js';
 import { createLegacyHttp, type LegacyHttp } from '../transport/index.js';
 import {
-  conformanceFixtureTools,
-  legacyConformanceFixtureTools,
-  conformanceInputTools,
   createCallToolMethod,
   createExplainTool,
   createFetchTool,
   createQueryTool,
   createSearchTool,
   createListToolsMethod,
-  INPUT_FIXTURE_PROMPT,
-  inputFixturePrompt,
   type ReadResource,
   type Tool,
 } from '../tools/index.js';
@@ -109,6 +104,22 @@ export interface AppOptions {
   readonly now?: () => number;
   /** Tool settings (config file "tools"); the defaults when absent. */
   readonly tools?: Config['tools'];
+  /** Tools and prompts added in code, never by configuration (the conformance runner's fixtures). */
+  readonly extension?: AppExtension;
+}
+
+/**
+ * What a program embedding pgmcp adds to the server: tools after the built-in ones, and prompts
+ * answered by name before the stored ones.
+ */
+export interface AppExtension {
+  readonly tools?: (deps: {
+    readonly db: DatabaseHandle;
+    readonly cursorSecrets: readonly string[];
+  }) => Tool[];
+  readonly prompts?: Readonly<
+    Record<string, MethodHandler<GetPromptParams>['handle']>
+  >;
 }
 
 /** The tool settings without a config file. */
@@ -117,7 +128,6 @@ const DEFAULT_TOOLS: Config['tools'] = {
   schemas: null,
   explainAnalyze: false,
   searchLimit: 20,
-  conformanceFixtures: false,
 };
 
 export interface App {
@@ -354,28 +364,30 @@ function serverTools(
     createQueryTool(sql),
     createExplainTool({ ...sql, analyzeAllowed: settings.explainAnalyze }),
   ];
-  if (settings.conformanceFixtures)
-    tools.push(
-      ...conformanceFixtureTools(),
-      ...legacyConformanceFixtureTools(),
-      ...conformanceInputTools(options.cursorSecrets, options.db),
-    );
+  tools.push(
+    ...(options.extension?.tools?.({
+      db: options.db,
+      cursorSecrets: options.cursorSecrets,
+    }) ?? []),
+  );
   return tools.filter((tool) => !settings.disabled.includes(tool.name));
 }
 
-/** prompts/get of stored prompts, and with the conformance fixtures the suite's asking prompt. */
+/** prompts/get of stored prompts, and of the extension's prompts by name. */
 function getPromptMethod(
   options: AppOptions,
   deps: PromptDependencies,
 ): MethodHandler<GetPromptParams> {
   const stored = createGetPromptMethod(deps);
-  if (!(options.tools ?? DEFAULT_TOOLS).conformanceFixtures) return stored;
+  const added = options.extension?.prompts;
+  if (added === undefined) return stored;
   return {
     params: GetPromptParamsSchema,
     handle: (params, ctx) =>
-      params.name === INPUT_FIXTURE_PROMPT
-        ? Promise.resolve(inputFixturePrompt(ctx, params))
-        : stored.handle(params, ctx),
+      (Object.hasOwn(added, params.name) ? added[params.name] : undefined)?.(
+        params,
+        ctx,
+      ) ?? stored.handle(params, ctx),
   };
 }
 

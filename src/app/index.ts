@@ -3,7 +3,12 @@
 // sources, the dispatcher (create-app.ts), authentication (authenticate.ts), the change feeds and
 // the transports (serving.ts); server.ts runs them in order, and the CLI's commands open
 // databases and ask for the token settings here.
-export { createApp, type App, type AppOptions } from './create-app.js';
+export {
+  createApp,
+  type App,
+  type AppExtension,
+  type AppOptions,
+} from './create-app.js';
 export {
   createAuthenticate,
   requireAuthentication,

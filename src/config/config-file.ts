@@ -88,7 +88,6 @@ const ConfigFileSchema = z
         schemas: z.array(identifier).optional(),
         explainAnalyze: z.boolean().optional(),
         searchLimit: z.number().int().min(1).max(100).optional(),
-        conformanceFixtures: z.boolean().optional(),
       })
       .strict()
       .optional(),
@@ -146,8 +145,6 @@ export interface FileTools {
   readonly explainAnalyze: boolean;
   /** How many results search returns by default. */
   readonly searchLimit: number;
-  /** Serve the official conformance suite's fixture tools (the conformance seed only). */
-  readonly conformanceFixtures: boolean;
 }
 
 /** What the config file says, checked against the databases given: defaults when there is none. */
@@ -183,7 +180,6 @@ export function loadConfigFile(
       schemas: file.tools?.schemas ?? null,
       explainAnalyze: file.tools?.explainAnalyze ?? false,
       searchLimit: file.tools?.searchLimit ?? 20,
-      conformanceFixtures: file.tools?.conformanceFixtures ?? false,
     },
   };
 }

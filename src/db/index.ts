@@ -18,7 +18,6 @@ export {
   tablesOfSql,
 } from './ad-hoc-sql.js';
 export { pruneAudit, writeAudit, type AuditEntry } from './audit-log.js';
-export { changeConformancePrompts } from './conformance-prompts.js';
 export {
   SEARCH_CATALOG,
   SEARCH_COLLECTION_ROWS,

@@ -14,13 +14,6 @@ export {
   type Tool,
   type ToolResult,
 } from './tool.js';
-export { conformanceFixtureTools } from './conformance-fixtures.js';
-export { legacyConformanceFixtureTools } from './legacy-conformance-fixtures.js';
-export {
-  conformanceInputTools,
-  INPUT_FIXTURE_PROMPT,
-  inputFixturePrompt,
-} from './conformance-input-fixtures.js';
 export { createFetchTool, type ReadResource } from './fetch-tool.js';
 export { createQueryTool } from './query-tool.js';
 export { createExplainTool } from './explain-tool.js';

@@ -11,6 +11,7 @@ import { createLogger } from '../../src/log.js';
 import { startServer } from '../../src/server.js';
 import { PROJECT_ROOT } from '../../src/version.js';
 import { recreateDatabase } from '../setup/recreate-database.js';
+import { CONFORMANCE_FIXTURES } from './fixtures/index.js';
 
 const NODE22 = path.join(
   PROJECT_ROOT,
@@ -50,10 +51,10 @@ async function run(): Promise<number> {
   const env: NodeJS.ProcessEnv = {
     PGMCP_STATE_DIR: mkdtempSync(path.join(os.tmpdir(), 'pgmcp-conformance-')),
     PGMCP_AUTH: 'none',
-    // Its config serves the suite's fixture tools, which no other deployment has.
+    // An empty config file: without one, the embedded default would take the demo's.
     PGMCP_CONFIG: path.join(
       PROJECT_ROOT,
-      'seeds',
+      'test',
       'conformance',
       'pgmcp.config.json',
     ),
@@ -64,7 +65,8 @@ async function run(): Promise<number> {
     env['PGMCP_ALLOW_UNSAFE_LOGIN'] = '1'; // a test server's superuser, with nothing private in it
   }
   const config = loadConfig({ port: '0', seed: 'conformance' }, env);
-  const server = await startServer(config, logger);
+  // The suite's fixture tools and prompt, which no deployment serves, are added here in code.
+  const server = await startServer(config, logger, CONFORMANCE_FIXTURES);
   const url = (server.url ?? '').replace('127.0.0.1', 'localhost');
   process.stderr.write(`conformance: server at ${url}\n`);
   try {

@@ -10,6 +10,7 @@ import {
   testDatabaseUrl,
   type TestServer,
 } from '../setup/harness.js';
+import { CONFORMANCE_FIXTURES } from '../conformance/fixtures/index.js';
 import {
   LEGACY_VERSION,
   legacyPost,
@@ -45,7 +46,7 @@ beforeAll(async () => {
   );
   server = await startTestServer({
     databaseUrl,
-    tools: { conformanceFixtures: true },
+    extension: CONFORMANCE_FIXTURES,
   });
   quick = await startTestServer({ databaseUrl, inputTimeoutMs: 300 });
 });

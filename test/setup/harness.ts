@@ -3,7 +3,7 @@
 import net from 'node:net';
 import { catalogSource } from '../../src/resources/index.js';
 import { inject } from 'vitest';
-import { createApp } from '../../src/app/index.js';
+import { createApp, type AppExtension } from '../../src/app/index.js';
 import { LOGIN_PRINCIPAL, type Principal } from '../../src/auth/index.js';
 import { createDatabase, type DatabaseHandle } from '../../src/db/index.js';
 import type { Config } from '../../src/config/index.js';
@@ -95,6 +95,8 @@ export interface TestServerOptions {
   statementTimeoutMs?: number;
   /** Tool settings (config file "tools"); the defaults by default. */
   tools?: Partial<Config['tools']>;
+  /** Tools and prompts added in code (the conformance fixtures: CONFORMANCE_FIXTURES). */
+  extension?: AppExtension;
   /** How long a legacy request waits for the client's answer to a server request (createApp's). */
   inputTimeoutMs?: number;
   /** The clock consents expire by (default Date.now). */
@@ -143,6 +145,7 @@ export async function startTestServer(
       ? {}
       : { inputTimeoutMs: options.inputTimeoutMs }),
     now: options.now,
+    extension: options.extension,
     tools:
       options.tools === undefined
         ? undefined
@@ -151,7 +154,6 @@ export async function startTestServer(
             schemas: null,
             explainAnalyze: false,
             searchLimit: 20,
-            conformanceFixtures: false,
             ...options.tools,
           },
   });

@@ -1,6 +1,10 @@
-// tools/list and tools/call in both eras, on the conformance fixture tools: listing, annotations,
+// tools/list and tools/call in both eras, on the conformance fixture tools (test/conformance/fixtures): listing, annotations,
 // caching hints, unknown tools, argument errors and progress on the request's own stream.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/index.js';
 import {
   META,
   call,
@@ -8,6 +12,7 @@ import {
   startTestServer,
   type TestServer,
 } from '../setup/harness.js';
+import { CONFORMANCE_FIXTURES } from '../conformance/fixtures/index.js';
 import {
   legacyPost,
   openSession,
@@ -22,7 +27,7 @@ let fixtures: TestServer;
 let plain: TestServer;
 
 beforeAll(async () => {
-  fixtures = await startTestServer({ tools: { conformanceFixtures: true } });
+  fixtures = await startTestServer({ extension: CONFORMANCE_FIXTURES });
   plain = await startTestServer();
 });
 
@@ -44,11 +49,29 @@ function sseMessages(text: string): Record<string, unknown>[] {
 }
 
 describe('tools/list', () => {
-  it('does not serve the conformance fixtures unless the config file asks for them', async () => {
+  it('serves only its own read-only tools: the conformance fixtures come only from code under test/', async () => {
     const { result } = await call(plain.url, 'tools/list');
-    expect(names(result).filter((name) => name.startsWith('test_'))).toEqual(
-      [],
+    expect(names(result)).toEqual(['search', 'fetch', 'query', 'explain']);
+    expect(
+      (
+        result?.['tools'] as { annotations?: { readOnlyHint?: boolean } }[]
+      ).every((tool) => tool.annotations?.readOnlyHint === true),
+    ).toBe(true);
+    // No config key turns them on: the one that did is now an unknown key, refused at start.
+    const file = path.join(
+      mkdtempSync(path.join(os.tmpdir(), 'pgmcp-config-')),
+      'pgmcp.config.json',
     );
+    writeFileSync(
+      file,
+      JSON.stringify({ tools: { conformanceFixtures: true } }),
+    );
+    expect(() =>
+      loadConfig(
+        {},
+        { PGMCP_CONFIG: file, DATABASE_URL: 'postgres://pgmcp@127.0.0.1/x' },
+      ),
+    ).toThrow(/conformanceFixtures/);
     const prompt = await call(
       plain.url,
       'prompts/get',
