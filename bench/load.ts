@@ -50,6 +50,8 @@ export interface LoadCaller {
   readonly authorization: string;
   /** The role reads rows numbered in multiples of this (1: every row). */
   readonly rowStride: number;
+  /** The role its token names (the bare safe query server runs as it). */
+  readonly role?: string;
   /**
    * A 2025-11-25 session this caller opened with `initialize` (bench/legacy.ts): its requests
    * carry Mcp-Session-Id and MCP-Protocol-Version instead of the 2026-07-28 `_meta`.

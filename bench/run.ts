@@ -1,7 +1,7 @@
 // `npm run bench`: pgmcp against baselines measured in the same run, reported as ratios.
 // Seeds 1,000,000 stored resources into a bench database (BENCH_DATABASE_URL or TEST_DATABASE_URL's
 // server, else an embedded PostgreSQL), then measures HTTP list/read/discover against raw pg and a
-// bare node:http echo, and the catalog of a 10,000-table database (bench/catalog.ts). Results:
+// bare node:http server writing the same bytes, and the catalog of a 10,000-table database (bench/catalog.ts). Results:
 // bench/results/latest.json, whose tables (bench/report.ts) go into docs/benchmarks.md and README.
 // BENCH_ONLY=catalog runs the catalog figures alone. Every request carries a bearer token verified
 // as in production (bench/serve.ts): the request-path figures once with HS256 tokens (keys ending
@@ -16,6 +16,7 @@ import { Worker } from 'node:worker_threads';
 import pg from 'pg';
 import {
   measure,
+  request as loadRequest,
   spreadId,
   type LoadCaller,
   type LoadSpec,
@@ -174,9 +175,15 @@ async function compare(
   };
 }
 
-/** A node:http server on a free loopback port answering each request with `respond(body)`. */
+/**
+ * A node:http server on a free loopback port answering each request with
+ * `respond(body, authorization)`.
+ */
 async function startBareServer(
-  respond: (body: Buffer) => Buffer | Promise<Buffer>,
+  respond: (
+    body: Buffer,
+    authorization: string | undefined,
+  ) => Buffer | Promise<Buffer>,
 ): Promise<{ url: string; close: () => Promise<void> }> {
   const server = http.createServer((request, response) => {
     const chunks: Buffer[] = [];
@@ -189,8 +196,11 @@ async function startBareServer(
     };
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
-      const answer = respond(Buffer.concat(chunks));
-      // A synchronous answer (the echo) is written in the same turn, as a bare server would.
+      const answer = respond(
+        Buffer.concat(chunks),
+        request.headers.authorization,
+      );
+      // A synchronous answer (fixed bytes) is written in the same turn, as a bare server would.
       if (Buffer.isBuffer(answer)) write(answer);
       else
         answer.then(write, () => {
@@ -256,6 +266,7 @@ async function mintCallers(
       .map((caller) => ({
         authorization: caller.authorization,
         rowStride: caller.role === READER_ROLE ? 10 : 1,
+        role: caller.role,
       }));
   return {
     mix: callersOf(),
@@ -319,7 +330,7 @@ async function requestFigures(context: RequestFiguresContext): Promise<void> {
     results[`${key}_${context.scheme}`] = result;
   };
   await pageFigures(context, record);
-  await echoFigures(context, record);
+  await sameBytesFigures(context, record);
   await readFigures(context, record);
   await roleFigures(context, record);
 
@@ -335,7 +346,8 @@ async function requestFigures(context: RequestFiguresContext): Promise<void> {
       }),
     load,
     compare,
-    startEcho: () => startBareServer((body) => body),
+    startSameBytes: (kind) => startSameBytesServer(url, kind, mix),
+    startSafeQuery: () => startSafeQueryServer(db, mix),
     runs,
     record,
   });
@@ -410,35 +422,138 @@ async function pageFigures(
     );
 }
 
-/** Figures 3 and 3b: requests that read no resource row, against a bare echo. */
-async function echoFigures(
+/**
+ * Figures 3 and 3b: requests that read no resource row, against a bare node:http server writing the
+ * bytes pgmcp answers each caller with (startSameBytesServer).
+ */
+async function sameBytesFigures(
   context: RequestFiguresContext,
   record: RecordFigure,
 ): Promise<void> {
   const { url, mix } = context;
-  // 3. server/discover vs a bare node:http JSON echo in this process, same client, 10 callers.
-  if (runs('discover_vs_echo')) {
-    const echo = await startBareServer((body) => body);
-    const result = await compare(
-      () => load(echo.url, 10, { kind: 'discover' }, mix),
-      () => load(url, 10, { kind: 'discover' }, mix),
-      throughputRatio,
-    );
-    await echo.close();
-    record('discover_vs_echo', result);
+  // 3. server/discover; 3b. prompts/list (one keyset page of pgmcp.prompts as the caller's role).
+  const figures = [
+    ['discover_vs_bare_bytes', 'discover'],
+    ['prompts_list_vs_bare_bytes', 'prompts-list'],
+  ] as const;
+  for (const [key, kind] of figures) {
+    if (!runs(key)) continue;
+    const bare = await startSameBytesServer(url, kind, mix);
+    try {
+      record(
+        key,
+        await compare(
+          () => load(bare.url, 10, { kind }, mix),
+          () => load(url, 10, { kind }, mix),
+          throughputRatio,
+        ),
+      );
+    } finally {
+      await bare.close();
+    }
   }
+}
 
-  // 3b. prompts/list (one keyset page of pgmcp.prompts as the caller's role) vs the same echo.
-  if (runs('prompts_list_vs_echo')) {
-    const echo = await startBareServer((body) => body);
-    const result = await compare(
-      () => load(echo.url, 10, { kind: 'prompts-list' }, mix),
-      () => load(url, 10, { kind: 'prompts-list' }, mix),
-      throughputRatio,
+/**
+ * A bare node:http server answering each caller with the very bytes pgmcp answered that caller's
+ * first request of `kind` with (asked once, before the figure): what the request costs without
+ * the token, MCP and the database, for responses of the same size.
+ */
+async function startSameBytesServer(
+  url: string,
+  kind: 'discover' | 'prompts-list' | 'tools-list',
+  callers: readonly LoadCaller[],
+): Promise<{ url: string; close: () => Promise<void> }> {
+  const method = {
+    discover: 'server/discover',
+    'prompts-list': 'prompts/list',
+    'tools-list': 'tools/list',
+  }[kind];
+  const answers = new Map<string, Buffer>();
+  for (const caller of callers) {
+    if (answers.has(caller.authorization)) continue;
+    const { body, headers } = loadRequest(caller, method, {});
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: Object.fromEntries(
+        Object.entries(headers)
+          .filter(([name]) => name !== 'Content-Length')
+          .map(([name, value]) => [name, String(value)]),
+      ),
+      body,
+    });
+    if (!response.ok)
+      throw new Error(`${method} answered HTTP ${response.status}`);
+    answers.set(
+      caller.authorization,
+      Buffer.from(await response.arrayBuffer()),
     );
-    await echo.close();
-    record('prompts_list_vs_echo', result);
   }
+  const first = [...answers.values()][0] ?? Buffer.alloc(0);
+  return startBareServer(
+    (_body, authorization) => answers.get(authorization ?? '') ?? first,
+  );
+}
+
+/**
+ * A bare node:http server running the query tool's statement the plain safe way, with pg's public
+ * API: a READ ONLY transaction with the caller's role set locally, the statement with its
+ * parameters, COMMIT, then one audit row through pgmcp.write_audit, as the login. No token
+ * verified, no MCP, no statement guard: the baseline for the query figure.
+ */
+function startSafeQueryServer(
+  db: DatabaseHandle,
+  callers: readonly LoadCaller[],
+): Promise<{ url: string; close: () => Promise<void> }> {
+  const roles = new Map(
+    callers.map((caller) => [caller.authorization, caller.role ?? null]),
+  );
+  return startBareServer(async (body, authorization) => {
+    const message = JSON.parse(body.toString('utf8')) as {
+      id: unknown;
+      params: { arguments: { sql: string; params?: string[] } };
+    };
+    const { sql, params = [] } = message.params.arguments;
+    const role = roles.get(authorization ?? '') ?? null;
+    const started = performance.now();
+    const client = await db.pool.connect();
+    let rows: unknown[];
+    try {
+      await client.query('BEGIN READ ONLY');
+      await client.query(
+        "select set_config('role', coalesce($1, current_user), true)",
+        [role],
+      );
+      ({ rows } = await client.query({ text: sql, values: params }));
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+    await db.pool.query(
+      'select pgmcp.write_audit($1, null, $2, $3, $4, $5, $6, null, null, null)',
+      [
+        role,
+        'query',
+        sql,
+        params.length,
+        rows.length,
+        performance.now() - started,
+      ],
+    );
+    return Buffer.from(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: message.id,
+        result: {
+          content: [{ type: 'text', text: JSON.stringify(rows) }],
+          structuredContent: { rows, row_count: rows.length },
+        },
+      }),
+    );
+  });
 }
 
 /** Figures 4 and 4b: resources/read against the raw point read, and against the SDK's server. */
