@@ -203,7 +203,10 @@ async function startBareServer(
       // A synchronous answer (fixed bytes) is written in the same turn, as a bare server would.
       if (Buffer.isBuffer(answer)) write(answer);
       else
-        answer.then(write, () => {
+        answer.then(write, (error: unknown) => {
+          process.stderr.write(
+            `bench: a bare server failed: ${String(error)}\n`,
+          );
           response.writeHead(500).end();
         });
     });
@@ -526,23 +529,26 @@ function startSafeQueryServer(
       );
       ({ rows } = await client.query({ text: sql, values: params }));
       await client.query('COMMIT');
+      // The pool's sessions default to read-only: the audit row is its own read-write transaction.
+      await client.query('BEGIN READ WRITE');
+      await client.query(
+        'select pgmcp.write_audit($1, null, $2, $3, $4, $5, $6, null, null, null)',
+        [
+          role,
+          'query',
+          sql,
+          params.length,
+          rows.length,
+          performance.now() - started,
+        ],
+      );
+      await client.query('COMMIT');
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
       throw error;
     } finally {
       client.release();
     }
-    await db.pool.query(
-      'select pgmcp.write_audit($1, null, $2, $3, $4, $5, $6, null, null, null)',
-      [
-        role,
-        'query',
-        sql,
-        params.length,
-        rows.length,
-        performance.now() - started,
-      ],
-    );
     return Buffer.from(
       JSON.stringify({
         jsonrpc: '2.0',
