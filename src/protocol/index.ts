@@ -66,8 +66,8 @@ export {
   LegacyNotificationMessages,
   LegacySession,
   type LegacyHandshake,
-  type LogLevel,
 } from './legacy-state.js';
+export { LOG_LEVELS, type LogLevel } from './log-levels.js';
 export {
   clientCanAnswer,
   collectAnswers,

@@ -13,11 +13,10 @@ import { RawJson } from './raw-json.js';
 import { META_LOG_LEVEL } from './request-notices.js';
 import {
   LEGACY_VERSIONS,
-  LOG_LEVELS,
   type LegacyHandshake,
   type LegacySession,
-  type LogLevel,
 } from './legacy-state.js';
+import { LOG_LEVELS, type LogLevel } from './log-levels.js';
 import {
   META_CLIENT_CAPABILITIES,
   META_PROTOCOL_VERSION,

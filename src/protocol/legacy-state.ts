@@ -4,6 +4,7 @@
 import { ServerRequests } from './server-requests.js';
 import type { StreamSink } from './stream.js';
 import type { Implementation } from './wire.js';
+import { LOG_LEVELS, type LogLevel } from './log-levels.js';
 
 /** The legacy versions `initialize` accepts, newest first; the first is the fallback answer. */
 export const LEGACY_VERSIONS: readonly string[] = [
@@ -11,19 +12,6 @@ export const LEGACY_VERSIONS: readonly string[] = [
   '2025-06-18',
   '2025-03-26',
 ];
-
-/** RFC 5424 severities in ascending order (logging/setLevel, notifications/message). */
-export const LOG_LEVELS = [
-  'debug',
-  'info',
-  'notice',
-  'warning',
-  'error',
-  'critical',
-  'alert',
-  'emergency',
-] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** What `initialize` settled; stored with the session so another replica can resume it. */
 export interface LegacyHandshake {

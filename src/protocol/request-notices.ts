@@ -2,7 +2,7 @@
 // request carries a progressToken, notifications/message at or above the level its _meta names.
 // The transport writes them on the request's own stream; after the response nothing more goes out.
 import { ProtocolError } from '../errors.js';
-import { LOG_LEVELS, type LogLevel } from './legacy-state.js';
+import { LOG_LEVELS, type LogLevel } from './log-levels.js';
 import { serializeMessage } from './raw-json.js';
 import type { RequestId } from './wire.js';
 

@@ -3,7 +3,7 @@
 // values) inside data blocks (data-block.ts).
 import { catalogUri } from './catalog-uri.js';
 import { dataBlock, DATA_NOTICE } from './data-block.js';
-import type { RelationFacts, ValueHints } from './relation-content.js';
+import type { RelationFacts, ValueHints } from './relation-facts.js';
 
 /** Longest value shown in a hint; longer ones are cut with "…". */
 const MAX_VALUE_CHARS = 40;

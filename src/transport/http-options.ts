@@ -1,8 +1,7 @@
 // What the Streamable HTTP transport is started with: where it listens, its limits, its security.
 import type http from 'node:http';
 import type { Principal } from '../auth/index.js';
-import type { Dispatcher } from '../protocol/index.js';
-import type { LegacyHttp } from './legacy-http.js';
+import type { Dispatcher, InboundMessage } from '../protocol/index.js';
 
 interface HttpTransportBase {
   readonly host: string;
@@ -25,7 +24,36 @@ interface HttpTransportBase {
   readonly keepAliveMs?: number;
   readonly log: (line: string) => void;
   /** Issue 14: 2025-11-25 sessions beside 2026-07-28 on the same endpoint (legacy-http.ts). */
-  readonly legacy?: LegacyHttp;
+  readonly legacy?: HttpEraRoute;
+}
+
+/**
+ * Another protocol era served on the same endpoint: the requests it claims, and GET and DELETE,
+ * which the 2026-07-28 era does not use. The router knows no method of it.
+ */
+export interface HttpEraRoute {
+  /** Whether a parsed POST belongs to this era. */
+  claims(message: InboundMessage, request: http.IncomingMessage): boolean;
+  post(
+    message: InboundMessage,
+    principal: Principal,
+    request: http.IncomingMessage,
+    response: http.ServerResponse,
+  ): Promise<void>;
+  /** A JSON-RPC response POSTed by the client (with a session id). */
+  postResponse(
+    value: unknown,
+    principal: Principal,
+    request: http.IncomingMessage,
+    response: http.ServerResponse,
+  ): Promise<void>;
+  /** GET or DELETE on the endpoint. */
+  other(
+    principal: Principal,
+    request: http.IncomingMessage,
+    response: http.ServerResponse,
+  ): Promise<void>;
+  close(): void;
 }
 
 /** How requests are authenticated, and the metadata a 401 points at. */

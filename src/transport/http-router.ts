@@ -15,8 +15,7 @@ import {
   declaresTooLarge,
   firstRefusal,
 } from './http-guards.js';
-import type { ServingOptions } from './http-options.js';
-import type { LegacyHttp } from './legacy-http.js';
+import type { HttpEraRoute, ServingOptions } from './http-options.js';
 import { HttpRequestContext } from './http-request-context.js';
 import {
   errorBody,
@@ -93,7 +92,7 @@ async function handle(
 /** A legacy session's GET (its notification stream) or DELETE (its end): Host/Origin, then auth. */
 async function serveLegacyStream(
   options: ServingOptions,
-  legacy: LegacyHttp,
+  legacy: HttpEraRoute,
   request: http.IncomingMessage,
   response: http.ServerResponse,
 ): Promise<void> {

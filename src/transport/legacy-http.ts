@@ -20,6 +20,7 @@ import {
   type StreamSink,
   type TransportContext,
 } from '../protocol/index.js';
+import type { HttpEraRoute } from './http-options.js';
 import { AnsweredRequest } from './http-request-context.js';
 import { send } from './http-responses.js';
 import { SSE_HEADERS } from './sse-stream.js';
@@ -73,30 +74,8 @@ export interface LegacyHttpOptions {
   readonly log: (line: string) => void;
 }
 
-export interface LegacyHttp {
-  /** Whether a parsed POST belongs to the legacy era (legacy digest §10.2 steps 2–5). */
-  claims(message: InboundMessage, request: http.IncomingMessage): boolean;
-  post(
-    message: InboundMessage,
-    principal: Principal,
-    request: http.IncomingMessage,
-    response: http.ServerResponse,
-  ): Promise<void>;
-  /** A JSON-RPC response POSTed with an Mcp-Session-Id (legacy digest §2): 202 in a live session. */
-  postResponse(
-    value: unknown,
-    principal: Principal,
-    request: http.IncomingMessage,
-    response: http.ServerResponse,
-  ): Promise<void>;
-  /** GET (the session's stream) or DELETE (end the session). */
-  other(
-    principal: Principal,
-    request: http.IncomingMessage,
-    response: http.ServerResponse,
-  ): Promise<void>;
-  close(): void;
-}
+/** The 2025-11-25 sessions' route on the shared endpoint (legacy digest §10.2). */
+export type LegacyHttp = HttpEraRoute;
 
 /** One session as this process holds it: state, requests in flight, the GET stream if here. */
 interface Held {
