@@ -9,6 +9,7 @@ import { boundaries } from './eslint.boundaries.js';
 /** Everything below the composition root: app/ may import all of it, and none of it imports upward. */
 const BELOW_APP = [
   'errors.ts',
+  'leading-statement.ts',
   'log.ts',
   'version.ts',
   'auth',
@@ -29,11 +30,12 @@ const BELOW_APP = [
  */
 const LAYERS = {
   'errors.ts': [],
+  'leading-statement.ts': [],
   'version.ts': ['protocol'],
   'log.ts': [],
   auth: ['errors.ts'],
-  protocol: ['errors.ts', 'auth'],
-  db: ['errors.ts', 'auth', 'log.ts', 'version.ts'],
+  protocol: ['errors.ts', 'leading-statement.ts', 'auth'],
+  db: ['errors.ts', 'leading-statement.ts', 'auth', 'log.ts', 'version.ts'],
   config: ['errors.ts', 'version.ts'],
   resources: ['errors.ts', 'auth', 'protocol', 'db', 'log.ts', 'version.ts'],
   tools: ['errors.ts', 'auth', 'protocol', 'db', 'log.ts', 'version.ts'],

@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import type { Principal } from '../auth/index.js';
 import type { DatabaseHandle } from './pool.js';
 import { builder, prepare } from './prepared.js';
-import type { LeadingStatement } from './request-transaction.js';
+import type { LeadingStatement } from '../leading-statement.js';
 import { writeOneStatement } from './write-transaction.js';
 import { toDatabaseError } from './sqlstate.js';
 

@@ -2,6 +2,7 @@
 import type pg from 'pg';
 import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
+import type { LeadingStatement } from '../leading-statement.js';
 import { cancelBackend } from './backend-cancel.js';
 import {
   ImplicitTransaction,
@@ -35,19 +36,6 @@ export type Cancellation =
        */
       takeLeadingStatement?(db: DatabaseHandle): LeadingStatement | undefined;
     };
-
-/**
- * A statement the transport needs run for a request (a legacy session's check), sent first in the
- * request's own round trip, as the login, before the identity statement; `settle` gets its rows.
- */
-export interface LeadingStatement {
-  /** The database it must run in (a request may read other databases first). */
-  readonly db: DatabaseHandle;
-  readonly name: string;
-  readonly text: string;
-  readonly values: unknown[];
-  settle(rows: unknown[]): void;
-}
 
 /**
  * Run one prepared query as `principal`, in one read-only transaction and one round trip.

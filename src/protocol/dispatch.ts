@@ -3,6 +3,7 @@
 import type { z } from 'zod';
 import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
+import type { LeadingStatement } from '../leading-statement.js';
 import type { ConsentOutcome, InputParams } from './input-required.js';
 import {
   META_CLIENT_CAPABILITIES,
@@ -140,16 +141,6 @@ export interface TransportContext {
    * first in the request's first transaction, in the same round trip; `settle` gets its rows.
    */
   readonly leadingStatement?: LeadingStatement | undefined;
-}
-
-/** A statement to run as the login ahead of a request's own, and where its rows go. */
-export interface LeadingStatement {
-  /** The database handle it must run in, compared by identity (a request may read others first). */
-  readonly db: object;
-  readonly name: string;
-  readonly text: string;
-  readonly values: unknown[];
-  settle(rows: unknown[]): void;
 }
 
 export interface DispatcherOptions {

@@ -9,9 +9,9 @@ export {
   type MethodHandler,
   type RequestContext,
   type RequestLogFields,
-  type LeadingStatement,
   type TransportContext,
 } from './dispatch.js';
+export { type LeadingStatement } from '../leading-statement.js';
 export {
   META_LOG_LEVEL,
   RequestNotices,
