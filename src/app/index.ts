@@ -9,6 +9,7 @@ export {
   requireAuthentication,
   serverAudience,
   signingSecretSettings,
+  tokenlessPrincipal,
   type AuthenticateOptions,
 } from './authenticate.js';
 export {

@@ -1,7 +1,7 @@
 // pgmcp selftest (and `SELFTEST=1 npm start`): start what serving starts, without a transport, and
 // run the checks a user would through the server's own request path; one line each, exit 0 only
 // when all pass.
-import { LOGIN_PRINCIPAL } from '../auth/index.js';
+import { tokenlessPrincipal } from '../app/index.js';
 import { loadConfig, type Config, type ConfigFlags } from '../config/index.js';
 import { commitProbeResource } from '../db/index.js';
 import type { Logger } from '../log.js';
@@ -71,10 +71,7 @@ export async function selftest(config: Config, logger: Logger): Promise<void> {
   try {
     const results = await runSelftest({
       dispatcher: running.app.dispatcher,
-      principal:
-        config.role === undefined
-          ? LOGIN_PRINCIPAL
-          : { role: config.role, claims: {} },
+      principal: tokenlessPrincipal(config),
       commitProbe: (uri, readers) =>
         commitProbeResource(running.adminDb, uri, readers),
     });
