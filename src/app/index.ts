@@ -6,6 +6,7 @@
 export { createApp, type App, type AppOptions } from './create-app.js';
 export {
   createAuthenticate,
+  httpSecurity,
   requireAuthentication,
   serverAudience,
   signingSecretSettings,

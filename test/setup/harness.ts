@@ -95,6 +95,8 @@ export interface TestServerOptions {
   statementTimeoutMs?: number;
   /** Tool settings (config file "tools"); the defaults by default. */
   tools?: Partial<Config['tools']>;
+  /** The scope map (config file "scopes"); none by default. */
+  scopes?: Config['scopes'];
   /** How long a legacy request waits for the client's answer to a server request (createApp's). */
   inputTimeoutMs?: number;
   /** The clock consents expire by (default Date.now). */
@@ -143,6 +145,7 @@ export async function startTestServer(
       ? {}
       : { inputTimeoutMs: options.inputTimeoutMs }),
     now: options.now,
+    scopes: options.scopes,
     tools:
       options.tools === undefined
         ? undefined
