@@ -26,7 +26,8 @@ server's own request path, then exit (0 only when every check passes). Serves no
   - the digest prompt answers one resource_link per resource of a tag the role can read
   - the search and fetch tools answer
   - a committed change arrives on a listen stream (a probe resource, pgmcp-selftest:///…, is
-    committed through the administrative login and deleted again)
+    committed through the login and deleted again; a login that may not, such as the serve
+    login, is told the GRANT and policy a DBA runs to let it, for probe rows only)
 One line per check: "pass <check>: …" or "fail <check>: <reason>". SELFTEST=1 npm start does the same.
   --role R               run every request as this Postgres role (env PGMCP_ROLE; default: the login)
   --no-migrate           do not apply pending migrations first
