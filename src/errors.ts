@@ -34,6 +34,8 @@ export const ERROR_KEYS = {
   FORBIDDEN_ORIGIN: { code: JSONRPC.INVALID_REQUEST, httpStatus: 403 },
   AUTHENTICATION_REQUIRED: { code: JSONRPC.INVALID_REQUEST, httpStatus: 401 },
   ROLE_FORBIDDEN: { code: JSONRPC.INVALID_REQUEST, httpStatus: 403 },
+  /** The token lacks a scope the config file's scope map asks for (spec §15); data.scope names them. */
+  INSUFFICIENT_SCOPE: { code: JSONRPC.INVALID_REQUEST, httpStatus: 403 },
   HTTP_METHOD_NOT_ALLOWED: { code: JSONRPC.INVALID_REQUEST, httpStatus: 405 },
   NOT_ACCEPTABLE: { code: JSONRPC.INVALID_REQUEST, httpStatus: 406 },
   PAYLOAD_TOO_LARGE: { code: JSONRPC.INVALID_REQUEST, httpStatus: 413 },

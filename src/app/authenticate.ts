@@ -3,6 +3,7 @@
 import {
   AuthenticationError,
   LOGIN_PRINCIPAL,
+  createScopePolicy,
   createTokenVerifier,
   jwtSecret,
   protectedResourceMetadata,
@@ -38,10 +39,7 @@ export function createAuthenticate(
 }) => Promise<Principal> {
   const { config } = options;
   if (config.auth.mode === 'none') {
-    const principal: Principal =
-      config.role === undefined
-        ? LOGIN_PRINCIPAL
-        : { role: config.role, claims: {} };
+    const principal = tokenlessPrincipal(config);
     return () => Promise.resolve(principal);
   }
   const verifier = createTokenVerifier({
@@ -83,6 +81,22 @@ export function createAuthenticate(
     }
     return principal;
   };
+}
+
+/**
+ * Who a caller without a token is (stdio, PGMCP_AUTH=none, selftest): PGMCP_ROLE or the login,
+ * holding the scopes PGMCP_SCOPES names (unset: not limited by scopes).
+ */
+export function tokenlessPrincipal(config: Config): Principal {
+  if (config.role === undefined && config.tokenlessScopes === undefined)
+    return LOGIN_PRINCIPAL;
+  return Object.freeze({
+    role: config.role ?? null,
+    claims: Object.freeze({}),
+    ...(config.tokenlessScopes === undefined
+      ? {}
+      : { scopes: Object.freeze([...config.tokenlessScopes]) }),
+  });
 }
 
 /** Where the HS256 secret comes from, per config (the state folder only for the embedded default). */
@@ -133,7 +147,11 @@ export function httpSecurity(
     }),
     protectedResource:
       config.auth.mode === 'jwt'
-        ? protectedResourceMetadata(audience, config.auth.issuer)
+        ? protectedResourceMetadata(
+            audience,
+            config.auth.issuer,
+            createScopePolicy(config.scopes).supported,
+          )
         : undefined,
   };
 }

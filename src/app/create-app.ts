@@ -1,5 +1,10 @@
 // The composition root's method table: from the open databases and the config it builds the
 // sources' handlers, the dispatcher with every method, both protocol eras and the change path.
+import {
+  createScopePolicy,
+  SCOPED_METHOD_GROUPS,
+  type ScopePolicy,
+} from '../auth/index.js';
 import type { Config } from '../config/index.js';
 import {
   createLegacySessionStore,
@@ -104,6 +109,8 @@ export interface AppOptions {
   readonly now?: () => number;
   /** Tool settings (config file "tools"); the defaults when absent. */
   readonly tools?: Config['tools'];
+  /** Which OAuth scopes tools and method groups need (config file "scopes"); none when absent. */
+  readonly scopes?: Config['scopes'];
   /** Tools and prompts added in code, never by configuration (the conformance runner's fixtures). */
   readonly extension?: AppExtension;
 }
@@ -283,18 +290,19 @@ export function createApp(options: AppOptions): App {
     },
     consent: readDeps.consent,
   });
-  methods.set('tools/list', createListToolsMethod(tools));
-  methods.set('tools/call', createCallToolMethod(tools));
+  const scopes = createScopePolicy(options.scopes);
+  methods.set('tools/list', createListToolsMethod(tools, scopes));
+  methods.set('tools/call', createCallToolMethod(tools, scopes));
   const dispatcher = createDispatcher({
     serverInfo: SERVER_INFO,
-    methods,
+    methods: scopes.active ? scopeGuarded(methods, scopes) : methods,
     logError: (message, error, fields) =>
       options.logger.error(message, error, fields),
   });
   return {
     dispatcher,
     fanout,
-    ...legacyEra(options, dispatcher, fanout),
+    ...legacyEra(options, dispatcher, fanout, scopes),
     startChangePath: async (tuning) => {
       const feed = await startChangePath({
         sources: options.sources,
@@ -322,6 +330,33 @@ export function createApp(options: AppOptions): App {
       return feed;
     },
   };
+}
+
+/**
+ * The methods, each of a group the scope map guards checking the caller's scopes first (issue 32
+ * point 11). A guarded method is never constant: its answer is not shared across callers.
+ */
+function scopeGuarded(
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the method table's type, as above
+  methods: ReadonlyMap<string, MethodHandler<any>>,
+  scopes: ScopePolicy,
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the method table's type, as above
+): Map<string, MethodHandler<any>> {
+  const grouped = new Set(Object.values(SCOPED_METHOD_GROUPS).flat());
+  return new Map(
+    [...methods].map(([name, method]) => [
+      name,
+      grouped.has(name)
+        ? {
+            params: method.params,
+            handle(params: unknown, ctx: Parameters<typeof method.handle>[1]) {
+              scopes.checkMethod(ctx.principal, name);
+              return method.handle(params, ctx);
+            },
+          }
+        : method,
+    ]),
+  );
 }
 
 /** The tools served (issue 15), minus those the config file switches off. */
@@ -429,6 +464,7 @@ function legacyEra(
   options: AppOptions,
   dispatcher: Dispatcher,
   streams: StreamRegistry,
+  scopes: ScopePolicy,
 ): Pick<
   App,
   'legacy' | 'legacySubscriptions' | 'legacyHttp' | 'stdioDispatcher'
@@ -448,8 +484,11 @@ function legacyEra(
     serverInfo: SERVER_INFO,
     capabilities: LEGACY_CAPABILITIES,
     instructions: INSTRUCTIONS,
-    subscribe: (session, uri, principal, signal) =>
-      legacySubscriptions.subscribe(session, uri, principal, signal),
+    subscribe: (session, uri, principal, signal) => {
+      // resources/subscribe is the legacy adapter's own method: the resources scope guards it too.
+      scopes.checkMethod(principal, 'resources/subscribe');
+      return legacySubscriptions.subscribe(session, uri, principal, signal);
+    },
     unsubscribe: (session, uri) =>
       legacySubscriptions.unsubscribe(session, uri),
     attach: (session, principal) =>

@@ -11,9 +11,11 @@ export {
 } from './create-app.js';
 export {
   createAuthenticate,
+  httpSecurity,
   requireAuthentication,
   serverAudience,
   signingSecretSettings,
+  tokenlessPrincipal,
   type AuthenticateOptions,
 } from './authenticate.js';
 export {

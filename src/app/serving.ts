@@ -1,6 +1,5 @@
 // What serving takes besides the method table: the sources per database, the change feeds and
 // the transports; server.ts runs them in order.
-import { LOGIN_PRINCIPAL } from '../auth/index.js';
 import type { Config } from '../config/index.js';
 import {
   createRoleChecker,
@@ -23,7 +22,11 @@ import {
   type HttpTransport,
   type StdioTransport,
 } from '../transport/index.js';
-import { httpSecurity, serverAudience } from './authenticate.js';
+import {
+  httpSecurity,
+  serverAudience,
+  tokenlessPrincipal,
+} from './authenticate.js';
 import { type App, type AppOptions } from './create-app.js';
 
 /** The databases a server serves: the main one (requests' login) and each --database. */
@@ -95,6 +98,7 @@ export function appOptions(
     roleCacheMaxAgeMs: config.auth.roleCacheMaxAgeSeconds * 1000,
     consentMinutes: config.consentMinutes,
     tools: config.tools,
+    scopes: config.scopes,
   };
 }
 
@@ -142,10 +146,7 @@ export async function startTransports(
       output: process.stdout,
       // Both eras on stdio (issue 14): the process is the legacy session.
       dispatcher: app.stdioDispatcher(createLineChannel(process.stdout)),
-      principal:
-        config.role === undefined
-          ? LOGIN_PRINCIPAL
-          : { role: config.role, claims: {} },
+      principal: tokenlessPrincipal(config),
       maxMessageBytes: config.maxBodyBytes,
     });
     return { http: undefined, stdio };

@@ -21,3 +21,10 @@ export {
   type AudienceSettings,
   type ProtectedResource,
 } from './resource-metadata.js';
+export {
+  claimedScopes,
+  createScopePolicy,
+  SCOPED_METHOD_GROUPS,
+  type ScopePolicy,
+  type ScopeSettings,
+} from './scope-policy.js';

@@ -6,6 +6,12 @@ export interface Principal {
   readonly role: string | null;
   /** Verified claims, visible to SQL as current_setting('request.jwt.claims', true). */
   readonly claims: Readonly<Record<string, unknown>>;
+  /**
+   * The OAuth scopes the token grants (its `scope` and `scp` claims), which the config file's scope
+   * map checks; undefined: no token limits this principal (stdio, PGMCP_AUTH=none, unless
+   * PGMCP_SCOPES names the scopes they hold).
+   */
+  readonly scopes?: readonly string[] | undefined;
 }
 
 /** The principal of a server that runs without authorization: the login role, no claims. */

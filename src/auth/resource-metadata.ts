@@ -38,16 +38,21 @@ export interface ProtectedResource {
   readonly document: Record<string, unknown>;
 }
 
-/** The metadata document for the resource `audience`, whose tokens `issuer` (if set) issues. */
+/**
+ * The metadata document for the resource `audience`, whose tokens `issuer` (if set) issues;
+ * `scopes_supported` lists `scopes` when the config file maps any (RFC 9728 §2).
+ */
 export function protectedResourceMetadata(
   audience: string,
   issuer: string | undefined,
+  scopes: readonly string[] = [],
 ): ProtectedResource {
   return {
     metadataUrl: `${new URL(audience).origin}/.well-known/oauth-protected-resource/mcp`,
     document: {
       resource: audience,
       authorization_servers: [tokenIssuer(issuer, audience)],
+      ...(scopes.length === 0 ? {} : { scopes_supported: [...scopes] }),
       bearer_methods_supported: ['header'],
     },
   };

@@ -9,6 +9,7 @@ import {
 } from 'jose';
 import { createJwksKeySet, type JwksKeySet } from './jwks-key-set.js';
 import type { Principal } from './principal.js';
+import { claimedScopes } from './scope-policy.js';
 import { createTokenCache } from './token-cache.js';
 
 const ASYMMETRIC_ALGORITHMS = [
@@ -130,7 +131,7 @@ export function createTokenVerifier(
       const token = bearerToken(authorization, options.maxTokenBytes ?? 8192);
       if (token === undefined) {
         if (options.anonymousRole !== undefined)
-          return { role: options.anonymousRole, claims: {} };
+          return { role: options.anonymousRole, claims: {}, scopes: [] };
         throw new AuthenticationError(
           'MISSING_TOKEN',
           'A bearer token is required.',
@@ -217,7 +218,11 @@ function principalOf(payload: JWTPayload, roleClaim: string): Principal {
       'The token does not name a role this server may assume.',
     );
   }
-  return Object.freeze({ role, claims: Object.freeze(payload) });
+  return Object.freeze({
+    role,
+    claims: Object.freeze(payload),
+    scopes: Object.freeze(claimedScopes(payload)),
+  });
 }
 
 /** The full check of one token: signature, algorithm, `exp`, `nbf`, `aud` and `iss`. */

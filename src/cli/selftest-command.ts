@@ -1,7 +1,7 @@
 // pgmcp selftest (and `SELFTEST=1 npm start`): start what serving starts, without a transport, and
 // run the checks a user would through the server's own request path; one line each, exit 0 only
 // when all pass.
-import { LOGIN_PRINCIPAL } from '../auth/index.js';
+import { tokenlessPrincipal } from '../app/index.js';
 import { loadConfig, type Config, type ConfigFlags } from '../config/index.js';
 import { commitProbeResource } from '../db/index.js';
 import type { Logger } from '../log.js';
@@ -26,7 +26,8 @@ server's own request path, then exit (0 only when every check passes). Serves no
   - the digest prompt answers one resource_link per resource of a tag the role can read
   - the search and fetch tools answer
   - a committed change arrives on a listen stream (a probe resource, pgmcp-selftest:///…, is
-    committed through the administrative login and deleted again)
+    committed through the login and deleted again; a login that may not, such as the serve
+    login, is told the GRANT and policy a DBA runs to let it, for probe rows only)
 One line per check: "pass <check>: …" or "fail <check>: <reason>". SELFTEST=1 npm start does the same.
   --role R               run every request as this Postgres role (env PGMCP_ROLE; default: the login)
   --no-migrate           do not apply pending migrations first
@@ -71,10 +72,7 @@ export async function selftest(config: Config, logger: Logger): Promise<void> {
   try {
     const results = await runSelftest({
       dispatcher: running.app.dispatcher,
-      principal:
-        config.role === undefined
-          ? LOGIN_PRINCIPAL
-          : { role: config.role, claims: {} },
+      principal: tokenlessPrincipal(config),
       commitProbe: (uri, readers) =>
         commitProbeResource(running.adminDb, uri, readers),
     });

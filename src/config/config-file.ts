@@ -27,6 +27,38 @@ const CatalogTableSchema = z
   })
   .strict();
 
+/** An OAuth scope token (RFC 6749 §3.3), safe inside a WWW-Authenticate quoted string. */
+const scope = z
+  .string()
+  .regex(
+    /^[\x21\x23-\x5B\x5D-\x7E]{1,128}$/,
+    'a scope is 1-128 printable characters without spaces, quotes or backslashes',
+  )
+  .refine(
+    (value) => value !== 'offline_access',
+    'offline_access is not a scope a tool or method can need (spec §15)',
+  );
+const scopeList = z.array(scope).min(1).max(32);
+
+/** scopes: which OAuth scopes tools and method groups need (docs/tools.md "Scopes"). */
+const ScopesSchema = z
+  .object({
+    tools: z
+      .partialRecord(
+        z.enum(['search', 'fetch', 'query', 'explain', '*']),
+        scopeList,
+      )
+      .optional(),
+    methods: z
+      .partialRecord(
+        z.enum(['resources', 'prompts', 'completion', 'tools']),
+        scopeList,
+      )
+      .optional(),
+    implies: z.record(scope, scopeList).optional(),
+  })
+  .strict();
+
 /** The config file's shape (docs/databases.md "The config file"); unknown keys are mistakes, not ignored. */
 const ConfigFileSchema = z
   .object({
@@ -91,6 +123,7 @@ const ConfigFileSchema = z
       })
       .strict()
       .optional(),
+    scopes: ScopesSchema.optional(),
   })
   .strict();
 
@@ -147,6 +180,13 @@ export interface FileTools {
   readonly searchLimit: number;
 }
 
+/** The scope map (docs/tools.md "Scopes"): auth/'s ScopeSettings; none without `scopes`. */
+export interface FileScopes {
+  readonly tools: Readonly<Record<string, readonly string[]>>;
+  readonly methods: Readonly<Record<string, readonly string[]>>;
+  readonly implies: Readonly<Record<string, readonly string[]>>;
+}
+
 /** What the config file says, checked against the databases given: defaults when there is none. */
 export function loadConfigFile(
   configFile: string | undefined,
@@ -156,6 +196,7 @@ export function loadConfigFile(
   collections: FileCollection[];
   sensitive: FileSensitive[];
   tools: FileTools;
+  scopes: FileScopes | undefined;
 } {
   const file = configFile === undefined ? {} : readConfigFile(configFile);
   return {
@@ -181,6 +222,14 @@ export function loadConfigFile(
       explainAnalyze: file.tools?.explainAnalyze ?? false,
       searchLimit: file.tools?.searchLimit ?? 20,
     },
+    scopes:
+      file.scopes === undefined
+        ? undefined
+        : {
+            tools: file.scopes.tools ?? {},
+            methods: file.scopes.methods ?? {},
+            implies: file.scopes.implies ?? {},
+          },
   };
 }
 

@@ -44,6 +44,7 @@ export function rawSettings(flags: ConfigFlags, env: Env) {
     auth: authSettings(env),
     live: liveSettings(env),
     role: flags.role ?? nonEmpty(env['PGMCP_ROLE']),
+    tokenlessScopes: nonEmpty(env['PGMCP_SCOPES'])?.trim().split(/\s+/),
     allowUnsafeLogin:
       flags.allowUnsafeLogin ?? env['PGMCP_ALLOW_UNSAFE_LOGIN'] === '1',
   };

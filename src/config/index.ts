@@ -4,6 +4,7 @@ export { type ConfigFlags } from './environment.js';
 export {
   type FileCatalogScope,
   type FileCollection,
+  type FileScopes,
   type FileSensitive,
   type FileTools,
 } from './config-file.js';

@@ -5,6 +5,7 @@ import {
   loadConfigFile,
   type FileCatalogScope,
   type FileCollection,
+  type FileScopes,
   type FileSensitive,
   type FileTools,
 } from './config-file.js';
@@ -30,6 +31,8 @@ export type Config = Readonly<
     /** Tables and columns whose rows need a person's consent (config file "sensitive"). */
     sensitive: readonly FileSensitive[];
     tools: FileTools;
+    /** Which OAuth scopes tools and method groups need (config file "scopes"); none: no check. */
+    scopes: FileScopes | undefined;
   }
 >;
 

@@ -131,6 +131,20 @@ export const SettingsSchema = z.object({
   }),
   /** The role stdio requests (and PGMCP_AUTH=none HTTP requests) run as; undefined = the login role. */
   role: z.string().min(1).optional(),
+  /**
+   * PGMCP_SCOPES: the OAuth scopes callers without a token hold (stdio, PGMCP_AUTH=none) when the
+   * config file maps scopes; undefined: scopes do not limit them.
+   */
+  tokenlessScopes: z
+    .array(
+      z
+        .string()
+        .regex(
+          /^[\x21\x23-\x5B\x5D-\x7E]+$/,
+          'PGMCP_SCOPES is space-separated scopes without quotes or backslashes',
+        ),
+    )
+    .optional(),
   allowUnsafeLogin: z.boolean(),
 });
 

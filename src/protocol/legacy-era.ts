@@ -579,8 +579,10 @@ function legacyError(
       : key === 'MISSING_CLIENT_CAPABILITY'
         ? JSONRPC.INVALID_REQUEST
         : response.error.code;
-  // Legacy HTTP answers JSON-RPC errors with 200 (digest §5.9); transport-level statuses stay.
-  const status = httpStatus >= 429 ? httpStatus : 200;
+  // Legacy HTTP answers JSON-RPC errors with 200 (digest §5.9); transport-level statuses stay, and
+  // so does a missing scope's 403, the step-up challenge (digest §9).
+  const status =
+    httpStatus >= 429 || key === 'INSUFFICIENT_SCOPE' ? httpStatus : 200;
   return {
     response: { ...response, error: { ...response.error, code } },
     httpStatus: status,

@@ -1,6 +1,8 @@
-// tools/list and tools/call over a fixed set of tools. The list is the same for every caller and
-// the life of the process (tools are switched off in the config file, not per role), so it is
-// serialized once and cacheable by anyone; each call runs as the caller's principal.
+// tools/list and tools/call over a fixed set of tools. Without a scope map the list is the same
+// for every caller and the life of the process (tools are switched off in the config file, not per
+// role), so it is serialized once and cacheable by anyone; with one, each caller sees the tools its
+// scopes allow. Each call runs as the caller's principal.
+import type { ScopePolicy } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
 import {
   CallToolParamsSchema,
@@ -29,52 +31,76 @@ const CALLER_FAULTS = new Set([
   'TIMEOUT',
 ]);
 
-/** tools/list: one page, in registration order (deterministic, spec §10). */
+/**
+ * tools/list: one page, in registration order (deterministic, spec §10). With an active scope
+ * policy, only the tools the caller's scopes allow, and private to it (spec §6.1: lists may vary
+ * by the authorization on the request).
+ */
 export function createListToolsMethod(
   tools: readonly Tool[],
+  scopes?: ScopePolicy,
 ): MethodHandler<PaginatedParams> {
   checkNames(tools);
-  const list = new RawJson(
-    JSON.stringify(
-      tools.map((tool) => ({
-        name: tool.name,
-        title: tool.title,
-        description: tool.description,
-        inputSchema: tool.inputSchema ?? jsonSchemaOf(tool.args),
-        ...(tool.outputSchema === undefined
-          ? {}
-          : { outputSchema: tool.outputSchema }),
-        annotations: { title: tool.title, ...ANNOTATIONS },
-      })),
-    ),
-  );
+  const entries = tools.map((tool) => ({
+    name: tool.name,
+    json: JSON.stringify({
+      name: tool.name,
+      title: tool.title,
+      description: tool.description,
+      inputSchema: tool.inputSchema ?? jsonSchemaOf(tool.args),
+      ...(tool.outputSchema === undefined
+        ? {}
+        : { outputSchema: tool.outputSchema }),
+      annotations: { title: tool.title, ...ANNOTATIONS },
+    }),
+  }));
+  const listOf = (shown: typeof entries): RawJson =>
+    new RawJson(`[${shown.map((entry) => entry.json).join(',')}]`);
+  const list = listOf(entries);
+  const perCaller = scopes?.active === true ? scopes : undefined;
   return createMethod({
     params: PaginatedParamsSchema,
     // The one page is the same for every caller: serialized once (a cursor is refused below).
-    constantFor: (params) => params.cursor === undefined,
-    handle(params) {
+    ...(perCaller === undefined
+      ? {
+          constantFor: (params: PaginatedParams) => params.cursor === undefined,
+        }
+      : {}),
+    handle(params, ctx) {
       // There is only ever one page: a cursor cannot have come from this server.
       if (params.cursor !== undefined)
         throw new ProtocolError(
           'INVALID_CURSOR',
           'Invalid cursor: tools/list has a single page.',
         );
+      if (perCaller === undefined)
+        return Promise.resolve({
+          tools: list,
+          ttlMs: TOOLS_TTL_MS,
+          cacheScope: 'public',
+        });
       return Promise.resolve({
-        tools: list,
+        tools: listOf(
+          entries.filter((entry) =>
+            perCaller.allowsTool(ctx.principal, entry.name),
+          ),
+        ),
         ttlMs: TOOLS_TTL_MS,
-        cacheScope: 'public',
+        cacheScope: 'private',
       });
     },
   });
 }
 
 /**
- * tools/call: an unknown tool is -32602 (a protocol error, spec §6); arguments its schema refuses
+ * tools/call: an unknown tool is -32602 (a protocol error, spec §6), a tool the caller's scopes do
+ * not allow is INSUFFICIENT_SCOPE (HTTP 403); arguments its schema refuses
  * and the caller faults of its work (a URI not found, a denied read) are results with isError, so
  * the model sees them and can correct the call.
  */
 export function createCallToolMethod(
   tools: readonly Tool[],
+  scopes?: ScopePolicy,
 ): MethodHandler<CallToolParams> {
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   return createMethod({
@@ -87,6 +113,8 @@ export function createCallToolMethod(
           `Unknown tool: ${params.name.slice(0, 100)}.`,
           { data: { name: params.name.slice(0, 100) } },
         );
+      // A JSON-RPC error, not a tool result: over HTTP it is the 403 step-up challenge (spec §15).
+      scopes?.checkTool(ctx.principal, tool.name);
       const parsed = tool.args.safeParse(params.arguments ?? {});
       if (!parsed.success)
         return { ...toolError(`Invalid arguments: ${issues(parsed.error)}.`) };

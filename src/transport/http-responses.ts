@@ -15,6 +15,34 @@ export interface Refusal {
   readonly message: string;
 }
 
+/** The RFC 9728 metadata URL a response's insufficient_scope challenge names, once authenticated. */
+const metadataUrls = new WeakMap<http.ServerResponse, string>();
+
+/** Name `metadataUrl` in the challenge of `response`, should it refuse a missing scope. */
+export function useMetadataUrl(
+  response: http.ServerResponse,
+  metadataUrl: string,
+): void {
+  metadataUrls.set(response, metadataUrl);
+}
+
+/**
+ * The step-up challenge of a 403 refusing a missing scope (spec §15, RFC 6750 §3): the scopes the
+ * request needs come from the error's data, which only the server's own scope map fills.
+ */
+function scopeChallenge(
+  response: http.ServerResponse,
+  body: object,
+): string | undefined {
+  const data = (body as { error?: { data?: Record<string, unknown> } }).error
+    ?.data;
+  const scope = data?.['scope'];
+  if (data?.['code'] !== 'INSUFFICIENT_SCOPE' || typeof scope !== 'string')
+    return undefined;
+  const metadataUrl = metadataUrls.get(response);
+  return `Bearer error="insufficient_scope", scope="${scope}"${metadataUrl === undefined ? '' : `, resource_metadata="${metadataUrl}"`}`;
+}
+
 export function send(
   response: http.ServerResponse,
   status: number,
@@ -33,6 +61,8 @@ export function send(
   ];
   // 503 is a busy pool or an unreachable database: both pass, so say when to try again.
   if (status === 503) headers.push('Retry-After', '1');
+  const challenge = status === 403 ? scopeChallenge(response, body) : undefined;
+  if (challenge !== undefined) headers.push('WWW-Authenticate', challenge);
   response.writeHead(status, headers);
   response.end(bytes);
 }

@@ -23,6 +23,7 @@ import {
   refuseTooLarge,
   send,
   sendFailure,
+  useMetadataUrl,
 } from './http-responses.js';
 import { openSseStream, type SseStreams } from './sse-stream.js';
 import { serveWellKnown } from './well-known.js';
@@ -78,6 +79,8 @@ async function handle(
   // Authenticate before reading the body: an unauthenticated client costs no parsing.
   const principal = await authenticate(options, request, response);
   if (principal === undefined) return;
+  if (options.protectedResource !== undefined)
+    useMetadataUrl(response, options.protectedResource.metadataUrl);
   const message = await readMessage(options, request, response, principal);
   if (message === undefined) return;
   // Issue 14: a POST without the 2026-07-28 claim that initializes or names a session is legacy.

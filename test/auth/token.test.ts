@@ -168,9 +168,11 @@ describe('bearer tokens (HS256)', () => {
       roleClaim: 'role',
       anonymousRole: 'web_anon',
     });
+    // Without a token it holds no scope: a scope map limits it (issue 32 point 11).
     expect(await anonymous.verify(undefined)).toEqual({
       role: 'web_anon',
       claims: {},
+      scopes: [],
     });
   });
 });

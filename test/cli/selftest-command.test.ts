@@ -3,6 +3,7 @@
 // database, since the live check commits (and deletes) a probe resource.
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSelftest } from '../../src/cli/selftest-checks.js';
 import { SEEDS_DIRECTORY } from '../../src/config/index.js';
@@ -132,5 +133,76 @@ describe('pgmcp selftest', () => {
       expect(line).toMatch(
         /^fail (search|fetch) tool: tool (search|fetch) not offered$/,
       );
+  });
+});
+
+describe('pgmcp selftest as the serve login', () => {
+  /** The login as docs/operations.md "Logging in" sets it up: the migration's role, a password, a grant. */
+  async function serveLogin(): Promise<string> {
+    const admin = new pg.Client({ connectionString: databaseUrl });
+    await admin.connect();
+    try {
+      await admin.query(
+        "alter role pgmcp_authenticator login password 'selftest-login'",
+      );
+    } finally {
+      await admin.end();
+    }
+    const granted = pgmcp(['role', 'grant', 'engineering']);
+    expect(granted.status, granted.stderr).toBe(0);
+    const login = new URL(databaseUrl);
+    login.username = 'pgmcp_authenticator';
+    login.password = 'selftest-login';
+    return login.toString();
+  }
+
+  it('names the grant and the policy it lacks, and passes once a DBA runs exactly those', async () => {
+    const loginUrl = await serveLogin();
+    const asLogin = () =>
+      pgmcp(['selftest', '--role', 'engineering', '--no-migrate'], {
+        DATABASE_URL: loginUrl,
+      });
+    const refused = asLogin();
+    expect(refused.status, refused.stderr).toBe(1);
+    const lines = refused.stdout.trim().split('\n');
+    expect(lines.filter((line) => line.startsWith('fail '))).toEqual([
+      'fail live change: the login pgmcp_authenticator may not commit a probe resource (permission denied for table resources); ' +
+        'a DBA runs, once: GRANT INSERT (uri, name, title, mime_type, text, readers), DELETE ON pgmcp.resources TO pgmcp_authenticator; ' +
+        "CREATE POLICY pgmcp_selftest_probe ON pgmcp.resources TO pgmcp_authenticator USING (uri LIKE 'pgmcp-selftest:///%') WITH CHECK (uri LIKE 'pgmcp-selftest:///%');",
+    ]);
+    // The DBA runs what the line names, as the administrative login, and nothing else.
+    const statements = /a DBA runs, once: (.*)$/.exec(lines.at(-2) ?? '')?.[1];
+    expect(statements).toBeDefined();
+    const admin = new pg.Client({ connectionString: databaseUrl });
+    await admin.connect();
+    try {
+      await admin.query(statements ?? '');
+      const passed = asLogin();
+      expect(passed.stdout, passed.stderr).toContain(
+        'selftest: all 7 checks passed',
+      );
+      expect(passed.status).toBe(0);
+      // The probe was deleted again, and the login still writes no other resource.
+      const { rows } = await admin.query(
+        "select count(*)::int as n from pgmcp.resources where uri like 'pgmcp-selftest:%'",
+      );
+      expect(rows[0]).toEqual({ n: 0 });
+      const login = new pg.Client({ connectionString: loginUrl });
+      await login.connect();
+      try {
+        await expect(
+          login.query(
+            "insert into pgmcp.resources (uri, name, text, readers) values ('notes:///x/forged', 'x', 'x', '{}')",
+          ),
+        ).rejects.toMatchObject({ code: '42501' });
+      } finally {
+        await login.end();
+      }
+    } finally {
+      await admin.query(
+        'drop policy if exists pgmcp_selftest_probe on pgmcp.resources; revoke insert, delete on pgmcp.resources from pgmcp_authenticator',
+      );
+      await admin.end();
+    }
   });
 });

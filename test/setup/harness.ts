@@ -97,6 +97,8 @@ export interface TestServerOptions {
   tools?: Partial<Config['tools']>;
   /** Tools and prompts added in code (the conformance fixtures: CONFORMANCE_FIXTURES). */
   extension?: AppExtension;
+  /** The scope map (config file "scopes"); none by default. */
+  scopes?: Config['scopes'];
   /** How long a legacy request waits for the client's answer to a server request (createApp's). */
   inputTimeoutMs?: number;
   /** The clock consents expire by (default Date.now). */
@@ -146,6 +148,7 @@ export async function startTestServer(
       : { inputTimeoutMs: options.inputTimeoutMs }),
     now: options.now,
     extension: options.extension,
+    scopes: options.scopes,
     tools:
       options.tools === undefined
         ? undefined
