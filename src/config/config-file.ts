@@ -4,6 +4,11 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import type { DatabaseConfig } from './databases.js';
+import {
+  LimitsFileSchema,
+  roleLimitsOf,
+  type FileRoleLimits,
+} from './role-limits.js';
 
 const identifier = z
   .string()
@@ -92,6 +97,7 @@ const ConfigFileSchema = z
       })
       .strict()
       .optional(),
+    limits: LimitsFileSchema.optional(),
   })
   .strict();
 
@@ -159,6 +165,7 @@ export function loadConfigFile(
   collections: FileCollection[];
   sensitive: FileSensitive[];
   tools: FileTools;
+  roleLimits: Readonly<Record<string, FileRoleLimits>>;
 } {
   const file = configFile === undefined ? {} : readConfigFile(configFile);
   return {
@@ -185,6 +192,7 @@ export function loadConfigFile(
       searchLimit: file.tools?.searchLimit ?? 20,
       conformanceFixtures: file.tools?.conformanceFixtures ?? false,
     },
+    roleLimits: roleLimitsOf(file.limits),
   };
 }
 

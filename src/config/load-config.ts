@@ -8,6 +8,7 @@ import {
   type FileSensitive,
   type FileTools,
 } from './config-file.js';
+import type { FileRoleLimits } from './role-limits.js';
 import { parseDatabases, type DatabaseConfig } from './databases.js';
 import {
   checkEnvironment,
@@ -30,6 +31,8 @@ export type Config = Readonly<
     /** Tables and columns whose rows need a person's consent (config file "sensitive"). */
     sensitive: readonly FileSensitive[];
     tools: FileTools;
+    /** Per-role overrides of the query/explain call limits (config file "limits.roles"). */
+    roleLimits: Readonly<Record<string, FileRoleLimits>>;
   }
 >;
 
@@ -65,5 +68,10 @@ function validSettings(flags: ConfigFlags, env: NodeJS.ProcessEnv): Settings {
       `invalid configuration:\n${problems}\nSee docs/operations.md "Configuration" for every setting.`,
     );
   }
+  const { toolConnections } = parsed.data.limits;
+  if (toolConnections !== undefined && toolConnections > parsed.data.poolSize)
+    throw new ConfigError(
+      `PGMCP_TOOL_CONNECTIONS (${toolConnections}) must be at most PGMCP_POOL_SIZE (${parsed.data.poolSize}): it is the part of the request pool query and explain may hold.`,
+    );
   return parsed.data;
 }

@@ -99,6 +99,9 @@ export interface TestServerOptions {
   inputTimeoutMs?: number;
   /** The clock consents expire by (default Date.now). */
   now?: () => number;
+  /** The sessions' lock_timeout (default: the pool's, 2000 ms) and the feed's pool size. */
+  lockTimeoutMs?: number;
+  feedPoolSize?: number;
 }
 
 /** The test database URL global setup provided. */
@@ -122,6 +125,8 @@ export async function startTestServer(
     poolSize: options.poolSize ?? 4,
     poolWaitMs: options.poolWaitMs ?? 5000,
     statementTimeoutMs: options.statementTimeoutMs ?? 10_000,
+    lockTimeoutMs: options.lockTimeoutMs,
+    feedPoolSize: options.feedPoolSize,
     onError: (message, error) => logger.error(message, error),
   });
   const source = await catalogSource(db, {
