@@ -70,6 +70,9 @@ import {
   createSearchTool,
   createListToolsMethod,
   INPUT_FIXTURE_PROMPT,
+  limitToolCalls,
+  ToolCallLimiter,
+  type ToolLimits,
   inputFixturePrompt,
   type ReadResource,
   type Tool,
@@ -109,6 +112,11 @@ export interface AppOptions {
   readonly now?: () => number;
   /** Tool settings (config file "tools"); the defaults when absent. */
   readonly tools?: Config['tools'];
+  /**
+   * What query and explain calls one token, one role and all callers together may have in flight
+   * (issue 32 point 4; serving.ts builds it from the settings); no limits when absent.
+   */
+  readonly toolLimits?: ToolLimits;
 }
 
 /** The tool settings without a config file. */
@@ -337,6 +345,13 @@ function serverTools(
       check: askConsent,
     },
   };
+  // One limiter for both SQL tools: their calls count together.
+  const limiter =
+    options.toolLimits === undefined
+      ? undefined
+      : new ToolCallLimiter(options.toolLimits);
+  const limited = <TArgs>(tool: Tool<TArgs>): Tool<TArgs> =>
+    limiter === undefined ? tool : limitToolCalls(tool, limiter);
   const tools: Tool[] = [
     ...(main === undefined
       ? []
@@ -351,8 +366,10 @@ function serverTools(
           }),
         ]),
     createFetchTool(deps.read),
-    createQueryTool(sql),
-    createExplainTool({ ...sql, analyzeAllowed: settings.explainAnalyze }),
+    limited(createQueryTool(sql)),
+    limited(
+      createExplainTool({ ...sql, analyzeAllowed: settings.explainAnalyze }),
+    ),
   ];
   if (settings.conformanceFixtures)
     tools.push(

@@ -95,6 +95,17 @@ export function appOptions(
     roleCacheMaxAgeMs: config.auth.roleCacheMaxAgeSeconds * 1000,
     consentMinutes: config.consentMinutes,
     tools: config.tools,
+    toolLimits: {
+      perToken: config.limits.toolCallsPerToken,
+      perRole: config.limits.toolCallsPerRole,
+      roles: config.roleLimits,
+      // Half the request pool by default, at least one connection: the rest is always left for
+      // resources, prompts, search and fetch (issue 32 point 4).
+      connections:
+        config.limits.toolConnections ??
+        Math.max(1, Math.floor(config.poolSize / 2)),
+      waitMs: config.limits.toolWaitMs,
+    },
   };
 }
 

@@ -13,6 +13,7 @@ import type {
   StreamRegistry,
 } from '../../src/notifications/index.js';
 import type { Dispatcher } from '../../src/protocol/index.js';
+import type { ToolLimits } from '../../src/tools/index.js';
 import { startHttpTransport } from '../../src/transport/index.js';
 import { assertValidNotification, assertValidResponse } from './spec-schema.js';
 
@@ -99,6 +100,8 @@ export interface TestServerOptions {
   inputTimeoutMs?: number;
   /** The clock consents expire by (default Date.now). */
   now?: () => number;
+  /** query/explain call limits (createApp's toolLimits); none by default. */
+  toolLimits?: ToolLimits;
   /** The sessions' lock_timeout (default: the pool's, 2000 ms) and the feed's pool size. */
   lockTimeoutMs?: number;
   feedPoolSize?: number;
@@ -148,6 +151,7 @@ export async function startTestServer(
       ? {}
       : { inputTimeoutMs: options.inputTimeoutMs }),
     now: options.now,
+    toolLimits: options.toolLimits,
     tools:
       options.tools === undefined
         ? undefined
