@@ -99,11 +99,7 @@ export function appOptions(
       perToken: config.limits.toolCallsPerToken,
       perRole: config.limits.toolCallsPerRole,
       roles: config.roleLimits,
-      // Half the request pool by default, at least one connection: the rest is always left for
-      // resources, prompts, search and fetch (issue 32 point 4).
-      connections:
-        config.limits.toolConnections ??
-        Math.max(1, Math.floor(config.poolSize / 2)),
+      connections: config.limits.toolConnections,
       waitMs: config.limits.toolWaitMs,
     },
   };

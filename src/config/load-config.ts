@@ -33,6 +33,8 @@ export type Config = Readonly<
     tools: FileTools;
     /** Per-role overrides of the query/explain call limits (config file "limits.roles"). */
     roleLimits: Readonly<Record<string, FileRoleLimits>>;
+    /** The limits, the tools' share of the pool resolved (half of it by default, at least 1). */
+    limits: Settings['limits'] & { toolConnections: number };
   }
 >;
 
@@ -51,6 +53,14 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv): Config {
   const databases = parseDatabases(databaseEntries(flags, env));
   return Object.freeze({
     ...settings,
+    limits: {
+      ...settings.limits,
+      // Half the request pool by default, at least one connection: the rest is always left for
+      // resources, prompts, search and fetch (issue 32 point 4).
+      toolConnections:
+        settings.limits.toolConnections ??
+        Math.max(1, Math.floor(settings.poolSize / 2)),
+    },
     configFile,
     databases,
     ...loadConfigFile(configFile, databases),
