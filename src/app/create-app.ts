@@ -71,6 +71,9 @@ import {
   createQueryTool,
   createSearchTool,
   createListToolsMethod,
+  limitToolCalls,
+  ToolCallLimiter,
+  type ToolLimits,
   type ReadResource,
   type Tool,
 } from '../tools/index.js';
@@ -113,6 +116,11 @@ export interface AppOptions {
   readonly scopes?: Config['scopes'];
   /** Tools and prompts added in code, never by configuration (the conformance runner's fixtures). */
   readonly extension?: AppExtension;
+  /**
+   * What query and explain calls one token, one role and all callers together may have in flight
+   * (issue 32 point 4; serving.ts builds it from the settings); no limits when absent.
+   */
+  readonly toolLimits?: ToolLimits;
 }
 
 /**
@@ -382,6 +390,13 @@ function serverTools(
       check: askConsent,
     },
   };
+  // One limiter for both SQL tools: their calls count together.
+  const limiter =
+    options.toolLimits === undefined
+      ? undefined
+      : new ToolCallLimiter(options.toolLimits);
+  const limited = <TArgs>(tool: Tool<TArgs>): Tool<TArgs> =>
+    limiter === undefined ? tool : limitToolCalls(tool, limiter);
   const tools: Tool[] = [
     ...(main === undefined
       ? []
@@ -396,8 +411,10 @@ function serverTools(
           }),
         ]),
     createFetchTool(deps.read),
-    createQueryTool(sql),
-    createExplainTool({ ...sql, analyzeAllowed: settings.explainAnalyze }),
+    limited(createQueryTool(sql)),
+    limited(
+      createExplainTool({ ...sql, analyzeAllowed: settings.explainAnalyze }),
+    ),
   ];
   tools.push(
     ...(options.extension?.tools?.({

@@ -81,6 +81,8 @@ export function configuredDatabase(
     poolSize: config.poolSize,
     poolWaitMs: config.poolWaitMs,
     statementTimeoutMs: config.statementTimeoutMs,
+    feedPoolSize: config.limits.feedPoolSize,
+    lockTimeoutMs: config.limits.lockTimeoutMs,
     onError: (message, error) => logger.error(message, error),
   });
 }

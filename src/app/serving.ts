@@ -99,6 +99,13 @@ export function appOptions(
     consentMinutes: config.consentMinutes,
     tools: config.tools,
     scopes: config.scopes,
+    toolLimits: {
+      perToken: config.limits.toolCallsPerToken,
+      perRole: config.limits.toolCallsPerRole,
+      roles: config.roleLimits,
+      connections: config.limits.toolConnections,
+      waitMs: config.limits.toolWaitMs,
+    },
   };
 }
 

@@ -4,6 +4,11 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import type { DatabaseConfig } from './databases.js';
+import {
+  LimitsFileSchema,
+  roleLimitsOf,
+  type FileRoleLimits,
+} from './role-limits.js';
 
 const identifier = z
   .string()
@@ -124,6 +129,7 @@ const ConfigFileSchema = z
       .strict()
       .optional(),
     scopes: ScopesSchema.optional(),
+    limits: LimitsFileSchema.optional(),
   })
   .strict();
 
@@ -197,6 +203,7 @@ export function loadConfigFile(
   sensitive: FileSensitive[];
   tools: FileTools;
   scopes: FileScopes | undefined;
+  roleLimits: Readonly<Record<string, FileRoleLimits>>;
 } {
   const file = configFile === undefined ? {} : readConfigFile(configFile);
   return {
@@ -230,6 +237,7 @@ export function loadConfigFile(
             methods: file.scopes.methods ?? {},
             implies: file.scopes.implies ?? {},
           },
+    roleLimits: roleLimitsOf(file.limits),
   };
 }
 

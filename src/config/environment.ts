@@ -43,6 +43,14 @@ export function rawSettings(flags: ConfigFlags, env: Env) {
     allowedOrigins: csv(env['PGMCP_ALLOWED_ORIGINS']) ?? [],
     auth: authSettings(env),
     live: liveSettings(env),
+    limits: {
+      toolCallsPerToken: env['PGMCP_TOOL_CALLS_PER_TOKEN'] ?? '2',
+      toolCallsPerRole: env['PGMCP_TOOL_CALLS_PER_ROLE'] ?? '4',
+      toolConnections: nonEmpty(env['PGMCP_TOOL_CONNECTIONS']),
+      toolWaitMs: env['PGMCP_TOOL_WAIT_MS'] ?? '1000',
+      feedPoolSize: env['PGMCP_FEED_POOL_SIZE'] ?? '2',
+      lockTimeoutMs: env['PGMCP_LOCK_TIMEOUT_MS'] ?? '2000',
+    },
     role: flags.role ?? nonEmpty(env['PGMCP_ROLE']),
     tokenlessScopes: nonEmpty(env['PGMCP_SCOPES'])?.trim().split(/\s+/),
     allowUnsafeLogin:

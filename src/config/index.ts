@@ -8,6 +8,7 @@ export {
   type FileSensitive,
   type FileTools,
 } from './config-file.js';
+export { type FileRoleLimits } from './role-limits.js';
 export { redactConnectionString, type DatabaseConfig } from './databases.js';
 export {
   DEMO_CONFIG_FILE,

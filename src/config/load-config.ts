@@ -9,6 +9,7 @@ import {
   type FileSensitive,
   type FileTools,
 } from './config-file.js';
+import type { FileRoleLimits } from './role-limits.js';
 import { parseDatabases, type DatabaseConfig } from './databases.js';
 import {
   checkEnvironment,
@@ -33,6 +34,10 @@ export type Config = Readonly<
     tools: FileTools;
     /** Which OAuth scopes tools and method groups need (config file "scopes"); none: no check. */
     scopes: FileScopes | undefined;
+    /** Per-role overrides of the query/explain call limits (config file "limits.roles"). */
+    roleLimits: Readonly<Record<string, FileRoleLimits>>;
+    /** The limits, the tools' share of the pool resolved (half of it by default, at least 1). */
+    limits: Settings['limits'] & { toolConnections: number };
   }
 >;
 
@@ -51,6 +56,14 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv): Config {
   const databases = parseDatabases(databaseEntries(flags, env));
   return Object.freeze({
     ...settings,
+    limits: {
+      ...settings.limits,
+      // Half the request pool by default, at least one connection: the rest is always left for
+      // resources, prompts, search and fetch (issue 32 point 4).
+      toolConnections:
+        settings.limits.toolConnections ??
+        Math.max(1, Math.floor(settings.poolSize / 2)),
+    },
     configFile,
     databases,
     ...loadConfigFile(configFile, databases),
@@ -68,5 +81,10 @@ function validSettings(flags: ConfigFlags, env: NodeJS.ProcessEnv): Settings {
       `invalid configuration:\n${problems}\nSee docs/operations.md "Configuration" for every setting.`,
     );
   }
+  const { toolConnections } = parsed.data.limits;
+  if (toolConnections !== undefined && toolConnections > parsed.data.poolSize)
+    throw new ConfigError(
+      `PGMCP_TOOL_CONNECTIONS (${toolConnections}) must be at most PGMCP_POOL_SIZE (${parsed.data.poolSize}): it is the part of the request pool query and explain may hold.`,
+    );
   return parsed.data;
 }

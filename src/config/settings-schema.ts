@@ -129,6 +129,21 @@ export const SettingsSchema = z.object({
       1_000_000,
     ),
   }),
+  /** Issue 32 points 4 and 8: what one caller may hold, and how long pgmcp waits for a lock. */
+  limits: z.object({
+    /** query/explain calls in flight per token (its sub, else a digest of its claims). */
+    toolCallsPerToken: integer('PGMCP_TOOL_CALLS_PER_TOKEN', 1, 10_000),
+    /** query/explain calls in flight per role, every token of it together. */
+    toolCallsPerRole: integer('PGMCP_TOOL_CALLS_PER_ROLE', 1, 100_000),
+    /** Request pool connections query/explain may hold together; undefined: half the pool, at least 1. */
+    toolConnections: integer('PGMCP_TOOL_CONNECTIONS', 1, 1000).optional(),
+    /** Longest a query/explain call waits for one of those connections before it is refused. */
+    toolWaitMs: integer('PGMCP_TOOL_WAIT_MS', 0, 60_000),
+    /** The change feed's own pool, per database. */
+    feedPoolSize: integer('PGMCP_FEED_POOL_SIZE', 1, 100),
+    /** Longest any pooled statement waits for a lock (lock_timeout); 0: no bound. */
+    lockTimeoutMs: integer('PGMCP_LOCK_TIMEOUT_MS', 0, 600_000),
+  }),
   /** The role stdio requests (and PGMCP_AUTH=none HTTP requests) run as; undefined = the login role. */
   role: z.string().min(1).optional(),
   /**

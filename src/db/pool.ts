@@ -47,6 +47,17 @@ export interface DatabaseOptions {
    * beside the pool; 0 sends those through the pool too. Default 2.
    */
   readonly pipelineConnections?: number;
+  /**
+   * Connections of the change feed's own pool (reading the change log, pruning it, the access
+   * checks before a change is delivered), so live updates never wait behind requests. Default 2.
+   */
+  readonly feedPoolSize?: number;
+  /**
+   * Longest any statement on these sessions waits for a lock (lock_timeout), so a caller holding a
+   * lock pgmcp needs cannot stall pgmcp's own work; past it the statement fails with 55P03, which
+   * maps to UNAVAILABLE (db/sqlstate.ts). Default 2000; 0: no bound.
+   */
+  readonly lockTimeoutMs?: number;
 }
 
 /** The database handle the rest of pgmcp passes around; only db/ looks inside. */
@@ -55,6 +66,14 @@ export interface DatabaseHandle {
   readonly pool: pg.Pool;
   /** Pipelined connections with the pool's session settings, for PreparedQuery.pipelined; or none. */
   readonly pipelines: RequestPipelines | undefined;
+  /** The request pool's size (max connections). */
+  readonly poolSize: number;
+  /**
+   * The change feed's handle: the same database and session settings over a small pool of its own
+   * (DatabaseOptions.feedPoolSize) and no pipelines, so no request can hold up live updates. Its
+   * `feed` is itself; closing the request handle closes it too.
+   */
+  readonly feed: DatabaseHandle;
   /** A fresh read-write client for migrations, seeds and start-up work; the caller ends it. */
   connectAdmin(): Promise<pg.Client>;
   /** Settings for a dedicated session of this database (the LISTEN connection). */
@@ -92,23 +111,20 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
     // statement runs long enough to gain from either. Figures: docs/benchmarks.md "History".
     // float8 prints in its shortest exact form (list entries, rendered by pgmcp.list_entry() when
     // a page is read, migration 0023), whatever the database or role defaults to.
-    options: `-c default_transaction_read_only=on -c statement_timeout=${options.statementTimeoutMs} -c TimeZone=UTC -c extra_float_digits=1 -c plan_cache_mode=force_generic_plan -c jit=off -c max_parallel_workers_per_gather=0`,
+    // lock_timeout: a caller that holds a lock pgmcp's own statements need (issue 32 point 8)
+    // delays them by at most this much.
+    options: `-c default_transaction_read_only=on -c statement_timeout=${options.statementTimeoutMs} -c lock_timeout=${options.lockTimeoutMs ?? 2000} -c TimeZone=UTC -c extra_float_digits=1 -c plan_cache_mode=force_generic_plan -c jit=off -c max_parallel_workers_per_gather=0`,
   };
-  const pool = new pg.Pool(config);
+  const pool = watchedPool(new pg.Pool(config), options);
   const pipelines = requestPipelines(config, options);
-  // An idle client that loses its connection emits here; without a listener the process would crash.
-  pool.on('error', (error) =>
-    options.onError('idle database connection failed', error),
+  const feedPool = watchedPool(
+    new pg.Pool({
+      ...config,
+      max: options.feedPoolSize ?? 2,
+      application_name: 'pgmcp-feed',
+    }),
+    options,
   );
-  // pg-pool takes its own 'error' listener off a client while it is checked out. A FATAL that
-  // arrives between two statements (a server shutting down, pg_terminate_backend) would then be an
-  // uncaught exception: every client gets this listener once, when it connects, and keeps it for
-  // life. The next statement on a dead client fails, and the request path releases it as broken.
-  pool.on('connect', (client) => {
-    client.on('error', (error) =>
-      options.onError('database connection failed while in use', error),
-    );
-  });
 
   async function connectAdmin(): Promise<pg.Client> {
     const client = new pg.Client({
@@ -123,22 +139,64 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
     return client;
   }
 
+  const sessionConfig = (applicationName: string): SessionConfig =>
+    dedicatedSession(options, applicationName);
+  const feed: DatabaseHandle = {
+    pool: feedPool,
+    pipelines: undefined,
+    poolSize: options.feedPoolSize ?? 2,
+    get feed() {
+      return feed;
+    },
+    connectAdmin,
+    sessionConfig,
+    close: () => feedPool.end(),
+  };
   return {
     pool,
     pipelines,
+    poolSize: options.poolSize,
+    feed,
     connectAdmin,
-    sessionConfig: (applicationName) => ({
-      ...(options.connectionString === undefined
-        ? {}
-        : { connectionString: options.connectionString }),
-      application_name: applicationName,
-      options: '-c TimeZone=UTC',
-    }),
+    sessionConfig,
     close: async () => {
       await pipelines?.close();
       await pool.end();
+      await feedPool.end();
     },
   };
+}
+
+/** Settings for a session outside the pools (the LISTEN connection). */
+function dedicatedSession(
+  options: DatabaseOptions,
+  applicationName: string,
+): SessionConfig {
+  return {
+    ...(options.connectionString === undefined
+      ? {}
+      : { connectionString: options.connectionString }),
+    application_name: applicationName,
+    options: '-c TimeZone=UTC',
+  };
+}
+
+/** `pool` with the listeners that keep a lost connection from crashing the process. */
+function watchedPool(pool: pg.Pool, options: DatabaseOptions): pg.Pool {
+  // An idle client that loses its connection emits here; without a listener the process would crash.
+  pool.on('error', (error) =>
+    options.onError('idle database connection failed', error),
+  );
+  // pg-pool takes its own 'error' listener off a client while it is checked out. A FATAL that
+  // arrives between two statements (a server shutting down, pg_terminate_backend) would then be an
+  // uncaught exception: every client gets this listener once, when it connects, and keeps it for
+  // life. The next statement on a dead client fails, and the request path releases it as broken.
+  pool.on('connect', (client) => {
+    client.on('error', (error) =>
+      options.onError('database connection failed while in use', error),
+    );
+  });
+  return pool;
 }
 
 /** Pipelined connections with the pool's session settings (db/request-pipeline.ts), or none. */

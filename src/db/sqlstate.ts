@@ -29,6 +29,14 @@ const SQLSTATE_RULES: readonly SqlStateRule[] = [
   },
   { match: '08', key: 'UNAVAILABLE', message: 'The database is unavailable.' },
   {
+    // lock_timeout (PGMCP_LOCK_TIMEOUT_MS): another session holds a lock this work needs (issue 32
+    // point 8); the request is refused after a bounded wait, to be retried.
+    match: '55P03',
+    key: 'UNAVAILABLE',
+    message:
+      'The database is busy: a lock this request needs is held; try again.',
+  },
+  {
     match: '57P01',
     key: 'UNAVAILABLE',
     message: 'The database is unavailable.',

@@ -88,7 +88,8 @@ export async function startChangePath<TSource extends ChangeSource>(
     for (const source of options.sources)
       feeds.push(
         await startChangeFeed({
-          db: source.db,
+          // The feed's own pool: live updates never wait behind requests (issue 32 point 4).
+          db: source.db.feed,
           publish: (rows) => deliverRows(options, source, rows),
           resync: () => resync(options, source),
           retentionSeconds: options.retentionSeconds,
@@ -115,7 +116,7 @@ async function deliverRows<TSource extends ChangeSource>(
   // A schema change (DDL, GRANT, REVOKE) may change whose catalog has entries.
   if (rows.some((row) => row.kind === 'schema')) options.forgetCatalog(source);
   const changes = rows.flatMap((row) => options.deliveredChanges(source, row));
-  await deliverChanges(options.streams, changes, authorizeIn(source.db));
+  await deliverChanges(options.streams, changes, authorizeIn(source.db.feed));
 }
 
 /** Steps 3 and 4: decide who may hear of `changes` (with `authorize`), then enqueue it. */

@@ -19,6 +19,13 @@ export { createQueryTool } from './query-tool.js';
 export { createExplainTool } from './explain-tool.js';
 export { type SqlToolDependencies } from './sql-audit.js';
 export {
+  limitToolCalls,
+  TOOL_LIMIT,
+  ToolCallLimiter,
+  type RoleToolLimits,
+  type ToolLimits,
+} from './tool-limits.js';
+export {
   createSearchTool,
   type SearchableCollection,
   type SearchDependencies,

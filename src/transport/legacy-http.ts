@@ -335,11 +335,20 @@ class LegacyHttpSessions implements LegacyHttp {
       sendOutcome(response, outcome);
       return;
     }
-    const opened = await this.#options.records.open(id, principal, {
-      protocolVersion: handshake.protocolVersion,
-      clientInfo: handshake.clientInfo,
-      clientCapabilities: handshake.capabilities,
-    });
+    let opened: boolean;
+    try {
+      opened = await this.#options.records.open(id, principal, {
+        protocolVersion: handshake.protocolVersion,
+        clientInfo: handshake.clientInfo,
+        clientCapabilities: handshake.capabilities,
+      });
+    } catch (error) {
+      // The store's own refusals keep their status: UNAVAILABLE (a lock held past the lock
+      // timeout, issue 32 point 8; an unreachable database) is 503 with Retry-After.
+      if (!(error instanceof ProtocolError)) throw error;
+      sendOutcome(response, this.#options.adapter.fail(error, message.id));
+      return;
+    }
     if (!opened) {
       this.#refuse(
         response,

@@ -13,6 +13,7 @@ import type {
   StreamRegistry,
 } from '../../src/notifications/index.js';
 import type { Dispatcher } from '../../src/protocol/index.js';
+import type { ToolLimits } from '../../src/tools/index.js';
 import { startHttpTransport } from '../../src/transport/index.js';
 import { assertValidNotification, assertValidResponse } from './spec-schema.js';
 
@@ -103,6 +104,11 @@ export interface TestServerOptions {
   inputTimeoutMs?: number;
   /** The clock consents expire by (default Date.now). */
   now?: () => number;
+  /** query/explain call limits (createApp's toolLimits); none by default. */
+  toolLimits?: ToolLimits;
+  /** The sessions' lock_timeout (default: the pool's, 2000 ms) and the feed's pool size. */
+  lockTimeoutMs?: number;
+  feedPoolSize?: number;
 }
 
 /** The test database URL global setup provided. */
@@ -126,6 +132,8 @@ export async function startTestServer(
     poolSize: options.poolSize ?? 4,
     poolWaitMs: options.poolWaitMs ?? 5000,
     statementTimeoutMs: options.statementTimeoutMs ?? 10_000,
+    lockTimeoutMs: options.lockTimeoutMs,
+    feedPoolSize: options.feedPoolSize,
     onError: (message, error) => logger.error(message, error),
   });
   const source = await catalogSource(db, {
@@ -149,6 +157,7 @@ export async function startTestServer(
     now: options.now,
     extension: options.extension,
     scopes: options.scopes,
+    toolLimits: options.toolLimits,
     tools:
       options.tools === undefined
         ? undefined
