@@ -684,16 +684,21 @@ function searchPath(schemas: readonly string[]): string {
 function statementError(error: unknown, prefixLength: number): Error {
   if (error instanceof SqlStatementError || error instanceof ProtocolError)
     return error;
-  const { code, message, position } = (error ?? {}) as {
+  const { code, message, position, severity } = (error ?? {}) as {
     code?: unknown;
     message?: unknown;
     position?: unknown;
+    severity?: unknown;
   };
-  // Connection classes and the pool's own failures are the server's, not the statement's.
+  // Connection classes and the pool's own failures are the server's, not the statement's. One
+  // exception: 08P01 at severity ERROR is PostgreSQL refusing the caller's Bind (a parameter count
+  // that does not match the statement, issue 32 point 6); the session goes on, so it is the
+  // caller's mistake. A protocol violation that ends the session comes as FATAL.
+  const callersBind = code === '08P01' && severity === 'ERROR';
   if (
     typeof code !== 'string' ||
     !/^[0-9A-Z]{5}$/.test(code) ||
-    code.startsWith('08') ||
+    (code.startsWith('08') && !callersBind) ||
     code.startsWith('57P') ||
     code === '53300'
   )

@@ -87,7 +87,7 @@ export function createCallToolMethod(
           `Unknown tool: ${params.name.slice(0, 100)}.`,
           { data: { name: params.name.slice(0, 100) } },
         );
-      const parsed = tool.args.safeParse(params.arguments ?? {});
+      const parsed = tool.args.safeParse(withoutNulls(params.arguments ?? {}));
       if (!parsed.success)
         return { ...toolError(`Invalid arguments: ${issues(parsed.error)}.`) };
       try {
@@ -103,6 +103,17 @@ export function createCallToolMethod(
       }
     },
   });
+}
+
+/**
+ * The arguments with every top-level `null` left out: a client that sends `null` for an optional
+ * argument means "not given" (issue 32 point 6). A required argument sent as null is then missing,
+ * and refused as such.
+ */
+function withoutNulls(args: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(args).filter(([, value]) => value !== null),
+  );
 }
 
 /** The error's message, naming the URI it was about (resources/read puts it in `data`). */
