@@ -81,6 +81,7 @@ export function configuredDatabase(
     poolSize: config.poolSize,
     poolWaitMs: config.poolWaitMs,
     statementTimeoutMs: config.statementTimeoutMs,
+    auditTextBytes: config.query.auditTextBytes,
     onError: (message, error) => logger.error(message, error),
   });
 }

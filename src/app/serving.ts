@@ -95,6 +95,7 @@ export function appOptions(
     roleCacheMaxAgeMs: config.auth.roleCacheMaxAgeSeconds * 1000,
     consentMinutes: config.consentMinutes,
     tools: config.tools,
+    query: config.query,
   };
 }
 

@@ -43,6 +43,12 @@ export function rawSettings(flags: ConfigFlags, env: Env) {
     allowedOrigins: csv(env['PGMCP_ALLOWED_ORIGINS']) ?? [],
     auth: authSettings(env),
     live: liveSettings(env),
+    query: {
+      maxBytes: env['PGMCP_QUERY_MAX_BYTES'] ?? '24576',
+      maxCost: env['PGMCP_QUERY_MAX_COST'] ?? '1000000000',
+      tempFileLimitKb: env['PGMCP_QUERY_TEMP_FILE_LIMIT_KB'] ?? '1048576',
+      auditTextBytes: env['PGMCP_AUDIT_TEXT_BYTES'] ?? '4096',
+    },
     role: flags.role ?? nonEmpty(env['PGMCP_ROLE']),
     allowUnsafeLogin:
       flags.allowUnsafeLogin ?? env['PGMCP_ALLOW_UNSAFE_LOGIN'] === '1',

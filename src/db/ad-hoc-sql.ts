@@ -492,6 +492,7 @@ async function withToolConnection<T>(
   options: AdHocSqlOptions,
   work: (session: ToolSession) => Promise<T>,
 ): Promise<T> {
+  refuseNul(options);
   const client = await connectClient(db);
   let broken: Error | undefined;
   let session: ToolSession | undefined;
@@ -539,6 +540,25 @@ async function withToolConnection<T>(
       broken ??= await cleanUp(session);
     client.release(broken);
   }
+}
+
+/**
+ * PostgreSQL reads a statement's text (and a text parameter) up to its first NUL: the text before
+ * it would run, not what the caller sent, and the audit could not store it. Refused before any
+ * connection is taken (issue 32 point 3).
+ */
+function refuseNul(options: AdHocSqlOptions): void {
+  const where = options.sql.includes('\0')
+    ? 'the statement'
+    : options.params.some((value) => value?.includes('\0') === true)
+      ? 'a parameter'
+      : undefined;
+  if (where !== undefined)
+    throw new SqlStatementError(
+      '22021',
+      `${where} contains a NUL character (U+0000), which PostgreSQL cannot take; nothing was run`,
+      undefined,
+    );
 }
 
 /** Forget this connection's functions for `role` (gone, or someone else's now), dropping what is left. */

@@ -17,7 +17,12 @@ export {
   type SqlRows,
   tablesOfSql,
 } from './ad-hoc-sql.js';
-export { pruneAudit, writeAudit, type AuditEntry } from './audit-log.js';
+export {
+  pruneAudit,
+  trackAuditedCall,
+  writeAudit,
+  type AuditEntry,
+} from './audit-log.js';
 export { changeConformancePrompts } from './conformance-prompts.js';
 export {
   SEARCH_CATALOG,

@@ -43,6 +43,11 @@ export interface DatabaseOptions {
   readonly poolWaitMs?: number;
   readonly onError: (message: string, error: unknown) => void;
   /**
+   * Most bytes of a statement's text (or any audited target) an audit row keeps
+   * (PGMCP_AUDIT_TEXT_BYTES); default 4096.
+   */
+  readonly auditTextBytes?: number;
+  /**
    * Connections in pg's pipeline mode for statements on pgmcp's own tables (db/request-pipeline.ts),
    * beside the pool; 0 sends those through the pool too. Default 2.
    */
@@ -55,11 +60,26 @@ export interface DatabaseHandle {
   readonly pool: pg.Pool;
   /** Pipelined connections with the pool's session settings, for PreparedQuery.pipelined; or none. */
   readonly pipelines: RequestPipelines | undefined;
+  /** The session statement timeout of the request pool (PGMCP_STATEMENT_TIMEOUT_MS). */
+  readonly statementTimeoutMs: number;
+  /** Where audit rows go: db/audit-log.ts. */
+  readonly audit: AuditChannel;
   /** A fresh read-write client for migrations, seeds and start-up work; the caller ends it. */
   connectAdmin(): Promise<pg.Client>;
   /** Settings for a dedicated session of this database (the LISTEN connection). */
   sessionConfig(applicationName: string): SessionConfig;
   close(): Promise<void>;
+}
+
+/**
+ * The audit's own connection (one, beside the request pool: a call that found the pool full is
+ * audited too), the text cap, and the audited calls under way, which close() waits for so that a
+ * call cut by shutdown still leaves its row (issue 32 point 3).
+ */
+export interface AuditChannel {
+  readonly pool: pg.Pool;
+  readonly textBytes: number;
+  readonly calls: Set<Promise<unknown>>;
 }
 
 /** Connection settings for a session outside the pool; pg.ClientConfig without importing pg. */
@@ -123,9 +143,16 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
     return client;
   }
 
+  const audit: AuditChannel = {
+    pool: auditPool(options),
+    textBytes: options.auditTextBytes ?? 4096,
+    calls: new Set(),
+  };
   return {
     pool,
     pipelines,
+    statementTimeoutMs: options.statementTimeoutMs,
+    audit,
     connectAdmin,
     sessionConfig: (applicationName) => ({
       ...(options.connectionString === undefined
@@ -135,8 +162,10 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
       options: '-c TimeZone=UTC',
     }),
     close: async () => {
+      await Promise.allSettled([...audit.calls]);
       await pipelines?.close();
       await pool.end();
+      await audit.pool.end();
     },
   };
 }
@@ -160,6 +189,29 @@ function requestPipelines(
     connections,
     options.onError,
   );
+}
+
+/**
+ * The audit's pool: one read-write connection (autocommit; each write is one statement), opened on
+ * the first write, with the same wait bound and statement timeout as the request pool.
+ */
+function auditPool(options: DatabaseOptions): pg.Pool {
+  const audit = new pg.Pool({
+    connectionString: options.connectionString,
+    max: 1,
+    connectionTimeoutMillis: options.poolWaitMs ?? 5000,
+    application_name: 'pgmcp-audit',
+    options: `-c statement_timeout=${options.statementTimeoutMs} -c TimeZone=UTC`,
+  });
+  audit.on('error', (error) =>
+    options.onError('idle audit connection failed', error),
+  );
+  audit.on('connect', (client) => {
+    client.on('error', (error) =>
+      options.onError('audit connection failed while in use', error),
+    );
+  });
+  return audit;
 }
 
 /** A pool connection; failing to get one (unreachable, pool exhausted) is a mapped ProtocolError. */

@@ -93,6 +93,8 @@ export interface TestServerOptions {
   sensitive?: Config['sensitive'];
   /** The request sessions' statement timeout (default 10 s). */
   statementTimeoutMs?: number;
+  /** Query bounds (PGMCP_QUERY_*, PGMCP_AUDIT_TEXT_BYTES) over the defaults. */
+  query?: Partial<Config['query']>;
   /** Tool settings (config file "tools"); the defaults by default. */
   tools?: Partial<Config['tools']>;
   /** How long a legacy request waits for the client's answer to a server request (createApp's). */
@@ -122,6 +124,9 @@ export async function startTestServer(
     poolSize: options.poolSize ?? 4,
     poolWaitMs: options.poolWaitMs ?? 5000,
     statementTimeoutMs: options.statementTimeoutMs ?? 10_000,
+    ...(options.query?.auditTextBytes === undefined
+      ? {}
+      : { auditTextBytes: options.query.auditTextBytes }),
     onError: (message, error) => logger.error(message, error),
   });
   const source = await catalogSource(db, {
@@ -153,6 +158,16 @@ export async function startTestServer(
             searchLimit: 20,
             conformanceFixtures: false,
             ...options.tools,
+          },
+    query:
+      options.query === undefined
+        ? undefined
+        : {
+            maxBytes: 24_576,
+            maxCost: 1e9,
+            tempFileLimitKb: 1_048_576,
+            auditTextBytes: 4096,
+            ...options.query,
           },
   });
   const feed =

@@ -6,6 +6,7 @@ import {
   call,
   startTestServer,
   testDatabaseUrl,
+  until,
   type TestServer,
 } from '../setup/harness.js';
 import {
@@ -63,6 +64,19 @@ async function auditRows(marker: string) {
     [`${marker}%`],
   );
   return rows;
+}
+
+/** A fresh advisory lock key, and whether a session holds it (the statement is running). */
+function lockKey(): number {
+  return Math.floor(Math.random() * 2 ** 30);
+}
+
+async function locked(key: number): Promise<true | undefined> {
+  const { rows } = await sql.query(
+    "select 1 from pg_locks where locktype = 'advisory' and objid = $1 and granted",
+    [key],
+  );
+  return rows.length > 0 ? true : undefined;
 }
 
 describe("a caller's mistakes are the caller's errors (point 6)", () => {
@@ -136,5 +150,162 @@ describe("a caller's mistakes are the caller's errors (point 6)", () => {
     expect(answer.result?.['structuredContent']).toMatchObject({
       rows: [['2']],
     });
+  });
+});
+
+describe('every statement that runs leaves an audit row (point 3)', () => {
+  it('records calls that succeed and fail with the full length of their text', async () => {
+    const marker = `select 'audit-length-${Date.now()}' as m`;
+    await tool(support, 'query', { sql: marker });
+    await tool(support, 'query', { sql: `${marker} from nowhere` });
+    expect(await auditRows(marker)).toEqual([
+      expect.objectContaining({
+        action: 'query',
+        target: marker,
+        target_length: String(marker.length),
+        row_count: '1',
+        sqlstate: null,
+      }),
+      expect.objectContaining({
+        target_length: String(marker.length + ' from nowhere'.length),
+        sqlstate: '42P01',
+      }),
+    ]);
+  });
+
+  it('refuses a NUL in the statement or a parameter before anything runs, and audits the refusal', async () => {
+    const marker = `select 'audit-nul-${Date.now()}' as m`;
+    const cut = await tool(support, 'query', {
+      sql: `${marker}\u0000 from nowhere`,
+    });
+    expect(cut['isError']).toBe(true);
+    expect(text(cut)).toMatch(/^ERROR 22021: the statement contains a NUL/);
+    const param = await tool(support, 'query', {
+      sql: `${marker}, $1::text as p`,
+      params: ['a\u0000b'],
+    });
+    expect(text(param)).toMatch(/^ERROR 22021: a parameter contains a NUL/);
+    const explained = await tool(support, 'explain', {
+      sql: `${marker}\u0000`,
+    });
+    expect(text(explained)).toMatch(/^ERROR 22021/);
+    const rows = await auditRows(marker);
+    expect(rows.map((row) => [row.action, row.sqlstate])).toEqual([
+      ['query', '22021'],
+      ['query', '22021'],
+      ['explain', '22021'],
+    ]);
+    expect(rows[0]?.target).toBe(`${marker}\\u0000 from nowhere`);
+  });
+
+  it('keeps at most PGMCP_AUDIT_TEXT_BYTES of a statement and records its full length', async () => {
+    const capped = await startTestServer({
+      principal: { role: 'support', claims: { sub: 'limits-test' } },
+      poolSize: 1,
+      query: { auditTextBytes: 1000 },
+    });
+    try {
+      const marker = `select 'audit-cap-${Date.now()}' as m -- `;
+      // A comment of 90,000 characters, most of them 3 bytes in UTF-8.
+      const sqlText = marker + 'é€'.repeat(45_000);
+      const result = await tool(capped, 'query', { sql: sqlText });
+      expect(result['isError']).toBeUndefined();
+      const [row] = await auditRows(marker);
+      expect(row?.target_length).toBe(String(Buffer.byteLength(sqlText)));
+      expect(Buffer.byteLength(row?.target ?? '')).toBeLessThanOrEqual(1000);
+      expect(sqlText.startsWith(row?.target ?? 'none')).toBe(true);
+    } finally {
+      await capped.close();
+    }
+  });
+
+  it('records a call that gave up waiting for the pool, and one that timed out', async () => {
+    const busy = await startTestServer({
+      principal: { role: 'support', claims: { sub: 'limits-test' } },
+      poolSize: 1,
+      poolWaitMs: 100,
+      statementTimeoutMs: 1000,
+    });
+    try {
+      const marker = `select 'audit-pool-${Date.now()}' as m`;
+      const key = lockKey();
+      const slow = tool(busy, 'query', {
+        sql: `${marker}, pg_advisory_xact_lock(${key}), pg_sleep(30) as slow`,
+      });
+      await until(() => locked(key), 10_000, 'the slow statement to start');
+      const { error } = await call(busy.url, 'tools/call', {
+        name: 'query',
+        arguments: { sql: `${marker}, 'waited' as w` },
+      });
+      expect(error?.data?.['code']).toBe('POOL_EXHAUSTED');
+      const timedOut = await slow;
+      expect(text(timedOut)).toMatch(/^ERROR 57014/);
+      const { rows } = await sql.query<{
+        target: string;
+        sqlstate: string | null;
+        detail: unknown;
+      }>(
+        'select target, sqlstate, detail from pgmcp.audit where target like $1 order by id',
+        [`${marker}%`],
+      );
+      expect(rows).toEqual([
+        {
+          target: `${marker}, 'waited' as w`,
+          sqlstate: null,
+          detail: { error: 'POOL_EXHAUSTED' },
+        },
+        {
+          target: `${marker}, pg_advisory_xact_lock(${key}), pg_sleep(30) as slow`,
+          sqlstate: '57014',
+          detail: null,
+        },
+      ]);
+    } finally {
+      await busy.close();
+    }
+  });
+
+  it('records a call cut short by shutdown before the connections close', async () => {
+    const stopping = await startTestServer({
+      principal: { role: 'support', claims: { sub: 'limits-test' } },
+      poolSize: 1,
+    });
+    const marker = `select 'audit-shutdown-${Date.now()}' as m`;
+    const key = lockKey();
+    const running = call(stopping.url, 'tools/call', {
+      name: 'query',
+      arguments: {
+        sql: `${marker}, pg_advisory_xact_lock(${key}), pg_sleep(5) as s`,
+      },
+    }).catch(() => undefined);
+    await until(() => locked(key), 10_000, 'the statement to start');
+    // The transport waits a moment for the call, then cuts its connection; the call is cancelled.
+    await stopping.close();
+    await running;
+    expect(await auditRows(marker)).toEqual([
+      expect.objectContaining({ sqlstate: '57014' }),
+    ]);
+  });
+
+  it('withholds the answer when the audit row cannot be written', async () => {
+    const value = `audit-refused-${Date.now()}`;
+    const marker = `select '${value}' as m`;
+    const constraint = `audit_refuses_${Date.now()}`;
+    await sql.query(
+      `alter table pgmcp.audit add constraint ${constraint} check (target not like 'select ''audit-refused-%') not valid`,
+    );
+    try {
+      const { error, result } = await call(support.url, 'tools/call', {
+        name: 'query',
+        arguments: { sql: marker },
+      });
+      expect(result).toBeUndefined();
+      expect(error?.data?.['code']).toBe('UNAVAILABLE');
+    } finally {
+      await sql.query(`alter table pgmcp.audit drop constraint ${constraint}`);
+    }
+    // The next call is answered and audited again.
+    const after = await tool(support, 'query', { sql: `${marker} -- after` });
+    expect(after['structuredContent']).toMatchObject({ rows: [[value]] });
   });
 });
