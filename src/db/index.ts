@@ -25,6 +25,11 @@ export {
 } from './audit-log.js';
 export { changeConformancePrompts } from './conformance-prompts.js';
 export {
+  loginMaySetTempFileLimit,
+  statementDeadline,
+  type StatementLimits,
+} from './statement-limits.js';
+export {
   SEARCH_CATALOG,
   SEARCH_COLLECTION_ROWS,
   SEARCH_RESOURCES,

@@ -2,12 +2,15 @@
 // written after its transaction; old rows are pruned now and then, as the change log is.
 import type { Principal } from '../auth/index.js';
 import {
+  loginMaySetTempFileLimit,
   pruneAudit,
+  statementDeadline,
   SqlStatementError,
   trackAuditedCall,
   writeAudit,
   type AuditEntry,
   type DatabaseHandle,
+  type StatementLimits,
 } from '../db/index.js';
 import { ProtocolError } from '../errors.js';
 import type { ConsentCheck } from '../protocol/index.js';
@@ -25,6 +28,55 @@ export interface SqlToolDependencies {
    * statement reading one must pass (issue 17); absent or empty: no statement asks.
    */
   readonly consent?: SqlConsent;
+  /** The bounds on each call (PGMCP_QUERY_*, issue 32 point 5). */
+  readonly limits: QueryLimits;
+}
+
+/** The PGMCP_QUERY_* settings. */
+export interface QueryLimits {
+  /** Most bytes of rows' JSON text a query call fetches. */
+  readonly maxBytes: number;
+  /** Planned-cost ceiling; 0: none. */
+  readonly maxCost: number;
+  /** temp_file_limit (kB) per call's transaction; 0: the server's own. */
+  readonly tempFileLimitKb: number;
+}
+
+/**
+ * The bounds of a call starting now: its deadline (the statement timeout from now, for every
+ * transaction the call makes), the cost ceiling, and temp_file_limit when the login may set it.
+ * Whether it may is asked once; when it may not, one warning says so and the limit is left out.
+ */
+export function createCallLimits(
+  deps: SqlToolDependencies,
+): () => Promise<StatementLimits> {
+  let tempFileLimit: Promise<number> | undefined;
+  const allowedTempFileLimit = (): Promise<number> => {
+    const wanted = deps.limits.tempFileLimitKb;
+    if (wanted === 0) return Promise.resolve(0);
+    tempFileLimit ??= loginMaySetTempFileLimit(deps.db).then(
+      (may) => {
+        if (!may)
+          deps.log(
+            `query: PGMCP_QUERY_TEMP_FILE_LIMIT_KB=${wanted} is not applied: the login may not set temp_file_limit (a superuser grants it: GRANT SET ON PARAMETER temp_file_limit TO <login>); the server's own temp_file_limit holds`,
+          );
+        return may ? wanted : 0;
+      },
+      (error: unknown) => {
+        tempFileLimit = undefined;
+        throw error;
+      },
+    );
+    return tempFileLimit;
+  };
+  return async function callLimits() {
+    const deadline = statementDeadline(deps.db);
+    return {
+      deadline,
+      maxCost: deps.limits.maxCost,
+      tempFileLimitKb: await allowedTempFileLimit(),
+    };
+  };
 }
 
 /** What query needs of the consent gate: the sensitive tables and the check (resources/ consent.ts). */

@@ -4,6 +4,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   call,
+  mcpHeaders,
+  META,
   startTestServer,
   testDatabaseUrl,
   until,
@@ -21,6 +23,13 @@ let sql: pg.Client;
 beforeAll(async () => {
   sql = new pg.Client({ connectionString: testDatabaseUrl() });
   await sql.connect();
+  await sql.query(`
+    create schema if not exists tool_limits;
+    create table if not exists tool_limits.secret (id int);
+    create or replace function tool_limits.slow_constant(seconds float8) returns int
+      immutable language plpgsql as $$ begin perform pg_sleep(seconds); return 1; end $$;
+    grant usage on schema tool_limits to support;
+  `);
   support = await startTestServer({
     principal: { role: 'support', claims: { sub: 'limits-test' } },
     poolSize: 1,
@@ -30,6 +39,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await support.close();
+  await sql.query('drop schema tool_limits cascade');
   await sql.end();
 });
 
@@ -307,5 +317,184 @@ describe('every statement that runs leaves an audit row (point 3)', () => {
     // The next call is answered and audited again.
     const after = await tool(support, 'query', { sql: `${marker} -- after` });
     expect(after['structuredContent']).toMatchObject({ rows: [[value]] });
+  });
+});
+
+describe('every call has a bounded cost (point 5)', () => {
+  /** The whole HTTP body of a query call, as the client receives it. */
+  async function answerBytes(
+    server: TestServer,
+    args: Record<string, unknown>,
+  ): Promise<{ bytes: number; result: Record<string, unknown> }> {
+    const response = await fetch(server.url, {
+      method: 'POST',
+      headers: mcpHeaders('tools/call', 'query'),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { _meta: META, name: 'query', arguments: args },
+      }),
+    });
+    const body = await response.text();
+    const parsed = JSON.parse(body) as { result: Record<string, unknown> };
+    return { bytes: Buffer.byteLength(body), result: parsed.result };
+  }
+
+  it('cuts huge values at the byte cap instead of building them in memory, and says why', async () => {
+    // 10 rows of 3 MB: 30 MB before, as rows and again as text.
+    const { bytes, result } = await answerBytes(support, {
+      sql: "select repeat('x', 3000000) as big from generate_series(1, 10)",
+    });
+    expect(text(result)).not.toMatch(/^ERROR/);
+    // The rows appear twice (text table and structuredContent): about twice the 24 KiB default.
+    expect(bytes).toBeLessThan(3 * 24_576);
+    expect(result['structuredContent']).toMatchObject({
+      row_count: 1,
+      truncated: true,
+      truncated_reason: 'max_bytes',
+    });
+    const rows = (result['structuredContent'] as { rows: string[][] }).rows;
+    expect(rows[0]?.[0]).toMatch(/^x+\.\.\.$/);
+    expect(text(result)).toContain('truncated at the byte cap');
+  });
+
+  it('stops fetching many small rows at the byte cap (PGMCP_QUERY_MAX_BYTES)', async () => {
+    const small = await startTestServer({
+      principal: { role: 'support', claims: { sub: 'limits-test' } },
+      poolSize: 1,
+      query: { maxBytes: 4096 },
+    });
+    try {
+      const { bytes, result } = await answerBytes(small, {
+        sql: "select g, repeat('y', 100) as filler from generate_series(1, 100000) g",
+        max_rows: 10_000,
+      });
+      expect(bytes).toBeLessThan(3 * 4096);
+      const content = result['structuredContent'] as {
+        rows: string[][];
+        row_count: number;
+        truncated_reason: string;
+      };
+      expect(content.truncated_reason).toBe('max_bytes');
+      // Whole rows, in order, none cut.
+      expect(content.row_count).toBeGreaterThan(0);
+      expect(content.rows.map((row) => row[0])).toEqual(
+        Array.from({ length: content.row_count }, (_, n) => String(n + 1)),
+      );
+      expect(content.rows.every((row) => row[1] === 'y'.repeat(100))).toBe(
+        true,
+      );
+      // max_rows is still the reason when it comes first.
+      const few = await tool(small, 'query', {
+        sql: 'select generate_series(1, 10) as g',
+        max_rows: 2,
+      });
+      expect(few['structuredContent']).toMatchObject({
+        truncated_reason: 'max_rows',
+      });
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('refuses before running a statement whose planned cost passes the ceiling', async () => {
+    const capped = await startTestServer({
+      principal: { role: 'support', claims: { sub: 'limits-test' } },
+      poolSize: 1,
+      query: { maxCost: 1000 },
+    });
+    try {
+      const marker = `select 'cost-${Date.now()}' as m`;
+      const expensive = `${marker}, count(*) from generate_series(1, 100000) a, generate_series(1, 100000) b`;
+      const result = await tool(capped, 'query', { sql: expensive });
+      expect(result['isError']).toBe(true);
+      expect(text(result)).toMatch(
+        /^ERROR 54000: the statement's planned cost [\d.e+]+ exceeds this server's ceiling 1000 \(PGMCP_QUERY_MAX_COST\)/,
+      );
+      const analyzed = await startTestServer({
+        principal: { role: 'support', claims: { sub: 'limits-test' } },
+        poolSize: 1,
+        query: { maxCost: 1000 },
+        tools: { explainAnalyze: true },
+      });
+      try {
+        const explained = await tool(analyzed, 'explain', {
+          sql: expensive,
+          analyze: true,
+        });
+        expect(text(explained)).toMatch(/^ERROR 54000/);
+        // Without analyze nothing runs: the plan is shown.
+        const planned = await tool(analyzed, 'explain', { sql: expensive });
+        expect(planned['isError']).toBeUndefined();
+      } finally {
+        await analyzed.close();
+      }
+      const cheap = await tool(capped, 'query', { sql: marker });
+      expect(cheap['isError']).toBeUndefined();
+      expect(
+        (await auditRows(marker))
+          .filter((row) => row.action === 'query')
+          .map((row) => row.sqlstate),
+      ).toEqual(['54000', null]);
+    } finally {
+      await capped.close();
+    }
+  });
+
+  it('bounds temporary files per call (PGMCP_QUERY_TEMP_FILE_LIMIT_KB) when the login may set temp_file_limit', async () => {
+    const bounded = await startTestServer({
+      principal: { role: 'support', claims: { sub: 'limits-test' } },
+      poolSize: 1,
+      query: { tempFileLimitKb: 64 },
+    });
+    try {
+      const result = await tool(bounded, 'query', {
+        sql: 'select g from generate_series(1, 2000000) g order by g desc',
+        max_rows: 1,
+      });
+      expect(text(result)).toMatch(
+        /^ERROR 53400: temporary file size exceeds temp_file_limit \(64kB\)/,
+      );
+      const limit = await tool(bounded, 'query', {
+        sql: "select current_setting('temp_file_limit')",
+      });
+      expect(limit['structuredContent']).toMatchObject({ rows: [['64kB']] });
+    } finally {
+      await bounded.close();
+    }
+  });
+
+  it('gives a call one deadline: with consent tables, planning and running share the statement timeout', async () => {
+    const timed = await startTestServer({
+      principal: { role: 'support', claims: { sub: 'limits-test' } },
+      poolSize: 1,
+      statementTimeoutMs: 1000,
+      sensitive: [
+        {
+          database: undefined,
+          schema: 'tool_limits',
+          table: 'secret',
+          columns: null,
+        },
+      ],
+    });
+    try {
+      // Planning evaluates the immutable function: each plan of the statement sleeps 5 s.
+      const marker = `select 'deadline-${Date.now()}' as m`;
+      const result = await tool(timed, 'query', {
+        sql: `${marker}, tool_limits.slow_constant(5)`,
+      });
+      // Today the plan for the consent check used one full timeout and the run another; with one
+      // deadline nothing is left for the run, which is refused before it starts.
+      expect(text(result)).toMatch(
+        /^ERROR 57014: canceling statement due to statement timeout \(the call used up its time/,
+      );
+      expect((await auditRows(marker)).map((row) => row.sqlstate)).toEqual([
+        '57014',
+      ]);
+    } finally {
+      await timed.close();
+    }
   });
 });
