@@ -498,3 +498,23 @@ describe('every call has a bounded cost (point 5)', () => {
     }
   });
 });
+
+describe('a NUL in any tool argument', () => {
+  it('is the caller’s error in search and fetch too, never a server failure', async () => {
+    for (const [name, args] of [
+      ['search', { query: 'tickets\u0000 drop' }],
+      ['fetch', { id: 'notes:///a\u0000b' }],
+    ] as const) {
+      const { status, error, result } = await call(support.url, 'tools/call', {
+        name,
+        arguments: args,
+      });
+      expect({ name, status, error }).toEqual({
+        name,
+        status: 200,
+        error: undefined,
+      });
+      expect(result?.['isError']).toBe(true);
+    }
+  });
+});
