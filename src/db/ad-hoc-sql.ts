@@ -7,7 +7,8 @@
 // statement is refused by the protocol), in a READ ONLY transaction (writes, FOR UPDATE and writing
 // functions fail with 25006), under the session's statement timeout, with the role set
 // transaction-locally. Rows are FETCHed max+1 at most, so a huge result is never computed past the
-// cap. The FETCH runs inside a SECURITY DEFINER function owned by the request role itself: the
+// cap, and the FETCH stops at a byte budget, so PostgreSQL never sends much more than it (issue 32
+// point 5; db/statement-limits.ts has the call's other bounds: deadline, temp files, cost). The FETCH runs inside a SECURITY DEFINER function owned by the request role itself: the
 // statement keeps exactly the role's privileges, and PostgreSQL refuses set_config('role', …) inside
 // it ("cannot set parameter role within security-definer function"), so a statement cannot switch
 // to another role the login may assume. The transaction always ends in ROLLBACK, which undoes any
