@@ -297,6 +297,41 @@ describe('every statement that runs leaves an audit row (point 3)', () => {
     ]);
   });
 
+  it('records a call the client cancelled by closing its request', async () => {
+    const marker = `select 'audit-cancel-${Date.now()}' as m`;
+    const key = lockKey();
+    const controller = new AbortController();
+    const sent = fetch(support.url, {
+      method: 'POST',
+      headers: mcpHeaders('tools/call', 'query'),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: {
+          _meta: META,
+          name: 'query',
+          arguments: {
+            sql: `${marker}, pg_advisory_xact_lock(${key}), pg_sleep(30) as s`,
+          },
+        },
+      }),
+      signal: controller.signal,
+    }).catch(() => undefined);
+    await until(() => locked(key), 10_000, 'the statement to start');
+    controller.abort();
+    await sent;
+    const [row] = await until(
+      async () => {
+        const rows = await auditRows(marker);
+        return rows.length > 0 ? rows : undefined;
+      },
+      10_000,
+      'the audit row',
+    );
+    expect(row?.sqlstate).toBe('57014');
+  });
+
   it('withholds the answer when the audit row cannot be written', async () => {
     const value = `audit-refused-${Date.now()}`;
     const marker = `select '${value}' as m`;
