@@ -121,6 +121,8 @@ export interface AppOptions {
    * (issue 32 point 4; serving.ts builds it from the settings); no limits when absent.
    */
   readonly toolLimits?: ToolLimits;
+  /** Bounds on query and explain calls (PGMCP_QUERY_*); the defaults when absent. */
+  readonly query?: Config['query'];
 }
 
 /**
@@ -136,6 +138,14 @@ export interface AppExtension {
     Record<string, MethodHandler<GetPromptParams>['handle']>
   >;
 }
+
+/** The query bounds without settings (the defaults of config/environment.ts). */
+const DEFAULT_QUERY: Config['query'] = {
+  maxBytes: 24_576,
+  maxCost: 1e9,
+  tempFileLimitKb: 1_048_576,
+  auditTextBytes: 4096,
+};
 
 /** The tool settings without a config file. */
 const DEFAULT_TOOLS: Config['tools'] = {
@@ -380,6 +390,7 @@ function serverTools(
     db: options.db,
     schemas: settings.schemas,
     auditRetentionSeconds: options.live.auditRetentionSeconds,
+    limits: options.query ?? DEFAULT_QUERY,
     log: (line: string) => options.logger.warn(line),
     // query runs in the main database: the tables marked sensitive there ask for consent.
     consent: {

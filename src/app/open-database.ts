@@ -83,6 +83,7 @@ export function configuredDatabase(
     statementTimeoutMs: config.statementTimeoutMs,
     feedPoolSize: config.limits.feedPoolSize,
     lockTimeoutMs: config.limits.lockTimeoutMs,
+    auditTextBytes: config.query.auditTextBytes,
     onError: (message, error) => logger.error(message, error),
   });
 }

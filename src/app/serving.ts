@@ -106,6 +106,7 @@ export function appOptions(
       connections: config.limits.toolConnections,
       waitMs: config.limits.toolWaitMs,
     },
+    query: config.query,
   };
 }
 

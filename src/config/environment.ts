@@ -51,6 +51,12 @@ export function rawSettings(flags: ConfigFlags, env: Env) {
       feedPoolSize: env['PGMCP_FEED_POOL_SIZE'] ?? '2',
       lockTimeoutMs: env['PGMCP_LOCK_TIMEOUT_MS'] ?? '2000',
     },
+    query: {
+      maxBytes: env['PGMCP_QUERY_MAX_BYTES'] ?? '24576',
+      maxCost: env['PGMCP_QUERY_MAX_COST'] ?? '1000000000',
+      tempFileLimitKb: env['PGMCP_QUERY_TEMP_FILE_LIMIT_KB'] ?? '1048576',
+      auditTextBytes: env['PGMCP_AUDIT_TEXT_BYTES'] ?? '4096',
+    },
     role: flags.role ?? nonEmpty(env['PGMCP_ROLE']),
     tokenlessScopes: nonEmpty(env['PGMCP_SCOPES'])?.trim().split(/\s+/),
     allowUnsafeLogin:

@@ -144,6 +144,17 @@ export const SettingsSchema = z.object({
     /** Longest any pooled statement waits for a lock (lock_timeout); 0: no bound. */
     lockTimeoutMs: integer('PGMCP_LOCK_TIMEOUT_MS', 0, 600_000),
   }),
+  /** Bounds on each query and explain call (issue 32 point 5) and on its audit row (point 3). */
+  query: z.object({
+    /** Most bytes of rows (their JSON text) a query call fetches; the rest is cut, and said so. */
+    maxBytes: integer('PGMCP_QUERY_MAX_BYTES', 1024, 64 * 1024 * 1024),
+    /** Planned total cost above which a statement is refused before it runs; 0: no ceiling. */
+    maxCost: integer('PGMCP_QUERY_MAX_COST', 0, 1e15),
+    /** temp_file_limit (kB) of each call's transaction, when the login may set it; 0: not set. */
+    tempFileLimitKb: integer('PGMCP_QUERY_TEMP_FILE_LIMIT_KB', 0, 2 ** 31 - 1),
+    /** Most bytes of a statement's (or any audited) text an audit row keeps. */
+    auditTextBytes: integer('PGMCP_AUDIT_TEXT_BYTES', 256, 1024 * 1024),
+  }),
   /** The role stdio requests (and PGMCP_AUTH=none HTTP requests) run as; undefined = the login role. */
   role: z.string().min(1).optional(),
   /**

@@ -7,7 +7,8 @@
 // statement is refused by the protocol), in a READ ONLY transaction (writes, FOR UPDATE and writing
 // functions fail with 25006), under the session's statement timeout, with the role set
 // transaction-locally. Rows are FETCHed max+1 at most, so a huge result is never computed past the
-// cap. The FETCH runs inside a SECURITY DEFINER function owned by the request role itself: the
+// cap, and the FETCH stops at a byte budget, so PostgreSQL never sends much more than it (issue 32
+// point 5; db/statement-limits.ts has the call's other bounds: deadline, temp files, cost). The FETCH runs inside a SECURITY DEFINER function owned by the request role itself: the
 // statement keeps exactly the role's privileges, and PostgreSQL refuses set_config('role', …) inside
 // it ("cannot set parameter role within security-definer function"), so a statement cannot switch
 // to another role the login may assume. The transaction always ends in ROLLBACK, which undoes any
@@ -32,6 +33,12 @@ import {
 } from './request-transaction.js';
 import { jsonMemberValues } from './json-members.js';
 import { toDatabaseError } from './sqlstate.js';
+import {
+  costRefusal,
+  limitSettings,
+  remainingMs,
+  type StatementLimits,
+} from './statement-limits.js';
 
 /** A column of a result: its name and PostgreSQL type (format_type). */
 export interface SqlColumn {
@@ -43,8 +50,10 @@ export interface SqlColumn {
 export interface SqlRows {
   readonly columns: readonly SqlColumn[];
   readonly rows: readonly (readonly (string | null)[])[];
-  /** More rows existed than `maxRows`. */
+  /** More rows existed than `maxRows`, or their text passed `maxBytes`. */
   readonly truncated: boolean;
+  /** Which bound cut the rows, when they were cut. */
+  readonly truncatedBy?: 'max_rows' | 'max_bytes';
 }
 
 /** A PostgreSQL error the caller's statement caused: shown to the caller, never a JSON-RPC error. */
@@ -58,7 +67,7 @@ export class SqlStatementError extends Error {
   }
 }
 
-export interface AdHocSqlOptions {
+export interface AdHocSqlOptions extends StatementLimits {
   readonly sql: string;
   /** Parameter values as PostgreSQL text (null for NULL). */
   readonly params: readonly (string | null)[];
@@ -92,15 +101,31 @@ const STALE_FUNCTION = 'PGM01';
  */
 function roleFunctionsSql(names: RoleFunctions, owner: string): string {
   const guard = `if current_user <> ${owner} then raise exception 'pgmcp: this function''s owner was renamed' using errcode = '${STALE_FUNCTION}'; end if;`;
-  return `create function ${names.fetch}(n integer) returns setof text
+  return `create function ${names.fetch}(n integer, budget integer) returns setof text
 language plpgsql security definer as $f$
-declare c refcursor := 'pgmcp_tool_query'; r record;
+declare c refcursor := 'pgmcp_tool_query'; r record; t text; used bigint := 0; cap integer;
 begin
   ${guard}
   for i in 1..n loop
     fetch c into r;
     exit when not found;
-    return next row_to_json(r)::text;
+    t := row_to_json(r)::text;
+    if used + octet_length(t) > budget then
+      -- Over the byte budget: stop sending (a NULL says so). A first row alone over it is sent
+      -- with each value cut to its share of the budget, marked with a trailing "...".
+      if used = 0 then
+        cap := greatest(budget / greatest((select count(*) from json_each(row_to_json(r))), 1), 16);
+        return next (select '{' || coalesce(string_agg(to_json(e.key)::text || ':' || case
+            when octet_length(e.value::text) <= cap then e.value::text
+            when json_typeof(e.value) = 'string' then to_json(left(e.value #>> '{}', cap) || '...')::text
+            else to_json(left(e.value::text, cap) || '...')::text end, ',' order by e.n), '') || '}'
+          from json_each(row_to_json(r)) with ordinality as e(key, value, n));
+      end if;
+      return next null;
+      return;
+    end if;
+    used := used + octet_length(t);
+    return next t;
   end loop;
 end $f$;
 create function ${names.explain}(parameters text[]) returns json
@@ -114,7 +139,7 @@ begin
               from unnest(parameters) with ordinality as p(value, n)) || ')', '') into plan;
   return plan;
 end $f$;
-revoke all on function ${names.fetch}(integer) from public;
+revoke all on function ${names.fetch}(integer, integer) from public;
 revoke all on function ${names.explain}(text[]) from public`;
 }
 
@@ -158,11 +183,11 @@ async function roleFunctions(
       `select distinct case a.grantee when 0 then 'public' else quote_ident(pg_get_userbyid(a.grantee)) end as grantee
          from pg_proc p, aclexplode(p.proacl) a
         where p.oid in (to_regprocedure($1), to_regprocedure($2)) and a.grantee <> p.proowner`,
-      [`${names.fetch}(integer)`, `${names.explain}(text[])`],
+      [`${names.fetch}(integer, integer)`, `${names.explain}(text[])`],
     );
     for (const { grantee } of grantees)
       await client.query(
-        `revoke all on function ${names.fetch}(integer), ${names.explain}(text[]) from ${grantee}`,
+        `revoke all on function ${names.fetch}(integer, integer), ${names.explain}(text[]) from ${grantee}`,
       );
     await client.query('COMMIT');
   } catch (error) {
@@ -184,7 +209,7 @@ async function dropRoleFunctions(
   if (names === undefined) return;
   await client
     .query(
-      `BEGIN READ WRITE; select set_config('role', ${key === '' ? 'current_user' : client.escapeLiteral(key)}, true); drop function if exists ${names.fetch}(integer); drop function if exists ${names.explain}(text[]); COMMIT`,
+      `BEGIN READ WRITE; select set_config('role', ${key === '' ? 'current_user' : client.escapeLiteral(key)}, true); drop function if exists ${names.fetch}(integer, integer); drop function if exists ${names.explain}(text[]); COMMIT`,
     )
     .catch(() => client.query('ROLLBACK').catch(() => undefined));
 }
@@ -227,7 +252,7 @@ async function functionsGone(
   const { rows } = await client.query<{ ours: boolean }>(
     `select pg_get_userbyid(p.proowner) = coalesce($2, current_user::text) as ours
        from pg_proc p where p.oid = to_regprocedure($1)`,
-    [`${names.fetch}(integer)`, role],
+    [`${names.fetch}(integer, integer)`, role],
   );
   return rows[0]?.ours !== true;
 }
@@ -240,22 +265,24 @@ const CURSOR_LENGTH = CURSOR.length;
 export async function runReadOnlySql(
   db: DatabaseHandle,
   principal: Principal,
-  options: AdHocSqlOptions & { readonly maxRows: number },
+  options: FetchOptions,
 ): Promise<SqlRows> {
   return withToolConnection(db, principal, options, async (session) => {
     if (PIPELINE && options.schemas === null)
       return fetchInOneRoundTrip(session, principal, options);
     const { client, functions } = session;
-    await beginReadOnly(session, principal, options);
+    const plan = await beginReadOnly(session, principal, options);
     session.prefixLength = CURSOR_LENGTH;
     await client.query(single(CURSOR + options.sql, [...options.params]));
+    // Declared (planned, not run): now the cost ceiling, before a row is computed.
+    await checkCost(session, options, plan, EXPLAIN_CURSOR);
     // Zero rows: the columns' names and types, without running the statement.
     const described = await client.query(
       'FETCH FORWARD 0 FROM pgmcp_tool_query',
     );
-    const fetched = await client.query<{ row: string }>(
-      `select ${functions.fetch}($1) as row`,
-      [options.maxRows + 1],
+    const fetched = await client.query<{ row: string | null }>(
+      `select ${functions.fetch}($1, $2) as row`,
+      [options.maxRows + 1, options.maxBytes],
     );
     return rowsOf(
       client,
@@ -266,6 +293,14 @@ export async function runReadOnlySql(
   });
 }
 
+const EXPLAIN_CURSOR = `EXPLAIN (FORMAT JSON) ${CURSOR}`;
+
+/** What a query call reads at most: rows, and bytes of their JSON text. */
+type FetchOptions = AdHocSqlOptions & {
+  readonly maxRows: number;
+  readonly maxBytes: number;
+};
+
 /**
  * The whole call in one round trip (db/implicit-transaction.ts): BEGIN READ ONLY, the role and
  * claims, the cursor, its description (FETCH 0), the rows through the role's function, ROLLBACK and
@@ -275,25 +310,43 @@ export async function runReadOnlySql(
 async function fetchInOneRoundTrip(
   session: ToolSession,
   principal: Principal,
-  options: AdHocSqlOptions & { readonly maxRows: number },
+  options: FetchOptions,
 ): Promise<SqlRows> {
   const { client, functions } = session;
-  const transaction = new ImplicitTransaction([
+  let head: ImplicitStatement[] = [
     { name: 'pgmcp_tool_begin', text: 'BEGIN READ ONLY', values: [] },
-    {
-      name: 'pgmcp_tool_identity',
-      text: "select set_config('role', coalesce($1, current_user), true), set_config('request.jwt.claims', $2, true)",
-      values: [principal.role, claimsJson(principal)],
-    },
+    identityStep(principal, options),
     // From the caller's statement on, everything is the unnamed statement, parsed as it is sent:
     // the caller's code (planning the cursor, fetching it) could replace a named statement with SQL
     // PREPARE before the Bind that runs it, but never the unnamed one.
     { name: '', text: CURSOR + options.sql, values: [...options.params] },
+  ];
+  session.prefixLength = CURSOR_LENGTH;
+  if ((options.maxCost ?? 0) > 0) {
+    // The cost ceiling needs the plan before a row is computed: the cursor is declared (which
+    // plans, never runs it) and planned once more by EXPLAIN, in a round trip of its own; the
+    // transaction stays open for the rest.
+    const planned = await pipelined(session, [
+      ...head,
+      {
+        name: '',
+        text: EXPLAIN_CURSOR + options.sql,
+        values: [...options.params],
+      },
+    ]);
+    const plan = (planned.results[head.length] ?? [])[0] as
+      { 'QUERY PLAN'?: unknown } | undefined;
+    refuseCost(plan?.['QUERY PLAN'], options);
+    head = [];
+  }
+  const at = head.length;
+  const { results, fields } = await pipelined(session, [
+    ...head,
     { name: '', text: 'FETCH FORWARD 0 FROM pgmcp_tool_query', values: [] },
     {
       name: '',
-      text: `select ${functions.fetch}($1) as row`,
-      values: [options.maxRows + 1],
+      text: `select ${functions.fetch}($1, $2) as row`,
+      values: [options.maxRows + 1, options.maxBytes],
     },
     { name: '', text: 'ROLLBACK', values: [] },
     {
@@ -302,28 +355,69 @@ async function fetchInOneRoundTrip(
       values: [],
     },
   ]);
-  session.prefixLength = CURSOR_LENGTH;
-  void client.query(transaction as unknown as pg.Submittable);
-  let results;
-  try {
-    results = await transaction.result;
-  } catch (error) {
-    if (transaction.unsafeToReuse) session.halfParsed = transaction;
-    throw error;
-  }
   session.ended = true;
   // Counted after this pipeline's own statements were parsed, which pg's table now records.
   session.tamperedWith = tampered(
     client,
-    (results[6] ?? [])[0] as PreparedCounts | undefined,
+    (results[at + 3] ?? [])[0] as PreparedCounts | undefined,
   );
-  const fetched = (results[4] ?? []) as { row: string }[];
+  const fetched = (results[at + 1] ?? []) as { row: string | null }[];
   return rowsOf(
     client,
-    transaction.fields[3] ?? [],
+    fields[at] ?? [],
     fetched.map((entry) => entry.row),
     options.maxRows,
   );
+}
+
+type ImplicitStatement = ConstructorParameters<
+  typeof ImplicitTransaction
+>[0][number];
+
+/**
+ * BEGIN's companion in the pipeline: the role and claims, and the call's bounds (db/
+ * statement-limits.ts). Named per shape: with or without temp_file_limit, which only the login
+ * may set and so comes before the role.
+ */
+function identityStep(
+  principal: Principal,
+  options: AdHocSqlOptions,
+): ImplicitStatement {
+  const limited = (options.tempFileLimitKb ?? 0) > 0;
+  const values = [
+    principal.role,
+    claimsJson(principal),
+    // No deadline: the session's own timeout stays (0 would switch it off).
+    leftOrRefuse(options)?.toString() ?? null,
+  ];
+  const identity =
+    "set_config('role', coalesce($1, current_user), true), set_config('request.jwt.claims', $2, true), set_config('statement_timeout', coalesce($3, current_setting('statement_timeout')), true)";
+  return limited
+    ? {
+        name: 'pgmcp_tool_identity_limited',
+        text: `select set_config('temp_file_limit', $4 || 'kB', true), ${identity}`,
+        values: [...values, String(options.tempFileLimitKb)],
+      }
+    : { name: 'pgmcp_tool_identity', text: `select ${identity}`, values };
+}
+
+/** Send `statements` as one pipeline (db/implicit-transaction.ts) on the session's connection. */
+async function pipelined(
+  session: ToolSession,
+  statements: ImplicitStatement[],
+): Promise<{
+  results: unknown[][];
+  fields: (readonly ImplicitField[] | undefined)[];
+}> {
+  const transaction = new ImplicitTransaction(statements);
+  void session.client.query(transaction as unknown as pg.Submittable);
+  try {
+    const results = (await transaction.result) as unknown[][];
+    return { results, fields: transaction.fields };
+  } catch (error) {
+    if (transaction.unsafeToReuse) session.halfParsed = transaction;
+    throw error;
+  }
 }
 
 /**
@@ -333,10 +427,13 @@ async function fetchInOneRoundTrip(
 async function rowsOf(
   client: pg.PoolClient,
   fields: readonly ImplicitField[],
-  fetched: readonly string[],
+  fetched: readonly (string | null)[],
   maxRows: number,
 ): Promise<SqlRows> {
-  const rows = fetched.map((json) => {
+  // A NULL after the rows: the fetch function stopped at the byte budget.
+  const stop = fetched.indexOf(null);
+  const sent = (stop === -1 ? fetched : fetched.slice(0, stop)) as string[];
+  const rows = sent.map((json) => {
     const values = jsonMemberValues(json);
     if (values.length !== fields.length)
       throw new Error(
@@ -344,10 +441,13 @@ async function rowsOf(
       );
     return values;
   });
+  const truncatedBy =
+    rows.length > maxRows ? 'max_rows' : stop === -1 ? undefined : 'max_bytes';
   return {
     columns: await columnTypes(client, fields),
     rows: rows.slice(0, maxRows),
-    truncated: rows.length > maxRows,
+    truncated: truncatedBy !== undefined,
+    ...(truncatedBy === undefined ? {} : { truncatedBy }),
   };
 }
 
@@ -359,7 +459,9 @@ export async function explainSql(
 ): Promise<{ plan: unknown; text: string }> {
   return withToolConnection(db, principal, options, async (session) => {
     const { client } = session;
-    await beginReadOnly(session, principal, options);
+    const schemaPlan = await beginReadOnly(session, principal, options);
+    if (options.analyze)
+      await checkCost(session, options, schemaPlan, 'EXPLAIN (FORMAT JSON) ');
     session.prefixLength = 'EXPLAIN (FORMAT TEXT) '.length;
     const text = await client.query<{ 'QUERY PLAN': string }>(
       single(`EXPLAIN (FORMAT TEXT) ${options.sql}`, [...options.params]),
@@ -468,16 +570,67 @@ async function beginReadOnly(
   session: ToolSession,
   principal: Principal,
   options: AdHocSqlOptions,
-): Promise<void> {
+): Promise<unknown> {
   const { client } = session;
   const literal = (value: string) => client.escapeLiteral(value);
+  const bounds = limitSettings(options, leftOrRefuse(options));
   await client.query(
     [
       'BEGIN READ ONLY',
-      `select set_config('role', ${principal.role === null ? 'current_user' : literal(principal.role)}, true), set_config('request.jwt.claims', ${literal(claimsJson(principal))}, true)${options.schemas === null ? '' : `, set_config('search_path', ${literal(searchPath(options.schemas))}, true)`}`,
+      `select ${[
+        ...bounds.beforeRole,
+        `set_config('role', ${principal.role === null ? 'current_user' : literal(principal.role)}, true)`,
+        `set_config('request.jwt.claims', ${literal(claimsJson(principal))}, true)`,
+        ...bounds.afterRole,
+        ...(options.schemas === null
+          ? []
+          : [
+              `set_config('search_path', ${literal(searchPath(options.schemas))}, true)`,
+            ]),
+      ].join(', ')}`,
     ].join(';\n'),
   );
-  await checkSchemas(session, options);
+  return checkSchemas(session, options);
+}
+
+/** The time left before the call's deadline; past it, the call ends as a timed-out statement. */
+function leftOrRefuse(options: AdHocSqlOptions): number | undefined {
+  const left = remainingMs(options);
+  if (left === 0)
+    throw new SqlStatementError(
+      '57014',
+      'canceling statement due to statement timeout (the call used up its time before this step)',
+      undefined,
+    );
+  return left;
+}
+
+/** Refuse, before it runs, a statement whose plan costs more than the ceiling. */
+function refuseCost(plan: unknown, options: AdHocSqlOptions): void {
+  const refusal = costRefusal(plan, options);
+  if (refusal !== undefined)
+    throw new SqlStatementError('54000', refusal, undefined);
+}
+
+/**
+ * The cost ceiling for the statement, on `plan` when one was made anyway, else on a new EXPLAIN
+ * of the statement after `prefix` (an EXPLAIN (FORMAT JSON) …).
+ */
+async function checkCost(
+  session: ToolSession,
+  options: AdHocSqlOptions,
+  plan: unknown,
+  prefix: string,
+): Promise<void> {
+  if ((options.maxCost ?? 0) <= 0) return;
+  if (plan === undefined) {
+    session.prefixLength = prefix.length;
+    const { rows } = await session.client.query<{ 'QUERY PLAN': unknown }>(
+      single(prefix + options.sql, [...options.params]),
+    );
+    plan = rows[0]?.['QUERY PLAN'];
+  }
+  refuseCost(plan, options);
 }
 
 /**
@@ -492,10 +645,11 @@ async function withToolConnection<T>(
   options: AdHocSqlOptions,
   work: (session: ToolSession) => Promise<T>,
 ): Promise<T> {
+  refuseNul(options);
   const client = await connectClient(db);
   let broken: Error | undefined;
   let session: ToolSession | undefined;
-  const watch = watchCancel(client, options.cancellation ?? { aborted: false });
+  const watch = watchCancel(client, callSignal(options));
   try {
     for (let retried = false; ; retried = true) {
       let functions;
@@ -540,6 +694,50 @@ async function withToolConnection<T>(
     client.release(broken);
   }
 }
+
+/**
+ * PostgreSQL reads a statement's text (and a text parameter) up to its first NUL: the text before
+ * it would run, not what the caller sent, and the audit could not store it. Refused before any
+ * connection is taken (issue 32 point 3).
+ */
+function refuseNul(options: AdHocSqlOptions): void {
+  const where = options.sql.includes('\0')
+    ? 'the statement'
+    : options.params.some((value) => value?.includes('\0') === true)
+      ? 'a parameter'
+      : undefined;
+  if (where !== undefined)
+    throw new SqlStatementError(
+      '22021',
+      `${where} contains a NUL character (U+0000), which PostgreSQL cannot take; nothing was run`,
+      undefined,
+    );
+}
+
+/**
+ * The request's cancellation, and past the call's deadline a cancel of whatever still runs: each
+ * transaction's statement_timeout is what was left when it began, so several statements in one
+ * transaction could otherwise add up past the deadline. PostgreSQL's own timeout normally fires
+ * first; this one is the backstop.
+ */
+function callSignal(
+  options: AdHocSqlOptions,
+): Cancellation | { readonly aborted: boolean } {
+  const cancellation = options.cancellation ?? { aborted: false };
+  const left = remainingMs(options);
+  if (left === undefined) return cancellation;
+  const request: AbortSignal | undefined =
+    cancellation instanceof AbortSignal
+      ? cancellation
+      : (cancellation as { readonly signal?: AbortSignal }).signal;
+  const deadline = AbortSignal.timeout(left + DEADLINE_GRACE_MS);
+  return request === undefined
+    ? deadline
+    : AbortSignal.any([request, deadline]);
+}
+
+/** How long after the deadline the backstop cancel comes: PostgreSQL's timeout is first. */
+const DEADLINE_GRACE_MS = 100;
 
 /** Forget this connection's functions for `role` (gone, or someone else's now), dropping what is left. */
 async function forgetRoleFunctions(
@@ -609,8 +807,8 @@ function tampered(
 async function checkSchemas(
   session: ToolSession,
   options: AdHocSqlOptions,
-): Promise<void> {
-  if (options.schemas === null) return;
+): Promise<unknown> {
+  if (options.schemas === null) return undefined;
   const { client } = session;
   session.prefixLength = 'EXPLAIN (VERBOSE, FORMAT JSON) '.length;
   const { rows } = await client.query<{ 'QUERY PLAN': unknown }>(
@@ -625,6 +823,7 @@ async function checkSchemas(
       `this server lets query and explain read only the schemas ${(options.schemas ?? []).join(', ')}; the statement reads ${outside.join(', ')}`,
       undefined,
     );
+  return rows[0]?.['QUERY PLAN'];
 }
 
 /** Every "Schema" a JSON plan names, anywhere in it. */
@@ -684,16 +883,21 @@ function searchPath(schemas: readonly string[]): string {
 function statementError(error: unknown, prefixLength: number): Error {
   if (error instanceof SqlStatementError || error instanceof ProtocolError)
     return error;
-  const { code, message, position } = (error ?? {}) as {
+  const { code, message, position, severity } = (error ?? {}) as {
     code?: unknown;
     message?: unknown;
     position?: unknown;
+    severity?: unknown;
   };
-  // Connection classes and the pool's own failures are the server's, not the statement's.
+  // Connection classes and the pool's own failures are the server's, not the statement's. One
+  // exception: 08P01 at severity ERROR is PostgreSQL refusing the caller's Bind (a parameter count
+  // that does not match the statement, issue 32 point 6); the session goes on, so it is the
+  // caller's mistake. A protocol violation that ends the session comes as FATAL.
+  const callersBind = code === '08P01' && severity === 'ERROR';
   if (
     typeof code !== 'string' ||
     !/^[0-9A-Z]{5}$/.test(code) ||
-    code.startsWith('08') ||
+    (code.startsWith('08') && !callersBind) ||
     code.startsWith('57P') ||
     code === '53300'
   )

@@ -1,8 +1,10 @@
 // pgmcp.audit (migration 0013): query and explain tool calls, and consents asked, given or declined.
 // Written by the login through pgmcp.write_audit, outside the request's own transaction, so a call
-// that failed or a consent that was declined is on record either way.
+// that failed or a consent that was declined is on record either way. Rows go through the audit's
+// own connection (db/pool.ts AuditChannel), never waiting behind requests for the request pool.
 import type { DatabaseHandle } from './pool.js';
-import { inWriteTransaction, writeOneStatement } from './write-transaction.js';
+import { toDatabaseError } from './sqlstate.js';
+import { inWriteTransaction } from './write-transaction.js';
 
 /** One audit row; the columns are migration 0013's. */
 export interface AuditEntry {
@@ -12,7 +14,10 @@ export interface AuditEntry {
   readonly subject: string | null;
   /** 'query', 'explain', 'consent-asked', 'consent-given', 'consent-declined'. */
   readonly action: string;
-  /** The statement text, or the URI read. */
+  /**
+   * The statement text, or the URI read. Kept up to the channel's cap in bytes (a NUL, which
+   * PostgreSQL cannot store, as the six characters \u0000); its full length is recorded too.
+   */
   readonly target: string;
   readonly parameterCount?: number | null;
   readonly rowCount?: number | null;
@@ -102,39 +107,91 @@ async function written(
   }
 }
 
-/** One transaction: pgmcp.write_audit for each entry, the columns sent as arrays. */
+/**
+ * One statement, its own transaction (autocommit on the audit's connection): pgmcp.write_audit for
+ * each entry, the columns sent as arrays.
+ */
 async function writeBatch(
   db: DatabaseHandle,
   entries: readonly AuditEntry[],
 ): Promise<void> {
   const column = <T>(value: (entry: AuditEntry) => T): T[] =>
     entries.map(value);
-  await writeOneStatement(db, {
-    name: 'pgmcp_write_audit',
-    text: `select set_config('synchronous_commit', 'off', true),
-                  pgmcp.write_audit(e.role, e.subject, e.action, e.target, e.parameter_count,
-                                    e.row_count, e.duration_ms, e.sqlstate, e.reason, e.detail)
-             from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::integer[],
-                         $6::bigint[], $7::double precision[], $8::text[], $9::text[], $10::jsonb[])
-                  as e(role, subject, action, target, parameter_count, row_count, duration_ms,
-                       sqlstate, reason, detail)`,
-    values: [
-      column((entry) => entry.role),
-      column((entry) => entry.subject),
-      column((entry) => entry.action),
-      column((entry) => entry.target),
-      column((entry) => entry.parameterCount ?? null),
-      column((entry) => entry.rowCount ?? null),
-      column((entry) => entry.durationMs ?? null),
-      column((entry) => entry.sqlstate ?? null),
-      column((entry) => entry.reason ?? null),
-      column((entry) =>
-        entry.detail === undefined || entry.detail === null
-          ? null
-          : JSON.stringify(entry.detail),
-      ),
-    ],
+  const text = (value: string | null) =>
+    value === null ? null : value.replaceAll('\0', '\\u0000');
+  const client = await db.audit.pool.connect().catch((error: unknown) => {
+    throw toDatabaseError(error);
   });
+  let broken: Error | undefined;
+  try {
+    await client.query({
+      name: 'pgmcp_write_audit',
+      text: `select set_config('synchronous_commit', 'off', true),
+                  pgmcp.write_audit(e.role, e.subject, e.action, e.target, e.parameter_count,
+                                    e.row_count, e.duration_ms, e.sqlstate, e.reason, e.detail,
+                                    e.target_length)
+             from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::integer[],
+                         $6::bigint[], $7::double precision[], $8::text[], $9::text[], $10::jsonb[],
+                         $11::integer[])
+                  as e(role, subject, action, target, parameter_count, row_count, duration_ms,
+                       sqlstate, reason, detail, target_length)`,
+      values: [
+        column((entry) => text(entry.role)),
+        column((entry) => text(entry.subject)),
+        column((entry) => text(entry.action)),
+        column((entry) => cutToBytes(text(entry.target), db.audit.textBytes)),
+        column((entry) => entry.parameterCount ?? null),
+        column((entry) => entry.rowCount ?? null),
+        column((entry) => entry.durationMs ?? null),
+        column((entry) => text(entry.sqlstate ?? null)),
+        column((entry) =>
+          cutToBytes(text(entry.reason ?? null), db.audit.textBytes),
+        ),
+        column((entry) =>
+          entry.detail === undefined || entry.detail === null
+            ? null
+            : JSON.stringify(entry.detail),
+        ),
+        column((entry) => Buffer.byteLength(entry.target)),
+      ],
+    });
+  } catch (error) {
+    // A connection failure leaves the client unusable; a refused statement does not.
+    const code = (error as { code?: unknown }).code;
+    if (typeof code !== 'string' || code.startsWith('08'))
+      broken = error instanceof Error ? error : new Error(String(error));
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}
+
+/** `value` cut to at most `bytes` bytes of UTF-8, never inside a character. */
+function cutToBytes<T extends string | null>(value: T, bytes: number): T {
+  if (value === null || value.length * 3 <= bytes) return value;
+  const encoded = Buffer.from(value);
+  if (encoded.length <= bytes) return value;
+  // TextDecoder drops a character cut in half at the end (fatal: false, then trimmed).
+  return new TextDecoder()
+    .decode(encoded.subarray(0, bytes))
+    .replace(/\uFFFD$/, '') as T;
+}
+
+/**
+ * Count `call` as an audited call under way until it settles: closing the database waits for it,
+ * so a call cut short by shutdown still writes its audit row before the connections close.
+ */
+export function trackAuditedCall<T>(
+  db: DatabaseHandle,
+  call: Promise<T>,
+): Promise<T> {
+  const settled = call.then(
+    () => undefined,
+    () => undefined,
+  );
+  db.audit.calls.add(settled);
+  void settled.then(() => db.audit.calls.delete(settled));
+  return call;
 }
 
 /** Delete entries older than the retention period (pgmcp.prune_audit); returns how many went. */

@@ -17,7 +17,17 @@ export {
   type SqlRows,
   tablesOfSql,
 } from './ad-hoc-sql.js';
-export { pruneAudit, writeAudit, type AuditEntry } from './audit-log.js';
+export {
+  pruneAudit,
+  trackAuditedCall,
+  writeAudit,
+  type AuditEntry,
+} from './audit-log.js';
+export {
+  loginMaySetTempFileLimit,
+  statementDeadline,
+  type StatementLimits,
+} from './statement-limits.js';
 export {
   SEARCH_CATALOG,
   SEARCH_COLLECTION_ROWS,

@@ -43,6 +43,11 @@ export interface DatabaseOptions {
   readonly poolWaitMs?: number;
   readonly onError: (message: string, error: unknown) => void;
   /**
+   * Most bytes of a statement's text (or any audited target) an audit row keeps
+   * (PGMCP_AUDIT_TEXT_BYTES); default 4096.
+   */
+  readonly auditTextBytes?: number;
+  /**
    * Connections in pg's pipeline mode for statements on pgmcp's own tables (db/request-pipeline.ts),
    * beside the pool; 0 sends those through the pool too. Default 2.
    */
@@ -74,11 +79,26 @@ export interface DatabaseHandle {
    * `feed` is itself; closing the request handle closes it too.
    */
   readonly feed: DatabaseHandle;
+  /** The session statement timeout of the request pool (PGMCP_STATEMENT_TIMEOUT_MS). */
+  readonly statementTimeoutMs: number;
+  /** Where audit rows go: db/audit-log.ts. */
+  readonly audit: AuditChannel;
   /** A fresh read-write client for migrations, seeds and start-up work; the caller ends it. */
   connectAdmin(): Promise<pg.Client>;
   /** Settings for a dedicated session of this database (the LISTEN connection). */
   sessionConfig(applicationName: string): SessionConfig;
   close(): Promise<void>;
+}
+
+/**
+ * The audit's own connection (one, beside the request pool: a call that found the pool full is
+ * audited too), the text cap, and the audited calls under way, which close() waits for so that a
+ * call cut by shutdown still leaves its row (issue 32 point 3).
+ */
+export interface AuditChannel {
+  readonly pool: pg.Pool;
+  readonly textBytes: number;
+  readonly calls: Set<Promise<unknown>>;
 }
 
 /** Connection settings for a session outside the pool; pg.ClientConfig without importing pg. */
@@ -117,6 +137,63 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
   };
   const pool = watchedPool(new pg.Pool(config), options);
   const pipelines = requestPipelines(config, options);
+  const audit: AuditChannel = {
+    pool: auditPool(options),
+    textBytes: options.auditTextBytes ?? 4096,
+    calls: new Set(),
+  };
+  const connectAdmin = () => connectAdminClient(options);
+  const sessionConfig = (applicationName: string): SessionConfig =>
+    dedicatedSession(options, applicationName);
+  const feed = feedHandle(config, options, {
+    audit,
+    connectAdmin,
+    sessionConfig,
+  });
+  return {
+    pool,
+    pipelines,
+    poolSize: options.poolSize,
+    feed,
+    statementTimeoutMs: options.statementTimeoutMs,
+    audit,
+    connectAdmin,
+    sessionConfig,
+    close: async () => {
+      await Promise.allSettled([...audit.calls]);
+      await pipelines?.close();
+      await pool.end();
+      await feed.close();
+      await audit.pool.end();
+    },
+  };
+}
+
+/** A fresh read-write client as the login (migrations, seeds, start-up work). */
+async function connectAdminClient(
+  options: DatabaseOptions,
+): Promise<pg.Client> {
+  const client = new pg.Client({
+    connectionString: options.connectionString,
+    application_name: 'pgmcp-admin',
+    options: '-c TimeZone=UTC',
+  });
+  client.on('error', (error) =>
+    options.onError('admin database connection failed', error),
+  );
+  await client.connect();
+  return client;
+}
+
+/**
+ * The change feed's handle: the request pool's settings over a small pool of its own and no
+ * pipelines, sharing the audit channel and the admin and session helpers.
+ */
+function feedHandle(
+  config: pg.PoolConfig,
+  options: DatabaseOptions,
+  shared: Pick<DatabaseHandle, 'audit' | 'connectAdmin' | 'sessionConfig'>,
+): DatabaseHandle {
   const feedPool = watchedPool(
     new pg.Pool({
       ...config,
@@ -125,46 +202,18 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
     }),
     options,
   );
-
-  async function connectAdmin(): Promise<pg.Client> {
-    const client = new pg.Client({
-      connectionString: options.connectionString,
-      application_name: 'pgmcp-admin',
-      options: '-c TimeZone=UTC',
-    });
-    client.on('error', (error) =>
-      options.onError('admin database connection failed', error),
-    );
-    await client.connect();
-    return client;
-  }
-
-  const sessionConfig = (applicationName: string): SessionConfig =>
-    dedicatedSession(options, applicationName);
   const feed: DatabaseHandle = {
+    ...shared,
     pool: feedPool,
     pipelines: undefined,
     poolSize: options.feedPoolSize ?? 2,
+    statementTimeoutMs: options.statementTimeoutMs,
     get feed() {
       return feed;
     },
-    connectAdmin,
-    sessionConfig,
     close: () => feedPool.end(),
   };
-  return {
-    pool,
-    pipelines,
-    poolSize: options.poolSize,
-    feed,
-    connectAdmin,
-    sessionConfig,
-    close: async () => {
-      await pipelines?.close();
-      await pool.end();
-      await feedPool.end();
-    },
-  };
+  return feed;
 }
 
 /** Settings for a session outside the pools (the LISTEN connection). */
@@ -218,6 +267,29 @@ function requestPipelines(
     connections,
     options.onError,
   );
+}
+
+/**
+ * The audit's pool: one read-write connection (autocommit; each write is one statement), opened on
+ * the first write, with the same wait bound and statement timeout as the request pool.
+ */
+function auditPool(options: DatabaseOptions): pg.Pool {
+  const audit = new pg.Pool({
+    connectionString: options.connectionString,
+    max: 1,
+    connectionTimeoutMillis: options.poolWaitMs ?? 5000,
+    application_name: 'pgmcp-audit',
+    options: `-c statement_timeout=${options.statementTimeoutMs} -c TimeZone=UTC`,
+  });
+  audit.on('error', (error) =>
+    options.onError('idle audit connection failed', error),
+  );
+  audit.on('connect', (client) => {
+    client.on('error', (error) =>
+      options.onError('audit connection failed while in use', error),
+    );
+  });
+  return audit;
 }
 
 /** A pool connection; failing to get one (unreachable, pool exhausted) is a mapped ProtocolError. */

@@ -3,7 +3,11 @@
 import { z } from 'zod';
 import { explainSql, SqlStatementError } from '../db/index.js';
 import { asText, SqlParamsSchema, sqlError } from './query-tool.js';
-import { createAuditedRunner, type SqlToolDependencies } from './sql-audit.js';
+import {
+  createAuditedRunner,
+  createCallLimits,
+  type SqlToolDependencies,
+} from './sql-audit.js';
 import { defineTool, textResult, type Tool } from './tool.js';
 
 const EXPLAIN_OUTPUT_SCHEMA = {
@@ -40,6 +44,7 @@ export function createExplainTool(
   deps: SqlToolDependencies & { readonly analyzeAllowed: boolean },
 ): Tool {
   const audited = createAuditedRunner(deps);
+  const callLimits = createCallLimits(deps);
   const args = explainArgs(deps.analyzeAllowed);
   return defineTool({
     name: 'explain',
@@ -54,6 +59,7 @@ export function createExplainTool(
         deps.analyzeAllowed &&
         (parsed as { analyze?: boolean }).analyze === true;
       try {
+        const limits = await callLimits();
         const result = await audited(
           {
             action: 'explain',
@@ -68,6 +74,7 @@ export function createExplainTool(
               schemas: deps.schemas,
               cancellation: ctx,
               analyze,
+              ...limits,
             }),
           () => null,
         );

@@ -8,8 +8,10 @@ import {
   type SqlRows,
 } from '../db/index.js';
 import type { InputParams, RequestContext } from '../protocol/index.js';
+import type { StatementLimits } from '../db/index.js';
 import {
   createAuditedRunner,
+  createCallLimits,
   type SqlConsent,
   type SqlToolDependencies,
 } from './sql-audit.js';
@@ -69,6 +71,11 @@ const QUERY_OUTPUT_SCHEMA = {
     },
     row_count: { type: 'integer' },
     truncated: { type: 'boolean' },
+    truncated_reason: {
+      enum: ['max_rows', 'max_bytes'],
+      description:
+        'Present when truncated: max_rows (more rows matched than max_rows) or max_bytes (the rows reached the byte cap PGMCP_QUERY_MAX_BYTES; a single row over it has its long values cut, ending in "...").',
+    },
   },
   required: ['columns', 'rows', 'row_count', 'truncated'],
 };
@@ -76,6 +83,7 @@ const QUERY_OUTPUT_SCHEMA = {
 /** The query tool. */
 export function createQueryTool(deps: SqlToolDependencies): Tool {
   const audited = createAuditedRunner(deps);
+  const callLimits = createCallLimits(deps);
   return defineTool({
     name: 'query',
     title: 'Run a read-only SQL query',
@@ -87,9 +95,12 @@ export function createQueryTool(deps: SqlToolDependencies): Tool {
       const params = args.params ?? [];
       const maxRows = args.max_rows ?? QUERY_DEFAULT_ROWS;
       try {
+        // One deadline for the whole call: the consent check's plan and the run share it.
+        const limits = await callLimits();
         const asked = await askConsent(deps, ctx, input, {
           sql: args.sql,
           params: params.map(asText),
+          limits,
         });
         if (asked !== undefined) return asked;
         const result = await audited(
@@ -104,8 +115,10 @@ export function createQueryTool(deps: SqlToolDependencies): Tool {
               sql: args.sql,
               params: params.map(asText),
               maxRows,
+              maxBytes: deps.limits.maxBytes,
               schemas: deps.schemas,
               cancellation: ctx,
+              ...limits,
             }),
           (rows) => rows.rows.length,
         );
@@ -114,6 +127,9 @@ export function createQueryTool(deps: SqlToolDependencies): Tool {
           rows: result.rows,
           row_count: result.rows.length,
           truncated: result.truncated,
+          ...(result.truncatedBy === undefined
+            ? {}
+            : { truncated_reason: result.truncatedBy }),
         });
       } catch (error) {
         if (error instanceof SqlStatementError) return sqlError(error);
@@ -133,14 +149,20 @@ async function askConsent(
   deps: SqlToolDependencies,
   ctx: RequestContext,
   input: InputParams,
-  statement: { sql: string; params: (string | null)[] },
+  statement: {
+    sql: string;
+    params: (string | null)[];
+    limits: StatementLimits;
+  },
 ): Promise<InputRequiredResult | undefined> {
   const consent: SqlConsent | undefined = deps.consent;
   if (consent === undefined || consent.tables.length === 0) return undefined;
   let read;
   try {
     read = await tablesOfSql(deps.db, ctx.principal, {
-      ...statement,
+      sql: statement.sql,
+      params: statement.params,
+      ...statement.limits,
       schemas: deps.schemas,
       cancellation: ctx,
     });
@@ -185,9 +207,11 @@ function table(result: SqlRows): string {
     ...result.rows.map((row) => row.map(cell).join('\t')),
   ];
   lines.push(
-    result.truncated
-      ? `(${result.rows.length} rows shown; more rows matched: truncated)`
-      : `(${result.rows.length} ${result.rows.length === 1 ? 'row' : 'rows'})`,
+    result.truncatedBy === 'max_bytes'
+      ? `(${result.rows.length} ${result.rows.length === 1 ? 'row' : 'rows'} shown: truncated at the byte cap (PGMCP_QUERY_MAX_BYTES); long values cut end in "...")`
+      : result.truncated
+        ? `(${result.rows.length} rows shown; more rows matched: truncated)`
+        : `(${result.rows.length} ${result.rows.length === 1 ? 'row' : 'rows'})`,
   );
   return lines.join('\n');
 }

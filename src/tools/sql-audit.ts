@@ -2,10 +2,15 @@
 // written after its transaction; old rows are pruned now and then, as the change log is.
 import type { Principal } from '../auth/index.js';
 import {
+  loginMaySetTempFileLimit,
   pruneAudit,
+  statementDeadline,
   SqlStatementError,
+  trackAuditedCall,
   writeAudit,
+  type AuditEntry,
   type DatabaseHandle,
+  type StatementLimits,
 } from '../db/index.js';
 import { ProtocolError } from '../errors.js';
 import type { ConsentCheck } from '../protocol/index.js';
@@ -23,6 +28,55 @@ export interface SqlToolDependencies {
    * statement reading one must pass (issue 17); absent or empty: no statement asks.
    */
   readonly consent?: SqlConsent;
+  /** The bounds on each call (PGMCP_QUERY_*, issue 32 point 5). */
+  readonly limits: QueryLimits;
+}
+
+/** The PGMCP_QUERY_* settings. */
+export interface QueryLimits {
+  /** Most bytes of rows' JSON text a query call fetches. */
+  readonly maxBytes: number;
+  /** Planned-cost ceiling; 0: none. */
+  readonly maxCost: number;
+  /** temp_file_limit (kB) per call's transaction; 0: the server's own. */
+  readonly tempFileLimitKb: number;
+}
+
+/**
+ * The bounds of a call starting now: its deadline (the statement timeout from now, for every
+ * transaction the call makes), the cost ceiling, and temp_file_limit when the login may set it.
+ * Whether it may is asked once; when it may not, one warning says so and the limit is left out.
+ */
+export function createCallLimits(
+  deps: SqlToolDependencies,
+): () => Promise<StatementLimits> {
+  let tempFileLimit: Promise<number> | undefined;
+  const allowedTempFileLimit = (): Promise<number> => {
+    const wanted = deps.limits.tempFileLimitKb;
+    if (wanted === 0) return Promise.resolve(0);
+    tempFileLimit ??= loginMaySetTempFileLimit(deps.db).then(
+      (may) => {
+        if (!may)
+          deps.log(
+            `query: PGMCP_QUERY_TEMP_FILE_LIMIT_KB=${wanted} is not applied: the login may not set temp_file_limit (a superuser grants it: GRANT SET ON PARAMETER temp_file_limit TO <login>); the server's own temp_file_limit holds`,
+          );
+        return may ? wanted : 0;
+      },
+      (error: unknown) => {
+        tempFileLimit = undefined;
+        throw error;
+      },
+    );
+    return tempFileLimit;
+  };
+  return async function callLimits() {
+    const deadline = statementDeadline(deps.db);
+    return {
+      deadline,
+      maxCost: deps.limits.maxCost,
+      tempFileLimitKb: await allowedTempFileLimit(),
+    };
+  };
 }
 
 /** What query needs of the consent gate: the sensitive tables and the check (resources/ consent.ts). */
@@ -39,58 +93,89 @@ const PRUNE_EVERY_MS = 60_000;
 /**
  * Run `work` for `action` and write its audit row afterwards, with the rows it returned or the
  * SQLSTATE it failed with. The row is written outside the request's transaction (that one is
- * rolled back), by the login through pgmcp.write_audit.
+ * rolled back), by the login through pgmcp.write_audit, and awaited: a call whose row could not be
+ * written answers UNAVAILABLE, never its rows or its statement's error (fail closed, issue 32 point
+ * 3). Closing the database waits for calls under way, so shutdown does not lose their rows.
  */
 export function createAuditedRunner(deps: SqlToolDependencies) {
   let lastPrune = 0;
-  return async function audited<T>(
-    call: {
-      action: 'query' | 'explain';
-      principal: Principal;
-      sql: string;
-      parameterCount: number;
-    },
+  return function audited<T>(
+    call: AuditedCall,
     work: () => Promise<T>,
     rowsOf: (result: T) => number | null,
   ): Promise<T> {
-    const started = performance.now();
-    let outcome: { rows: number | null; sqlstate: string | null } = {
-      rows: null,
-      sqlstate: null,
-    };
-    try {
-      const result = await work();
-      outcome = { rows: rowsOf(result), sqlstate: null };
-      return result;
-    } catch (error) {
-      outcome = { rows: null, sqlstate: sqlstateOf(error) };
-      throw error;
-    } finally {
-      const subject = call.principal.claims['sub'];
-      await writeAudit(deps.db, {
-        role: call.principal.role,
-        subject: typeof subject === 'string' ? subject : null,
-        action: call.action,
-        target: call.sql,
-        parameterCount: call.parameterCount,
-        rowCount: outcome.rows,
-        durationMs: performance.now() - started,
-        sqlstate: outcome.sqlstate,
-      }).catch((error: unknown) =>
-        deps.log(
-          `audit: writing a ${call.action} row failed (${String(error)})`,
-        ),
-      );
-      if (Date.now() - lastPrune > PRUNE_EVERY_MS) {
-        lastPrune = Date.now();
-        pruneAudit(deps.db, deps.auditRetentionSeconds).catch(
-          (error: unknown) =>
-            deps.log(`audit: pruning failed (${String(error)})`),
-        );
+    const run = async (): Promise<T> => {
+      const started = performance.now();
+      let outcome: Outcome<T>;
+      try {
+        const result = await work();
+        outcome = { result, rows: rowsOf(result), sqlstate: null };
+      } catch (error) {
+        outcome = { error, rows: null, sqlstate: sqlstateOf(error) };
       }
-    }
+      try {
+        await writeAudit(
+          deps.db,
+          auditEntry(call, outcome, performance.now() - started),
+        );
+      } catch (error) {
+        deps.log(
+          `audit: writing a ${call.action} row failed (${String(error)}); the call's answer is withheld`,
+        );
+        throw new ProtocolError(
+          'UNAVAILABLE',
+          'The audit record of this call could not be written, so its result is withheld.',
+          { cause: error },
+        );
+      } finally {
+        if (Date.now() - lastPrune > PRUNE_EVERY_MS) {
+          lastPrune = Date.now();
+          pruneAudit(deps.db, deps.auditRetentionSeconds).catch(
+            (error: unknown) =>
+              deps.log(`audit: pruning failed (${String(error)})`),
+          );
+        }
+      }
+      if ('error' in outcome) throw outcome.error;
+      return outcome.result;
+    };
+    return trackAuditedCall(deps.db, run());
   };
 }
+
+/** The audit row of a call that ended with `outcome` after `durationMs`. */
+function auditEntry(
+  call: AuditedCall,
+  outcome: Outcome<unknown>,
+  durationMs: number,
+): AuditEntry {
+  const subject = call.principal.claims['sub'];
+  return {
+    role: call.principal.role,
+    subject: typeof subject === 'string' ? subject : null,
+    action: call.action,
+    target: call.sql,
+    parameterCount: call.parameterCount,
+    rowCount: outcome.rows,
+    durationMs,
+    sqlstate: outcome.sqlstate,
+    detail:
+      'error' in outcome && outcome.error instanceof ProtocolError
+        ? { error: outcome.error.key }
+        : null,
+  };
+}
+
+interface AuditedCall {
+  readonly action: 'query' | 'explain';
+  readonly principal: Principal;
+  readonly sql: string;
+  readonly parameterCount: number;
+}
+
+type Outcome<T> =
+  | { result: T; rows: number | null; sqlstate: null }
+  | { error: unknown; rows: null; sqlstate: string | null };
 
 function sqlstateOf(error: unknown): string | null {
   if (error instanceof SqlStatementError) return error.sqlstate;

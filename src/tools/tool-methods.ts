@@ -115,7 +115,7 @@ export function createCallToolMethod(
         );
       // A JSON-RPC error, not a tool result: over HTTP it is the 403 step-up challenge (spec §15).
       scopes?.checkTool(ctx.principal, tool.name);
-      const parsed = tool.args.safeParse(params.arguments ?? {});
+      const parsed = tool.args.safeParse(withoutNulls(params.arguments ?? {}));
       if (!parsed.success)
         return { ...toolError(`Invalid arguments: ${issues(parsed.error)}.`) };
       try {
@@ -131,6 +131,17 @@ export function createCallToolMethod(
       }
     },
   });
+}
+
+/**
+ * The arguments with every top-level `null` left out: a client that sends `null` for an optional
+ * argument means "not given" (issue 32 point 6). A required argument sent as null is then missing,
+ * and refused as such.
+ */
+function withoutNulls(args: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(args).filter(([, value]) => value !== null),
+  );
 }
 
 /** The error's message, naming the URI it was about (resources/read puts it in `data`). */

@@ -94,6 +94,8 @@ export interface TestServerOptions {
   sensitive?: Config['sensitive'];
   /** The request sessions' statement timeout (default 10 s). */
   statementTimeoutMs?: number;
+  /** Query bounds (PGMCP_QUERY_*, PGMCP_AUDIT_TEXT_BYTES) over the defaults. */
+  query?: Partial<Config['query']>;
   /** Tool settings (config file "tools"); the defaults by default. */
   tools?: Partial<Config['tools']>;
   /** Tools and prompts added in code (the conformance fixtures: CONFORMANCE_FIXTURES). */
@@ -134,6 +136,9 @@ export async function startTestServer(
     statementTimeoutMs: options.statementTimeoutMs ?? 10_000,
     lockTimeoutMs: options.lockTimeoutMs,
     feedPoolSize: options.feedPoolSize,
+    ...(options.query?.auditTextBytes === undefined
+      ? {}
+      : { auditTextBytes: options.query.auditTextBytes }),
     onError: (message, error) => logger.error(message, error),
   });
   const source = await catalogSource(db, {
@@ -167,6 +172,16 @@ export async function startTestServer(
             explainAnalyze: false,
             searchLimit: 20,
             ...options.tools,
+          },
+    query:
+      options.query === undefined
+        ? undefined
+        : {
+            maxBytes: 24_576,
+            maxCost: 1e9,
+            tempFileLimitKb: 1_048_576,
+            auditTextBytes: 4096,
+            ...options.query,
           },
   });
   const feed =

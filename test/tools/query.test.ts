@@ -257,15 +257,20 @@ describe('query', () => {
   it('writes each of many calls that end together once, with its own fields, in batches', async () => {
     // Calls that end while an audit transaction runs go together in the next one, their columns
     // sent as arrays (db/audit-log.ts): each row must keep its own values.
+    // Several request connections: calls end together while the audit's one connection writes.
     const marker = `audit-batch-${Date.now()}`;
+    const wide = await startTestServer({
+      principal: { role: 'support', claims: { sub: 'query-test' } },
+      poolSize: 4,
+    });
     const calls = Array.from({ length: 24 }, (_, n) =>
-      query(support, {
+      query(wide, {
         sql: `select g from generate_series(1, $1::int) g where '${marker}' <> ''`,
         params: [n + 1],
         max_rows: 30,
       }),
     );
-    await Promise.all(calls);
+    await Promise.all(calls).finally(() => wide.close());
     const { rows } = await sql.query<{
       parameter_count: number;
       row_count: string;
@@ -422,7 +427,7 @@ describe('query on a connection several roles share', () => {
     expect(name).toMatch(/^pgmcp_tool_fetch_\d+$/);
     const result = await queryAs(
       'qt_beta',
-      `select * from pg_temp.${name ?? 'missing'}(1)`,
+      `select * from pg_temp.${name ?? 'missing'}(1, 1000)`,
     );
     expect(text(result)).toContain('ERROR 42501:');
   });
