@@ -18,6 +18,7 @@ export {
   tablesOfSql,
 } from './ad-hoc-sql.js';
 export { pruneAudit, writeAudit, type AuditEntry } from './audit-log.js';
+export { useConsentState } from './consent-states.js';
 export { changeConformancePrompts } from './conformance-prompts.js';
 export {
   SEARCH_CATALOG,
