@@ -1,4 +1,4 @@
--- Issue 32 points 7 and 9.
+-- Issue 32 points 7, 9 and 10.
 --
 -- 1. DDL on temporary objects is never a catalog change. The schema-change capture (0004, 0006)
 --    skipped objects in pg_temp schemas by their schema, but a policy is in no schema, so a policy
@@ -88,3 +88,42 @@ begin
     grant execute on function pgmcp.use_consent_state(bytea, timestamptz) to pgmcp_authenticator;
   end if;
 end $$;
+
+-- 3. A deleted row's key is shown only to roles that could have read the row (issue 32 point 10).
+--    The row is gone, so its row-level security cannot be asked: where row-level security applies
+--    to the role (row_security_active), a deletion is not shown at all, neither through the pull
+--    path (changes_since) nor to listeners; the role may select from the table is enough only
+--    where it does not.
+create or replace function pgmcp.change_visible(kind text, detail jsonb) returns boolean
+language plpgsql stable
+set search_path = pg_catalog
+as $$
+declare
+  schema_name text := detail->>'schema';
+  table_name text := detail->>'table';
+  relid regclass;
+begin
+  if schema_name is null then
+    return kind = 'schema';
+  end if;
+  relid := case when table_name is not null then pgmcp.find_relation(schema_name, table_name) end;
+  if kind = 'schema' then
+    if relid is not null then
+      return has_table_privilege(relid, 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')
+          or has_any_column_privilege(relid, 'SELECT, INSERT, UPDATE, REFERENCES');
+    end if;
+    return coalesce((select has_schema_privilege(oid, 'USAGE') from pg_namespace where nspname = schema_name), true);
+  end if;
+  if relid is null then
+    return false;
+  end if;
+  if kind = 'deleted' then
+    return has_table_privilege(relid, 'SELECT')
+       and has_schema_privilege((select relnamespace from pg_class where oid = relid), 'USAGE')
+       and not row_security_active(relid);
+  end if;
+  return exists (
+    select from pgmcp.collection_rows(schema_name, table_name, 'read',
+                                      array(select jsonb_array_elements_text(detail->'key')), 1));
+end;
+$$;
