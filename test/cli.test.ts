@@ -158,6 +158,8 @@ describe('pgmcp CLI', () => {
       aud: 'http://127.0.0.1:4000/mcp',
     });
     expect(Number(payload['exp']) - Number(payload['iat'])).toBe(300);
+    // A jti of its own (issue 32 point 9): a token without sub is still one caller.
+    expect(payload['jti']).toMatch(/^[0-9a-f-]{36}$/);
     expect(
       pgmcp(['token', '--role', 'none'], {
         PGMCP_JWT_SECRET: 'y'.repeat(40),

@@ -45,7 +45,9 @@ import {
   renderPrompt,
   promptChange,
   PROMPTS_RELATION,
+  DEFAULT_PROMPT_LIMITS,
   type PromptDependencies,
+  type PromptLimits,
 } from '../prompts/index.js';
 import {
   createConsentGate,
@@ -102,6 +104,8 @@ export interface AppOptions {
   readonly roleCacheMaxAgeMs?: number;
   /** How long a consent request's state stays good (PGMCP_CONSENT_MINUTES); default 10. */
   readonly consentMinutes?: number;
+  /** Bounds on prompts/get arguments (PGMCP_PROMPT_MAX_*); the defaults when absent. */
+  readonly promptLimits?: PromptLimits;
   /**
    * How long a 2025-11-25 request waits for the client's answer to elicitation/create or
    * sampling/createMessage; as long as the question's requestState is good (consentMinutes) when
@@ -471,6 +475,7 @@ function promptDependencies(
     read: (uri, ctx) => readContents(readDeps, uri, ctx.principal, ctx),
     consent: (ctx, target, input) =>
       readDeps.consent.check(ctx, 'prompts/get', target, input),
+    limits: options.promptLimits ?? DEFAULT_PROMPT_LIMITS,
   };
 }
 

@@ -97,6 +97,7 @@ export function appOptions(
     roleDecisions,
     roleCacheMaxAgeMs: config.auth.roleCacheMaxAgeSeconds * 1000,
     consentMinutes: config.consentMinutes,
+    promptLimits: config.promptLimits,
     tools: config.tools,
     scopes: config.scopes,
     toolLimits: {

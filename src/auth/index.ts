@@ -1,5 +1,9 @@
 // Public surface of auth/: the Principal every request carries, and bearer-token verification.
-export { LOGIN_PRINCIPAL, type Principal } from './principal.js';
+export {
+  LOGIN_PRINCIPAL,
+  principalIdentity,
+  type Principal,
+} from './principal.js';
 export {
   AuthenticationError,
   createTokenVerifier,

@@ -1,5 +1,6 @@
 // Bearer tokens → Principal: JWTs verified with jose, HS256 with a shared secret and/or RS/ES/EdDSA
 // keys from a company identity provider's JWKS. Pure: no database, no transport.
+import { createHash, randomUUID } from 'node:crypto';
 import {
   errors as joseErrors,
   jwtVerify,
@@ -142,7 +143,7 @@ export function createTokenVerifier(
       if (hit !== undefined) return hit;
       const generation = keySet?.generation;
       const { payload, viaJwks } = await checkSignature(token);
-      const principal = principalOf(payload, options.roleClaim);
+      const principal = principalOf(payload, options.roleClaim, token);
       // A key set that changed while this token was checked may not hold its key: not reused.
       if (
         key !== undefined &&
@@ -209,8 +210,15 @@ function bearerToken(
   return token;
 }
 
-/** Verified claims → Principal, frozen: a cached one is shared by every request with the token. */
-function principalOf(payload: JWTPayload, roleClaim: string): Principal {
+/**
+ * Verified claims → Principal, frozen: a cached one is shared by every request with the token. The
+ * token's digest identifies a caller whose token has no `sub` (principalIdentity).
+ */
+function principalOf(
+  payload: JWTPayload,
+  roleClaim: string,
+  token: string,
+): Principal {
   const role = payload[roleClaim];
   if (typeof role !== 'string' || !isAllowedRoleName(role)) {
     throw new AuthenticationError(
@@ -222,6 +230,7 @@ function principalOf(payload: JWTPayload, roleClaim: string): Principal {
     role,
     claims: Object.freeze(payload),
     scopes: Object.freeze(claimedScopes(payload)),
+    tokenDigest: createHash('sha256').update(token).digest('base64url'),
   });
 }
 
@@ -321,7 +330,12 @@ export async function mintToken(options: {
 }): Promise<string> {
   if (!isAllowedRoleName(options.role))
     throw new Error(`"${options.role}" is not a role name a token may carry`);
-  return new SignJWT({ ...options.claims, role: options.role })
+  // A jti of its own unless one is given: a token without `sub` is then one caller, not a role.
+  return new SignJWT({
+    jti: randomUUID(),
+    ...options.claims,
+    role: options.role,
+  })
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
     .setIssuedAt()
     .setIssuer(options.issuer)

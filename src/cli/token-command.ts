@@ -30,7 +30,8 @@ const HELP = `Usage: pgmcp token --role R [--ttl 1h] [--claim key=value]…
 
 Print a development token (HS256, signed with PGMCP_JWT_SECRET or, in the embedded default, the
 secret kept in .pgmcp/jwt-secret) for role R, with audience PGMCP_JWT_AUDIENCE (default
-http://HOST:PORT/mcp) and any extra claims, visible to SQL as current_setting('request.jwt.claims').
+http://HOST:PORT/mcp), a jti of its own (a --claim jti=… replaces it) and any extra claims, visible
+to SQL as current_setting('request.jwt.claims').
   --ttl D        lifetime: a number with s, m, h or d (default 1h)
   --claim k=v    an extra claim (repeatable)
 `;

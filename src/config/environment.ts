@@ -36,6 +36,11 @@ export function rawSettings(flags: ConfigFlags, env: Env) {
     maxBodyBytes: env['PGMCP_MAX_BODY_BYTES'] ?? String(1024 * 1024),
     maxDirectoryEntries: env['PGMCP_MAX_DIRECTORY_ENTRIES'] ?? '500',
     consentMinutes: env['PGMCP_CONSENT_MINUTES'] ?? '10',
+    promptLimits: {
+      maxArguments: env['PGMCP_PROMPT_MAX_ARGUMENTS'] ?? '32',
+      maxArgumentBytes: env['PGMCP_PROMPT_MAX_ARGUMENT_BYTES'] ?? '8192',
+      maxTables: env['PGMCP_PROMPT_MAX_TABLES'] ?? '20',
+    },
     cursorSecrets: csv(env['PGMCP_CURSOR_SECRETS']),
     allowedHosts: (
       csv(env['PGMCP_ALLOWED_HOSTS']) ?? ['localhost', '127.0.0.1', '[::1]']

@@ -45,6 +45,11 @@ export const SettingsSchema = z.object({
   maxBodyBytes: integer('PGMCP_MAX_BODY_BYTES', 1024, 64 * 1024 * 1024),
   maxDirectoryEntries: integer('PGMCP_MAX_DIRECTORY_ENTRIES', 1, 10_000),
   consentMinutes: integer('PGMCP_CONSENT_MINUTES', 1, 1440),
+  promptLimits: z.object({
+    maxArguments: integer('PGMCP_PROMPT_MAX_ARGUMENTS', 1, 1000),
+    maxArgumentBytes: integer('PGMCP_PROMPT_MAX_ARGUMENT_BYTES', 1, 1_048_576),
+    maxTables: integer('PGMCP_PROMPT_MAX_TABLES', 1, 1000),
+  }),
   cursorSecrets: z
     .array(
       z

@@ -15,9 +15,13 @@
 // setting the statement made.
 //
 // Each pooled connection makes a role's functions once, as temporary functions (pg_temp) owned by
-// the role, executable by it alone, and keeps them until the connection closes: making them per
-// call cost more than the rest of the call. A function checks that its owner still has the name it
-// was made for (a renamed role's functions are never used for a new role of the old name).
+// the role, and keeps them until the connection closes: making them per call cost more than the
+// rest of the call. A function checks that its owner still has the name it was made for (a renamed
+// role's functions are never used for a new role of the old name), and that the request calling it
+// runs as that role: another role's statement on the same connection cannot run it. The check is
+// in the body, not a REVOKE: GRANT and REVOKE name no object to an event trigger, so pgmcp's
+// schema-change capture would log each as a catalog change that every listener hears of (issue 32
+// point 7). Making them runs no other DDL, and the capture ignores objects in pg_temp.
 import type pg from 'pg';
 import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
@@ -97,15 +101,19 @@ const STALE_FUNCTION = 'PGM01';
  * The functions as `owner` makes them: FETCH rows of the cursor, each as its row_to_json text (one
  * expression per row: a subquery per row cost several times more; rowsOf splits the text into
  * values, keeping order and repeated names); EXPLAIN ANALYZE the prepared statement. Both refuse
- * to run when their owner is no longer named `owner`.
+ * to run when their owner is no longer named `owner`, and when the transaction calling them does
+ * not run as `owner` (the role setting, which a security-definer function leaves as the caller
+ * set it and cannot change, names the request's role).
  */
 function roleFunctionsSql(names: RoleFunctions, owner: string): string {
-  const guard = `if current_user <> ${owner} then raise exception 'pgmcp: this function''s owner was renamed' using errcode = '${STALE_FUNCTION}'; end if;`;
+  const guard = (name: string) =>
+    `if current_user <> ${owner} then raise exception 'pgmcp: this function''s owner was renamed' using errcode = '${STALE_FUNCTION}'; end if;
+  if current_setting('role') <> ${owner} then raise exception 'permission denied for function ${name.replace('pg_temp.', '')}' using errcode = '42501'; end if;`;
   return `create function ${names.fetch}(n integer, budget integer) returns setof text
 language plpgsql security definer as $f$
 declare c refcursor := 'pgmcp_tool_query'; r record; t text; used bigint := 0; cap integer;
 begin
-  ${guard}
+  ${guard(names.fetch)}
   for i in 1..n loop
     fetch c into r;
     exit when not found;
@@ -132,15 +140,13 @@ create function ${names.explain}(parameters text[]) returns json
 language plpgsql security definer as $f$
 declare plan json;
 begin
-  ${guard}
+  ${guard(names.explain)}
   -- The parameters become quoted literals here: nothing the caller passes is read as SQL.
   execute 'EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE pgmcp_tool_statement' || coalesce(
     '(' || (select string_agg(quote_nullable(value), ', ' order by n)
               from unnest(parameters) with ordinality as p(value, n)) || ')', '') into plan;
   return plan;
-end $f$;
-revoke all on function ${names.fetch}(integer, integer) from public;
-revoke all on function ${names.explain}(text[]) from public`;
+end $f$`;
 }
 
 /**
@@ -177,18 +183,6 @@ async function roleFunctions(
     await client.query(
       roleFunctionsSql(names, client.escapeLiteral(rows[0]?.owner ?? '')),
     );
-    // Default privileges (ALTER DEFAULT PRIVILEGES FOR ROLE … GRANT EXECUTE) may have granted them
-    // to others: only the role itself may run them.
-    const { rows: grantees } = await client.query<{ grantee: string }>(
-      `select distinct case a.grantee when 0 then 'public' else quote_ident(pg_get_userbyid(a.grantee)) end as grantee
-         from pg_proc p, aclexplode(p.proacl) a
-        where p.oid in (to_regprocedure($1), to_regprocedure($2)) and a.grantee <> p.proowner`,
-      [`${names.fetch}(integer, integer)`, `${names.explain}(text[])`],
-    );
-    for (const { grantee } of grantees)
-      await client.query(
-        `revoke all on function ${names.fetch}(integer, integer), ${names.explain}(text[]) from ${grantee}`,
-      );
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);

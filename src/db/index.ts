@@ -28,6 +28,7 @@ export {
   statementDeadline,
   type StatementLimits,
 } from './statement-limits.js';
+export { useConsentState } from './consent-states.js';
 export {
   SEARCH_CATALOG,
   SEARCH_COLLECTION_ROWS,

@@ -3,7 +3,7 @@
 // directly), so every replica on the database shares them.
 import { hash } from 'node:crypto';
 import { sql } from 'kysely';
-import type { Principal } from '../auth/index.js';
+import { principalIdentity, type Principal } from '../auth/index.js';
 import type { DatabaseHandle } from './pool.js';
 import { builder, prepare } from './prepared.js';
 import type { LeadingStatement } from '../leading-statement.js';
@@ -274,7 +274,8 @@ const ID_HASHES_KEPT = 10_000;
 
 /**
  * Keys are digests: the id's SHA-256 (a leaked table names no usable session) and the SHA-256 of
- * the role with the token's issuer and subject (a fresh token of the same caller keeps the session).
+ * the caller's identity (auth's principalIdentity: the role with the token's issuer and subject,
+ * so a fresh token of the same caller keeps the session; without a subject, the token's own).
  */
 export function createLegacySessionStore(
   db: DatabaseHandle,
@@ -293,15 +294,7 @@ export function createLegacySessionStore(
     }
     let principalHash = principalHashes.get(principal);
     if (principalHash === undefined) {
-      principalHash = hash(
-        'sha256',
-        JSON.stringify([
-          principal.role,
-          principal.claims['iss'] ?? null,
-          principal.claims['sub'] ?? null,
-        ]),
-        'buffer',
-      );
+      principalHash = hash('sha256', principalIdentity(principal), 'buffer');
       principalHashes.set(principal, principalHash);
     }
     return { idHash, principalHash };

@@ -5,7 +5,11 @@ import type { ChangeRow } from '../db/index.js';
 export { PROMPTS_COLLECTION, renderPrompt } from './prompt-list.js';
 export { createGetPromptMethod } from './prompt-get.js';
 export { completePromptArgument } from './prompt-completion.js';
-export { type PromptDependencies } from './prompt-dependencies.js';
+export {
+  DEFAULT_PROMPT_LIMITS,
+  type PromptDependencies,
+  type PromptLimits,
+} from './prompt-dependencies.js';
 
 /** The change log's `relation` for a stored prompt's change (migrations/0015). */
 export const PROMPTS_RELATION = 'pgmcp.prompts';

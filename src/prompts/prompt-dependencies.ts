@@ -25,7 +25,26 @@ export interface PromptDependencies {
    * granted, or the input_required result asking the person (issue 17).
    */
   readonly consent: ConsentCheck;
+  /** Bounds on what a prompts/get may ask for (issue 32 point 10). */
+  readonly limits: PromptLimits;
 }
+
+/** Bounds on prompts/get arguments; past one, the call is -32602 before anything is read. */
+export interface PromptLimits {
+  /** Most arguments one call carries (PGMCP_PROMPT_MAX_ARGUMENTS). */
+  readonly maxArguments: number;
+  /** Longest argument value, in UTF-8 bytes (PGMCP_PROMPT_MAX_ARGUMENT_BYTES). */
+  readonly maxArgumentBytes: number;
+  /** Most table names a `tables` list of pgmcp:links may name (PGMCP_PROMPT_MAX_TABLES). */
+  readonly maxTables: number;
+}
+
+/** The settings' defaults (docs/operations.md). */
+export const DEFAULT_PROMPT_LIMITS: PromptLimits = Object.freeze({
+  maxArguments: 32,
+  maxArgumentBytes: 8192,
+  maxTables: 20,
+});
 
 /** One stored argument (pgmcp.prompts.arguments; the migration's check keeps this shape). */
 export interface StoredArgument {

@@ -11,6 +11,7 @@ import {
 } from '../protocol/index.js';
 import type {
   PromptDependencies,
+  PromptLimits,
   StoredArgument,
 } from './prompt-dependencies.js';
 import {
@@ -76,12 +77,37 @@ function argumentValues(
   return values;
 }
 
+/**
+ * -32602 when the call carries more arguments, or a longer value, than the settings allow: checked
+ * before the prompt is looked up, so no bound is paid for in queries (issue 32 point 10).
+ */
+function checkArgumentBounds(
+  limits: PromptLimits,
+  given: Readonly<Record<string, string>>,
+): void {
+  const names = Object.keys(given);
+  if (names.length > limits.maxArguments)
+    throw new ProtocolError(
+      'INVALID_PARAMS',
+      `Invalid params: a prompt takes at most ${limits.maxArguments} arguments; ${names.length} were given.`,
+      { data: { maxArguments: limits.maxArguments } },
+    );
+  for (const name of names)
+    if (Buffer.byteLength(given[name] ?? '') > limits.maxArgumentBytes)
+      throw new ProtocolError(
+        'INVALID_PARAMS',
+        `Invalid params: the argument ${JSON.stringify(name.slice(0, 100))} is longer than ${limits.maxArgumentBytes} bytes.`,
+        { data: { maxArgumentBytes: limits.maxArgumentBytes } },
+      );
+}
+
 export function createGetPromptMethod(
   deps: PromptDependencies,
 ): MethodHandler<GetPromptParams> {
   return createMethod({
     params: GetPromptParamsSchema,
     async handle(params, ctx) {
+      checkArgumentBounds(deps.limits, params.arguments ?? {});
       const prompt = await findPrompt(deps, ctx, params.name);
       const values = argumentValues(prompt, params.arguments ?? {});
       let messages;

@@ -148,10 +148,7 @@ async function renderLinks(
       return link;
     });
   }
-  const named = (stringField(content, 'tables') ?? '')
-    .split(',')
-    .map((name) => name.trim())
-    .filter((name) => name !== '');
+  const named = namedTables(deps, stringField(content, 'tables') ?? '');
   const tables: VisibleTable[] = [];
   if (named.length > 0)
     for (const name of named) tables.push(await resolveTable(deps, ctx, name));
@@ -174,6 +171,24 @@ async function renderLinks(
     if (table.comment !== null) link['description'] = table.comment;
     return link;
   });
+}
+
+/**
+ * The names of a comma-separated `tables` list. Each is a catalog lookup: a list longer than the
+ * bound is -32602 before any runs (issue 32 point 10).
+ */
+function namedTables(deps: PromptDependencies, list: string): string[] {
+  const named = list
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name) => name !== '');
+  if (named.length > deps.limits.maxTables)
+    throw new ProtocolError(
+      'INVALID_PARAMS',
+      `Invalid params: a prompt links at most ${deps.limits.maxTables} tables; ${named.length} were named.`,
+      { data: { maxTables: deps.limits.maxTables } },
+    );
+  return named;
 }
 
 /** A prompt embeds a sensitive resource: prompts/get asks the person before rendering it. */
@@ -201,8 +216,10 @@ async function renderEmbed(
       'a stored prompt has a pgmcp:embed content without uri or table',
     );
   const read = await deps.read(uri, ctx);
-  if (read.sensitive && !consented) throw new ConsentNeeded(uri);
   const [first] = read.contents;
+  // Not found before sensitive: a sensitive resource the caller may not read (a row of a table
+  // marked sensitive that its role cannot see) is answered exactly like a missing one, without
+  // asking anyone's consent first (issue 32 point 10).
   if (first === undefined)
     throw new ProtocolError(
       'INVALID_PARAMS',
@@ -211,5 +228,6 @@ async function renderEmbed(
         data: { uri },
       },
     );
+  if (read.sensitive && !consented) throw new ConsentNeeded(uri);
   return { type: 'resource', resource: JSON.parse(first) as unknown };
 }

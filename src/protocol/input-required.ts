@@ -2,8 +2,13 @@
 // client's help answers `resultType: "input_required"` with input requests (elicitation, sampling,
 // roots) and a signed requestState; the retry carries the answers. Every such flow in pgmcp (a
 // person's consent, the conformance fixtures) is built from what this file offers.
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import type { Principal } from '../auth/index.js';
+import {
+  createHash,
+  createHmac,
+  randomBytes,
+  timingSafeEqual,
+} from 'node:crypto';
+import { principalIdentity, type Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
 import type { RequestMeta } from './wire.js';
 
@@ -194,6 +199,8 @@ export class RequestStateCodec {
         p: principalDigest(principal),
         r: requestDigest(request.method, request.target),
         e: this.options.now() + this.options.expiryMs,
+        // Every state is unique, so one answered can be told from any other (used once).
+        n: randomBytes(12).toString('base64url'),
         ...(data === undefined ? {} : { d: data }),
       }),
     ).toString('base64url');
@@ -245,16 +252,10 @@ function invalidState(problem: string): never {
   );
 }
 
-/** Who: the role and the token's issuer and subject (one person's state is useless to another). */
+/** Who (auth's principalIdentity): one caller's state is useless to another. */
 export function principalDigest(principal: Principal): string {
   return createHash('sha256')
-    .update(
-      JSON.stringify([
-        principal.role,
-        principal.claims['iss'] ?? null,
-        principal.claims['sub'] ?? null,
-      ]),
-    )
+    .update(principalIdentity(principal))
     .digest('base64url');
 }
 

@@ -348,8 +348,35 @@ function negotiate(
       name: clientInfo['name'].slice(0, 200),
       version: clientInfo['version'].slice(0, 200),
     },
-    capabilities: capabilities as Record<string, unknown>,
+    capabilities: keptCapabilities(capabilities as Record<string, unknown>),
   };
+}
+
+/**
+ * The client capabilities a session keeps: only those pgmcp reads (elicitation and its modes,
+ * sampling, roots), each reduced to what it reads, so an initialize cannot make the server (and
+ * pgmcp.legacy_sessions) hold a capabilities object of any size (issue 32 point 10). An
+ * elicitation that names only modes pgmcp does not know keeps one such name, so it still does
+ * not count as form.
+ */
+function keptCapabilities(
+  declared: Record<string, unknown>,
+): Record<string, unknown> {
+  const kept: Record<string, unknown> = {};
+  for (const name of ['elicitation', 'sampling', 'roots']) {
+    const value = declared[name];
+    if (typeof value !== 'object' || value === null) continue;
+    const given = Object.keys(value);
+    const modes: Record<string, object> = {};
+    if (name === 'elicitation') {
+      for (const mode of given)
+        if (mode === 'form' || mode === 'url') modes[mode] = {};
+      if (given.length > 0 && Object.keys(modes).length === 0)
+        modes['other'] = {};
+    }
+    kept[name] = modes;
+  }
+  return kept;
 }
 
 /**

@@ -3,7 +3,12 @@
 // the answer and that state reads the data. Every step is written to pgmcp.audit. Consents given
 // are remembered, per caller and URI until they expire, for listen streams (hasConsent).
 import type { Principal } from '../auth/index.js';
-import { writeAudit, type DatabaseHandle } from '../db/index.js';
+import { createHash } from 'node:crypto';
+import {
+  useConsentState,
+  writeAudit,
+  type DatabaseHandle,
+} from '../db/index.js';
 import { ProtocolError } from '../errors.js';
 import {
   collectAnswers,
@@ -105,15 +110,13 @@ export function createConsentGate(options: ConsentOptions): ConsentGate {
           result: inputRequired(question, params.requestState),
         };
       }
-      if (answer.action !== 'accept') {
+      const reason = answer.action === 'accept' ? reasonOf(answer) : undefined;
+      await answerOnce(options.db, params.requestState, now() + expiryMs);
+      if (reason === undefined) {
         await audit(principal, 'consent-declined', target);
-        throw new ProtocolError(
-          'CONSENT_DECLINED',
-          'Consent declined: the sensitive resource was not read.',
-          { data: { uri: target } },
-        );
+        throw declined(target);
       }
-      await audit(principal, 'consent-given', target, reasonOf(answer));
+      await audit(principal, 'consent-given', target, reason);
       given.remember(principal, target, now() + expiryMs);
       return { granted: true };
     },
@@ -145,6 +148,33 @@ class ConsentLedger {
     const until = this.#until.get(`${principalDigest(principal)} ${uri}`);
     return until !== undefined && until > this.now();
   }
+}
+
+/** CONSENT_DECLINED for `target`. */
+function declined(target: string): ProtocolError {
+  return new ProtocolError(
+    'CONSENT_DECLINED',
+    'Consent declined: the sensitive resource was not read.',
+    { data: { uri: target } },
+  );
+}
+
+/**
+ * A requestState's answer is used once, on any replica (issue 32 point 9): the state's digest is
+ * recorded in the database until `until` (past the state's own expiry), and a replay is -32602.
+ * Called after the answer is checked, so a malformed reason does not use the state up.
+ */
+async function answerOnce(
+  db: DatabaseHandle,
+  requestState: string,
+  until: number,
+): Promise<void> {
+  const digest = createHash('sha256').update(requestState).digest();
+  if (!(await useConsentState(db, digest, new Date(until))))
+    throw new ProtocolError(
+      'INVALID_INPUT_RESPONSE',
+      'Invalid params: requestState is not valid: it was answered already; send the request again to be asked again.',
+    );
 }
 
 /** The form: one required free-text reason (kept in the audit trail). */

@@ -3,7 +3,7 @@
 // for notifications, DELETE to end it. Knows no MCP method beyond initialize and cancelled.
 import { randomBytes } from 'node:crypto';
 import type http from 'node:http';
-import type { Principal } from '../auth/index.js';
+import { principalIdentity, type Principal } from '../auth/index.js';
 import { ProtocolError, type ErrorKey } from '../errors.js';
 import {
   CancelledParamsSchema,
@@ -598,13 +598,9 @@ function checksInRequest(
   );
 }
 
-/** The same caller: role, and the token's issuer and subject. */
+/** The same caller (auth's principalIdentity). */
 function samePrincipal(a: Principal, b: Principal): boolean {
-  return (
-    a.role === b.role &&
-    a.claims['iss'] === b.claims['iss'] &&
-    a.claims['sub'] === b.claims['sub']
-  );
+  return a === b || principalIdentity(a) === principalIdentity(b);
 }
 
 function held(session: LegacySession): Held {
