@@ -68,6 +68,8 @@ import {
   createFetchTool,
   createQueryTool,
   createSearchTool,
+  createSqlGuard,
+  SQL_GUARD_DEFAULTS,
   createListToolsMethod,
   INPUT_FIXTURE_PROMPT,
   inputFixturePrompt,
@@ -328,6 +330,17 @@ function serverTools(
     schemas: settings.schemas,
     auditRetentionSeconds: options.live.auditRetentionSeconds,
     log: (line: string) => options.logger.warn(line),
+    guard: createSqlGuard({
+      db: options.db,
+      cacheMs: settings.guardCacheMs ?? SQL_GUARD_DEFAULTS.cacheMs,
+      maxFunctions:
+        settings.guardMaxFunctions ?? SQL_GUARD_DEFAULTS.maxFunctions,
+      // The settings pgmcp sets per request (db/ad-hoc-sql.ts): the role is refused anyway.
+      perRequestSettings: [
+        'request.jwt.claims',
+        ...(settings.schemas === null ? [] : ['search_path']),
+      ],
+    }),
     // query runs in the main database: the tables marked sensitive there ask for consent.
     consent: {
       tables: (main?.sensitive ?? []).filter(

@@ -89,6 +89,8 @@ const ConfigFileSchema = z
         explainAnalyze: z.boolean().optional(),
         searchLimit: z.number().int().min(1).max(100).optional(),
         conformanceFixtures: z.boolean().optional(),
+        guardCacheMs: z.number().int().min(0).max(60_000).optional(),
+        guardMaxFunctions: z.number().int().min(1).max(10_000).optional(),
       })
       .strict()
       .optional(),
@@ -148,6 +150,10 @@ export interface FileTools {
   readonly searchLimit: number;
   /** Serve the official conformance suite's fixture tools (the conformance seed only). */
   readonly conformanceFixtures: boolean;
+  /** How long the statement guard reuses a resolution of the same names (default 2000 ms). */
+  readonly guardCacheMs?: number | undefined;
+  /** Most functions the guard inspects for one statement before refusing it (default 200). */
+  readonly guardMaxFunctions?: number | undefined;
 }
 
 /** What the config file says, checked against the databases given: defaults when there is none. */
@@ -184,6 +190,8 @@ export function loadConfigFile(
       explainAnalyze: file.tools?.explainAnalyze ?? false,
       searchLimit: file.tools?.searchLimit ?? 20,
       conformanceFixtures: file.tools?.conformanceFixtures ?? false,
+      guardCacheMs: file.tools?.guardCacheMs,
+      guardMaxFunctions: file.tools?.guardMaxFunctions,
     },
   };
 }

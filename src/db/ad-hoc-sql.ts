@@ -257,6 +257,7 @@ export async function runReadOnlySql(
       `select ${functions.fetch}($1) as row`,
       [options.maxRows + 1],
     );
+    await verifySettings(session);
     return rowsOf(
       client,
       described.fields,
@@ -282,7 +283,7 @@ async function fetchInOneRoundTrip(
     { name: 'pgmcp_tool_begin', text: 'BEGIN READ ONLY', values: [] },
     {
       name: 'pgmcp_tool_identity',
-      text: "select set_config('role', coalesce($1, current_user), true), set_config('request.jwt.claims', $2, true)",
+      text: "select set_config('role', coalesce($1, current_user), true) as role, set_config('request.jwt.claims', $2, true) as claims",
       values: [principal.role, claimsJson(principal)],
     },
     // From the caller's statement on, everything is the unnamed statement, parsed as it is sent:
@@ -295,6 +296,7 @@ async function fetchInOneRoundTrip(
       text: `select ${functions.fetch}($1) as row`,
       values: [options.maxRows + 1],
     },
+    { name: '', text: SETTINGS_NOW, values: [] },
     { name: '', text: 'ROLLBACK', values: [] },
     {
       name: '',
@@ -315,7 +317,11 @@ async function fetchInOneRoundTrip(
   // Counted after this pipeline's own statements were parsed, which pg's table now records.
   session.tamperedWith = tampered(
     client,
-    (results[6] ?? [])[0] as PreparedCounts | undefined,
+    (results[7] ?? [])[0] as PreparedCounts | undefined,
+  );
+  checkSettings(
+    (results[1] ?? [])[0] as RequestSettings | undefined,
+    (results[5] ?? [])[0] as RequestSettings | undefined,
   );
   const fetched = (results[4] ?? []) as { row: string }[];
   return rowsOf(
@@ -364,9 +370,12 @@ export async function explainSql(
     const text = await client.query<{ 'QUERY PLAN': string }>(
       single(`EXPLAIN (FORMAT TEXT) ${options.sql}`, [...options.params]),
     );
+    // Planning may evaluate functions (constant folding): the settings must still be pgmcp's.
+    await verifySettings(session);
     const plan = options.analyze
       ? await explainAnalyzed(session, options)
       : await explainJson(session, options);
+    await verifySettings(session);
     return {
       plan,
       text: text.rows.map((row) => row['QUERY PLAN']).join('\n'),
@@ -458,6 +467,56 @@ interface ToolSession {
   prefixLength: number;
   /** Why the connection cannot go back to the pool, found after the call ended. */
   tamperedWith?: Error;
+  /** The per-request settings as pgmcp set them (beginReadOnly). */
+  settings?: RequestSettings;
+}
+
+/** The settings pgmcp sets per request, as set_config returned them (search_path when set). */
+interface RequestSettings {
+  readonly role: string;
+  readonly claims: string | null;
+  readonly search_path?: string | null;
+  /** current_user (SETTINGS_NOW only). */
+  readonly user?: string;
+}
+
+/** The per-request settings now, and current_user: compared with what pgmcp set (checkSettings). */
+const SETTINGS_NOW = `select current_setting('role') as role, current_user::text as user,
+       current_setting('request.jwt.claims', true) as claims,
+       current_setting('search_path') as search_path`;
+
+/**
+ * Belt and braces behind the statement guard (tools/sql-guard, issue 32 point 1): after the
+ * caller's statement ran or was planned, the role, current_user, the claims and (when pgmcp set it)
+ * the search path must still be what pgmcp set, else its output is discarded and the call refused.
+ */
+function checkSettings(
+  set: RequestSettings | undefined,
+  now: RequestSettings | undefined,
+): void {
+  const changed =
+    set === undefined || now === undefined
+      ? ['the settings']
+      : [
+          ...(now.role === set.role && now.user === set.role ? [] : ['role']),
+          ...(now.claims === set.claims ? [] : ['request.jwt.claims']),
+          ...(set.search_path === undefined ||
+          now.search_path === set.search_path
+            ? []
+            : ['search_path']),
+        ];
+  if (changed.length > 0)
+    throw new SqlStatementError(
+      '42501',
+      `pgmcp refuses this statement: it changed ${changed.join(', ')}, which pgmcp sets per request; its output was discarded`,
+      undefined,
+    );
+}
+
+/** checkSettings on the session's connection (the paths that are not one round trip). */
+async function verifySettings(session: ToolSession): Promise<void> {
+  const { rows } = await session.client.query<RequestSettings>(SETTINGS_NOW);
+  checkSettings(session.settings, rows[0]);
 }
 
 /**
@@ -471,12 +530,13 @@ async function beginReadOnly(
 ): Promise<void> {
   const { client } = session;
   const literal = (value: string) => client.escapeLiteral(value);
-  await client.query(
+  const results = (await client.query(
     [
       'BEGIN READ ONLY',
-      `select set_config('role', ${principal.role === null ? 'current_user' : literal(principal.role)}, true), set_config('request.jwt.claims', ${literal(claimsJson(principal))}, true)${options.schemas === null ? '' : `, set_config('search_path', ${literal(searchPath(options.schemas))}, true)`}`,
+      `select set_config('role', ${principal.role === null ? 'current_user' : literal(principal.role)}, true) as role, set_config('request.jwt.claims', ${literal(claimsJson(principal))}, true) as claims${options.schemas === null ? '' : `, set_config('search_path', ${literal(searchPath(options.schemas))}, true) as search_path`}`,
     ].join(';\n'),
-  );
+  )) as unknown as pg.QueryResult<RequestSettings>[];
+  session.settings = results[1]?.rows[0];
   await checkSchemas(session, options);
 }
 

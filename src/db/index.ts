@@ -17,6 +17,15 @@ export {
   type SqlRows,
   tablesOfSql,
 } from './ad-hoc-sql.js';
+export {
+  missingSensitiveEntries,
+  resolveGuardNames,
+  type GuardCatalog,
+  type GuardLookup,
+  type QualifiedName,
+  type ReachedFunction,
+  type SensitiveEntry,
+} from './sql-guard-statements.js';
 export { pruneAudit, writeAudit, type AuditEntry } from './audit-log.js';
 export { changeConformancePrompts } from './conformance-prompts.js';
 export {

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { explainSql, SqlStatementError } from '../db/index.js';
 import { asText, SqlParamsSchema, sqlError } from './query-tool.js';
 import { createAuditedRunner, type SqlToolDependencies } from './sql-audit.js';
+import { askSqlConsent } from './sql-consent.js';
 import { defineTool, textResult, type Tool } from './tool.js';
 
 const EXPLAIN_OUTPUT_SCHEMA = {
@@ -48,12 +49,21 @@ export function createExplainTool(
       'Show how PostgreSQL would run one SQL statement (its plan, as JSON and text) without running it.',
     args,
     outputSchema: EXPLAIN_OUTPUT_SCHEMA,
-    async call(parsed, ctx) {
+    async call(parsed, ctx, input) {
       const { sql, params = [] } = parsed;
       const analyze =
         deps.analyzeAllowed &&
         (parsed as { analyze?: boolean }).analyze === true;
       try {
+        // As query: the guard first, then consent (a plan can print constants a function read).
+        const verdict = await deps.guard.inspect(sql);
+        const asked = await askSqlConsent(deps, ctx, input, {
+          action: 'explain',
+          sql,
+          params: params.map(asText),
+          verdict,
+        });
+        if (asked !== undefined) return asked;
         const result = await audited(
           {
             action: 'explain',

@@ -4,22 +4,11 @@ import { z } from 'zod';
 import {
   runReadOnlySql,
   SqlStatementError,
-  tablesOfSql,
   type SqlRows,
 } from '../db/index.js';
-import type { InputParams, RequestContext } from '../protocol/index.js';
-import {
-  createAuditedRunner,
-  type SqlConsent,
-  type SqlToolDependencies,
-} from './sql-audit.js';
-import {
-  defineTool,
-  textResult,
-  toolError,
-  type InputRequiredResult,
-  type Tool,
-} from './tool.js';
+import { createAuditedRunner, type SqlToolDependencies } from './sql-audit.js';
+import { askSqlConsent } from './sql-consent.js';
+import { defineTool, textResult, toolError, type Tool } from './tool.js';
 
 export const QUERY_DEFAULT_ROWS = 500;
 export const QUERY_MAX_ROWS = 10_000;
@@ -87,9 +76,13 @@ export function createQueryTool(deps: SqlToolDependencies): Tool {
       const params = args.params ?? [];
       const maxRows = args.max_rows ?? QUERY_DEFAULT_ROWS;
       try {
-        const asked = await askConsent(deps, ctx, input, {
+        // The guard refuses what pgmcp cannot vouch for (SqlStatementError), before anything runs.
+        const verdict = await deps.guard.inspect(args.sql);
+        const asked = await askSqlConsent(deps, ctx, input, {
+          action: 'query',
           sql: args.sql,
           params: params.map(asText),
+          verdict,
         });
         if (asked !== undefined) return asked;
         const result = await audited(
@@ -121,45 +114,6 @@ export function createQueryTool(deps: SqlToolDependencies): Tool {
       }
     },
   });
-}
-
-/**
- * The consent question (input_required) when the statement reads a table the config file marks
- * sensitive and the person has not yet answered, else undefined (read on). A table with a sensitive
- * column counts whole: the plan says which tables a statement reads, not reliably which columns.
- * The statement and its parameters are what the state is bound to and what the audit records.
- */
-async function askConsent(
-  deps: SqlToolDependencies,
-  ctx: RequestContext,
-  input: InputParams,
-  statement: { sql: string; params: (string | null)[] },
-): Promise<InputRequiredResult | undefined> {
-  const consent: SqlConsent | undefined = deps.consent;
-  if (consent === undefined || consent.tables.length === 0) return undefined;
-  let read;
-  try {
-    read = await tablesOfSql(deps.db, ctx.principal, {
-      ...statement,
-      schemas: deps.schemas,
-      cancellation: ctx,
-    });
-  } catch (error) {
-    // A statement PostgreSQL cannot plan fails the same way when run: run it, so the call is
-    // audited like any other, and it reads nothing.
-    if (error instanceof SqlStatementError) return undefined;
-    throw error;
-  }
-  const sensitive = read.some((table) =>
-    consent.tables.some(
-      (marked) =>
-        marked.schema === table.schema && marked.table === table.table,
-    ),
-  );
-  if (!sensitive) return undefined;
-  const target = `query: ${statement.sql}${statement.params.length === 0 ? '' : ` -- params ${JSON.stringify(statement.params)}`}`;
-  const outcome = await consent.check(ctx, target, input);
-  return outcome.granted ? undefined : outcome.result;
 }
 
 /** A PostgreSQL error as the tool's error result: SQLSTATE and message, as psql shows them. */

@@ -9,6 +9,7 @@ import {
 } from '../db/index.js';
 import { ProtocolError } from '../errors.js';
 import type { ConsentCheck } from '../protocol/index.js';
+import type { SqlGuard } from './sql-guard/index.js';
 
 /** What query and explain share: the database, which schemas they may read, the audit's settings. */
 export interface SqlToolDependencies {
@@ -23,6 +24,8 @@ export interface SqlToolDependencies {
    * statement reading one must pass (issue 17); absent or empty: no statement asks.
    */
   readonly consent?: SqlConsent;
+  /** The statement guard (sql-guard/): what a statement reaches, refused before anything runs. */
+  readonly guard: SqlGuard;
 }
 
 /** What query needs of the consent gate: the sensitive tables and the check (resources/ consent.ts). */
