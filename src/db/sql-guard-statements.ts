@@ -14,7 +14,8 @@ export interface GuardLookup {
   readonly functions: readonly QualifiedName[];
   readonly relations: readonly QualifiedName[];
   readonly types: readonly QualifiedName[];
-  /** Also every user-defined cast, operator and operator-class function (the first round). */
+  readonly operators: readonly QualifiedName[];
+  /** Also every user-defined implicit or assignment cast's function (the first round). */
   readonly userDefined: boolean;
 }
 
@@ -44,11 +45,13 @@ export interface GuardCatalog {
  * Everything the names can reach through the catalog: the functions of that name (qualified: in
  * that schema, pg_temp meaning any session's; unqualified: in any schema, an over-approximation
  * of the search path), the
- * relations and types of that name, then, following pg_depend, what views' rules, row-level
- * policies, domain constraints, aggregates and BEGIN ATOMIC bodies use, and the children of reached
- * tables (inheritance, partitions). With `userDefined`, the functions of every user-defined cast,
- * operator and operator class are reached too: PostgreSQL may call them without the statement
- * naming them (implicit casts, ORDER BY, DISTINCT, joins).
+ * relations, types and user-defined operators of that name, then, following pg_depend, what
+ * views' rules, row-level policies, aggregates, operators and BEGIN ATOMIC bodies use, the
+ * constraints, casts and operators of reached user-defined types (a table's column types among
+ * them: ORDER BY, DISTINCT and joins call their operators unnamed), and the children of reached
+ * tables (inheritance, partitions). With `userDefined`, the function of every user-defined
+ * implicit or assignment cast is reached too: PostgreSQL may apply one without any name of it in
+ * the statement.
  */
 const RESOLVE = `with recursive
 seed(classid, objid) as (
@@ -69,14 +72,13 @@ seed(classid, objid) as (
     join pg_type t on t.typname = y.name
     join pg_namespace n on n.oid = t.typnamespace and (y.s = '' or n.nspname = y.s)
   union
-  select 'pg_proc'::regclass::oid, o.oprcode::oid from pg_operator o
-   where $7 and o.oid >= 16384 and o.oprcode <> 0
+  select 'pg_operator'::regclass::oid, o.oid
+    from unnest($7::text[], $8::text[]) as x(s, name)
+    join pg_operator o on o.oprname = x.name and o.oid >= 16384
+    join pg_namespace n on n.oid = o.oprnamespace and (x.s = '' or n.nspname = x.s)
   union
   select 'pg_proc'::regclass::oid, c.castfunc from pg_cast c
-   where $7 and c.oid >= 16384 and c.castfunc <> 0
-  union
-  select 'pg_proc'::regclass::oid, a.amproc::oid from pg_amproc a
-   where $7 and a.oid >= 16384
+   where $9 and c.oid >= 16384 and c.castfunc <> 0 and c.castcontext <> 'e'
 ),
 reach(classid, objid) as (
   select classid, objid from seed
@@ -91,7 +93,8 @@ reach(classid, objid) as (
       select d.classid, d.objid from pg_depend d
        where d.refclassid = r.classid and d.refobjid = r.objid
          and ((r.classid = 'pg_class'::regclass and d.classid in ('pg_rewrite'::regclass, 'pg_policy'::regclass))
-           or (r.classid = 'pg_type'::regclass and d.classid = 'pg_constraint'::regclass))
+           or (r.classid = 'pg_type'::regclass
+               and d.classid in ('pg_constraint'::regclass, 'pg_cast'::regclass, 'pg_operator'::regclass)))
       union all
       select 'pg_class'::regclass::oid, i.inhrelid from pg_inherits i
        where r.classid = 'pg_class'::regclass and i.inhparent = r.objid
@@ -131,6 +134,7 @@ export async function resolveGuardNames(
       ...columns(lookup.functions),
       ...columns(lookup.relations),
       ...columns(lookup.types),
+      ...columns(lookup.operators),
       lookup.userDefined,
     ],
   });

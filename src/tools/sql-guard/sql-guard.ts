@@ -72,6 +72,7 @@ export function createSqlGuard(options: SqlGuardOptions): SqlGuard {
         names.functions,
         names.relations,
         names.types,
+        names.operators,
       ]);
       const cached = cache.get(key);
       if (cached !== undefined && Date.now() - cached.at < options.cacheMs)
@@ -111,7 +112,10 @@ const nameKey = (name: QualifiedName) => `${name.schema}.${name.name}`;
 
 /** What resolve gathers across its rounds. */
 interface Reach {
-  readonly asked: Record<'functions' | 'relations' | 'types', Set<string>>;
+  readonly asked: Record<
+    'functions' | 'relations' | 'types' | 'operators',
+    Set<string>
+  >;
   readonly functions: Map<number, ReachedFunction>;
   readonly relations: Map<string, QualifiedName>;
   sensitiveResources: boolean;
@@ -136,7 +140,12 @@ async function resolve(
   statement: UsedNames,
 ): Promise<GuardVerdict> {
   const reach: Reach = {
-    asked: { functions: new Set(), relations: new Set(), types: new Set() },
+    asked: {
+      functions: new Set(),
+      relations: new Set(),
+      types: new Set(),
+      operators: new Set(),
+    },
     functions: new Map(),
     relations: new Map(),
     sensitiveResources: false,
@@ -148,16 +157,26 @@ async function resolve(
       functions: fresh(pending.functions, reach.asked.functions),
       relations: fresh(pending.relations, reach.asked.relations),
       types: fresh(pending.types, reach.asked.types),
+      operators: fresh(pending.operators, reach.asked.operators),
       userDefined: round === 0,
     };
     const empty =
-      lookup.functions.length + lookup.relations.length + lookup.types.length;
+      lookup.functions.length +
+      lookup.relations.length +
+      lookup.types.length +
+      lookup.operators.length;
     if (round > 0 && empty === 0) break;
     const found: GuardCatalog = await resolveGuardNames(options.db, lookup);
     reach.sensitiveResources ||= found.sensitiveResources;
     for (const relation of found.relations)
       reach.relations.set(nameKey(relation), relation);
-    pending = { functions: [], relations: [], types: [], dynamic: false };
+    pending = {
+      functions: [],
+      relations: [],
+      types: [],
+      operators: [],
+      dynamic: false,
+    };
     for (const fn of found.functions)
       inspectFunction(options, reach, fn, pending);
   }
@@ -206,6 +225,7 @@ function inspectFunction(
     );
   next.functions.push(...body.functions);
   next.types.push(...body.types);
+  next.operators.push(...body.operators);
 }
 
 function bodyOf(fn: ReachedFunction): UsedNames {

@@ -13,6 +13,7 @@ export interface UsedNames {
   readonly functions: WrittenName[];
   readonly relations: WrittenName[];
   readonly types: WrittenName[];
+  readonly operators: WrittenName[];
   /** The text runs SQL built at run time (PL/pgSQL EXECUTE, SQL EXECUTE of a prepared statement). */
   dynamic: boolean;
 }
@@ -29,7 +30,13 @@ export function loadParser(): Promise<void> {
 }
 
 function emptyNames(): UsedNames {
-  return { functions: [], relations: [], types: [], dynamic: false };
+  return {
+    functions: [],
+    relations: [],
+    types: [],
+    operators: [],
+    dynamic: false,
+  };
 }
 
 /**
@@ -109,6 +116,9 @@ function walk(node: unknown, names: UsedNames): void {
       case 'typeName':
         add(names.types, strings(fields['names']));
         break;
+      case 'A_Expr':
+        add(names.operators, strings(fields['name']));
+        break;
       case 'ColumnRef':
         // x.f is f(x) when x is a row (functional notation).
         addLast(names.functions, strings(fields['fields']));
@@ -170,6 +180,8 @@ function scannedNames(source: string): UsedNames {
     );
   }
   tokens.forEach((token, index) => {
+    if (/^[~!@#^&|`?+\-*/%<>=]+$/.test(token.text))
+      names.operators.push({ schema: '', name: token.text });
     const name = nameOf(token);
     if (name === undefined) return;
     if (name === 'execute') names.dynamic = true;
