@@ -457,15 +457,13 @@ describe('catalog resources', () => {
   });
 
   it('list to each demo role exactly the schemas and relations seeds/demo grants it', async () => {
-    // seeds/demo/50_company_grants.sql and 80_claims_policy.sql, plus schema public (PUBLIC holds
-    // USAGE on it by default) and this file's "Odd Schema" table granted to engineering; C order.
+    // seeds/demo/50_company_grants.sql, plus schema public (PUBLIC holds USAGE on it by default)
+    // and this file's "Odd Schema" table granted to engineering; C order.
     const uri = (schema: string, relation?: string) =>
       catalogUri(database, schema, relation);
     const expected: Record<string, string[]> = {
       support: [
         uri('public'),
-        uri('secclaims'),
-        uri('secclaims', 'docs'),
         uri('shop'),
         uri('shop', 'customers'),
         uri('shop', 'order_items'),

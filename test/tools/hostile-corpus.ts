@@ -42,9 +42,9 @@ export const CLAIMS_FIXTURES = `
   create function hostile_probe.count_docs() returns bigint language plpgsql as $$
     begin return (select count(*) from secclaims.docs); end $$;
   create view hostile_probe.plain_view as select 1 as one, lower('ABC') as word;
-  grant usage on schema hostile_probe to support;
-  grant execute on all functions in schema hostile_probe to support;
-  grant select on all tables in schema hostile_probe to support;
+  grant usage on schema hostile_probe to claims_reader;
+  grant execute on all functions in schema hostile_probe to claims_reader;
+  grant select on all tables in schema hostile_probe to claims_reader;
 `;
 
 /** [class, statement]: each must be refused (isError, "pgmcp refuses") and never show bob's row. */
@@ -174,7 +174,7 @@ export const UNGATEABLE: readonly (readonly [string, string])[] = [
   ['lo_get', 'select lo_get(1)'],
 ];
 
-/** [class, statement, expected rows]: what the guard must keep allowing, as support (sub alice). */
+/** [class, statement, expected rows]: what the guard must keep allowing, as claims_reader (sub alice). */
 export const HARMLESS: readonly (readonly [string, string, string[][]])[] = [
   [
     'the policy reads the true claims',

@@ -36,7 +36,7 @@ beforeAll(async () => {
   await sql.connect();
   await sql.query(CLAIMS_FIXTURES);
   alice = await startTestServer({
-    principal: { role: 'support', claims: { sub: 'alice' } },
+    principal: { role: 'claims_reader', claims: { sub: 'alice' } },
     poolSize: 1,
   });
   const payrollUrl = await createPayrollDatabase(
@@ -82,7 +82,7 @@ function text(result: Record<string, unknown>): string {
   return (result['content'] as { text: string }[] | undefined)?.[0]?.text ?? '';
 }
 
-/** The next statement still runs as support with alice's claims on the same connection. */
+/** The next statement still runs as claims_reader with alice's claims on the same connection. */
 async function expectAliceStill(): Promise<void> {
   const result = await tool(
     alice,
@@ -90,7 +90,7 @@ async function expectAliceStill(): Promise<void> {
     "select current_user::text as u, current_setting('request.jwt.claims', true)::json->>'sub' as sub",
   );
   expect(result['structuredContent']).toMatchObject({
-    rows: [['support', 'alice']],
+    rows: [['claims_reader', 'alice']],
   });
 }
 
