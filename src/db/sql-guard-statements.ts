@@ -15,7 +15,10 @@ export interface GuardLookup {
   readonly relations: readonly QualifiedName[];
   readonly types: readonly QualifiedName[];
   readonly operators: readonly QualifiedName[];
-  /** Also every user-defined implicit or assignment cast's function (the first round). */
+  /**
+   * The first round: also every user-defined implicit or assignment cast's function, and whether
+   * a stored resource is sensitive (migration 0032's partial index answers it).
+   */
   readonly userDefined: boolean;
 }
 
@@ -37,7 +40,7 @@ export interface ReachedFunction {
 export interface GuardCatalog {
   readonly functions: readonly ReachedFunction[];
   readonly relations: readonly QualifiedName[];
-  /** Some pgmcp.resources row is marked sensitive. */
+  /** Some pgmcp.resources row is marked sensitive (false after the first round). */
   readonly sensitiveResources: boolean;
 }
 
@@ -111,7 +114,7 @@ select coalesce((select json_agg(json_build_object(
        coalesce((select json_agg(json_build_object('schema', n.nspname, 'name', c.relname))
           from reach r join pg_class c on r.classid = 'pg_class'::regclass and c.oid = r.objid
           join pg_namespace n on n.oid = c.relnamespace), '[]') as relations,
-       exists (select 1 from pgmcp.resources where sensitive) as sensitive_resources`;
+       $9 and exists (select 1 from pgmcp.resources where sensitive) as sensitive_resources`;
 
 /** One resolution round (see RESOLVE), as the login, outside any request's transaction. */
 export async function resolveGuardNames(

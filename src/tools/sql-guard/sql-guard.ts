@@ -58,7 +58,12 @@ const KNOWN_LANGUAGES = new Set(['sql', 'plpgsql', 'internal', 'c']);
 
 /** Create the guard (see the file comment and docs/tools.md "Threat model"). */
 export function createSqlGuard(options: SqlGuardOptions): SqlGuard {
-  const cache = new Map<string, { at: number; verdict: GuardVerdict }>();
+  // Per name set: the resolution, shared by the calls that ask while it runs (one catalog query
+  // for a burst of identical statements), refusals included.
+  const cache = new Map<
+    string,
+    { at: number; verdict: Promise<GuardVerdict> }
+  >();
   return {
     async inspect(sql) {
       await loadParser();
@@ -77,12 +82,18 @@ export function createSqlGuard(options: SqlGuardOptions): SqlGuard {
       const cached = cache.get(key);
       if (cached !== undefined && Date.now() - cached.at < options.cacheMs)
         return cached.verdict;
-      const verdict = await resolve(options, names);
+      const verdict = resolve(options, names);
       if (cache.size >= CACHE_ENTRIES) {
         const oldest = cache.keys().next();
         if (oldest.done !== true) cache.delete(oldest.value);
       }
-      cache.set(key, { at: Date.now(), verdict });
+      const entry = { at: Date.now(), verdict };
+      cache.set(key, entry);
+      // A failure of the database is not a verdict: the next call asks again.
+      verdict.catch((error: unknown) => {
+        if (!(error instanceof SqlStatementError) && cache.get(key) === entry)
+          cache.delete(key);
+      });
       return verdict;
     },
   };
