@@ -53,6 +53,8 @@ export const SQL_GUARD_DEFAULTS = { cacheMs: 2000, maxFunctions: 200 } as const;
 /** pgmcp's own schema: its functions' bodies are pgmcp's (still refused by name). */
 const PGMCP_SCHEMA = 'pgmcp';
 const CACHE_ENTRIES = 1000;
+/** Statements up to this length keep their parsed names (CACHE_ENTRIES of them at most). */
+const TEXT_CACHE_CHARS = 4096;
 /** Languages whose non-builtin functions the guard reads (sql, plpgsql) or trusts (internal, c). */
 const KNOWN_LANGUAGES = new Set(['sql', 'plpgsql', 'internal', 'c']);
 
@@ -60,35 +62,40 @@ const KNOWN_LANGUAGES = new Set(['sql', 'plpgsql', 'internal', 'c']);
 export function createSqlGuard(options: SqlGuardOptions): SqlGuard {
   // Per name set: the resolution, shared by the calls that ask while it runs (one catalog query
   // for a burst of identical statements), refusals included.
+  // Per statement text (short ones): its names, so a repeated statement is not parsed again.
+  const texts = new Map<string, { names: UsedNames; key: string }>();
+  const parsed = async (sql: string) => {
+    const known = texts.get(sql);
+    if (known !== undefined) return known;
+    await loadParser();
+    let names: UsedNames;
+    try {
+      names = statementNames(sql);
+    } catch (error) {
+      throw shapeError(error);
+    }
+    const key = JSON.stringify([
+      names.functions,
+      names.relations,
+      names.types,
+      names.operators,
+    ]);
+    if (sql.length <= TEXT_CACHE_CHARS) remember(texts, sql, { names, key });
+    return { names, key };
+  };
   const cache = new Map<
     string,
     { at: number; verdict: Promise<GuardVerdict> }
   >();
   return {
     async inspect(sql) {
-      await loadParser();
-      let names: UsedNames;
-      try {
-        names = statementNames(sql);
-      } catch (error) {
-        throw shapeError(error);
-      }
-      const key = JSON.stringify([
-        names.functions,
-        names.relations,
-        names.types,
-        names.operators,
-      ]);
+      const { names, key } = await parsed(sql);
       const cached = cache.get(key);
       if (cached !== undefined && Date.now() - cached.at < options.cacheMs)
         return cached.verdict;
       const verdict = resolve(options, names);
-      if (cache.size >= CACHE_ENTRIES) {
-        const oldest = cache.keys().next();
-        if (oldest.done !== true) cache.delete(oldest.value);
-      }
       const entry = { at: Date.now(), verdict };
-      cache.set(key, entry);
+      remember(cache, key, entry);
       // A failure of the database is not a verdict: the next call asks again.
       verdict.catch((error: unknown) => {
         if (!(error instanceof SqlStatementError) && cache.get(key) === entry)
@@ -97,6 +104,19 @@ export function createSqlGuard(options: SqlGuardOptions): SqlGuard {
       return verdict;
     },
   };
+}
+
+/** Set `key` in `map`, forgetting the oldest entry when it holds CACHE_ENTRIES. */
+function remember<TValue>(
+  map: Map<string, TValue>,
+  key: string,
+  value: TValue,
+): void {
+  if (map.size >= CACHE_ENTRIES && !map.has(key)) {
+    const oldest = map.keys().next();
+    if (oldest.done !== true) map.delete(oldest.value);
+  }
+  map.set(key, value);
 }
 
 function refuse(reason: string): SqlStatementError {
