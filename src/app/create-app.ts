@@ -72,11 +72,14 @@ import {
   createFetchTool,
   createQueryTool,
   createSearchTool,
+  createSqlGuard,
+  SQL_GUARD_DEFAULTS,
   createListToolsMethod,
   limitToolCalls,
   ToolCallLimiter,
   type ToolLimits,
   type ReadResource,
+  type SqlToolDependencies,
   type Tool,
 } from '../tools/index.js';
 import { SERVER_INFO } from '../version.js';
@@ -381,21 +384,30 @@ function scopeGuarded(
   );
 }
 
-/** The tools served (issue 15), minus those the config file switches off. */
-function serverTools(
+/** What query and explain share: the database, their bounds, the statement guard and consent. */
+function sqlToolDependencies(
   options: AppOptions,
-  deps: { read: ReadResource; consent: ConsentGate },
-): Tool[] {
+  askConsent: ConsentCheck,
+): SqlToolDependencies {
   const settings = options.tools ?? DEFAULT_TOOLS;
   const main = options.sources[0];
-  const askConsent: ConsentCheck = (ctx, target, input) =>
-    deps.consent.check(ctx, 'tools/call', target, input);
-  const sql = {
+  return {
     db: options.db,
     schemas: settings.schemas,
     auditRetentionSeconds: options.live.auditRetentionSeconds,
     limits: options.query ?? DEFAULT_QUERY,
     log: (line: string) => options.logger.warn(line),
+    guard: createSqlGuard({
+      db: options.db,
+      cacheMs: settings.guardCacheMs ?? SQL_GUARD_DEFAULTS.cacheMs,
+      maxFunctions:
+        settings.guardMaxFunctions ?? SQL_GUARD_DEFAULTS.maxFunctions,
+      // The settings pgmcp sets per request (db/ad-hoc-sql.ts): the role is refused anyway.
+      perRequestSettings: [
+        'request.jwt.claims',
+        ...(settings.schemas === null ? [] : ['search_path']),
+      ],
+    }),
     // query runs in the main database: the tables marked sensitive there ask for consent.
     consent: {
       tables: (main?.sensitive ?? []).filter(
@@ -405,6 +417,18 @@ function serverTools(
       check: askConsent,
     },
   };
+}
+
+/** The tools served (issue 15), minus those the config file switches off. */
+function serverTools(
+  options: AppOptions,
+  deps: { read: ReadResource; consent: ConsentGate },
+): Tool[] {
+  const settings = options.tools ?? DEFAULT_TOOLS;
+  const main = options.sources[0];
+  const askConsent: ConsentCheck = (ctx, target, input) =>
+    deps.consent.check(ctx, 'tools/call', target, input);
+  const sql = sqlToolDependencies(options, askConsent);
   // One limiter for both SQL tools: their calls count together.
   const limiter =
     options.toolLimits === undefined

@@ -3,7 +3,9 @@
 import type { Config } from '../config/index.js';
 import {
   createRoleChecker,
+  currentDatabaseName,
   inspectCollection,
+  missingSensitiveEntries,
   type DatabaseHandle,
   type RoleChecker,
 } from '../db/index.js';
@@ -46,8 +48,15 @@ export async function createSources(
 ): Promise<CatalogSource[]> {
   const collectionsIn = (name: string | undefined): CollectionConfig[] =>
     config.collections.filter((collection) => collection.database === name);
+  const mainName = await currentDatabaseName(databases.main);
+  await checkSensitive(config, databases, mainName);
+  // The main database may be named by its own name too.
   const sensitiveIn = (name: string | undefined) =>
-    config.sensitive.filter((entry) => entry.database === name);
+    config.sensitive.filter(
+      (entry) =>
+        entry.database === name ||
+        (name === undefined && entry.database === mainName),
+    );
   const sources = [
     await catalogSource(databases.main, {
       scope: config.catalog,
@@ -75,6 +84,34 @@ export async function createSources(
       await checkCollection(source, collection, logger);
   }
   return sources;
+}
+
+/**
+ * Fail closed (issue 32 point 2): every "sensitive" entry of the config file must name a served
+ * database (the main one by omission or by its own name, another by its --database name) and a
+ * schema, table and columns that exist there, else the server does not start.
+ */
+async function checkSensitive(
+  config: Config,
+  databases: ServedDatabases,
+  mainName: string,
+): Promise<void> {
+  for (const entry of config.sensitive) {
+    const db =
+      entry.database === undefined || entry.database === mainName
+        ? databases.main
+        : databases.more.find((more) => more.name === entry.database)?.db;
+    const where = `config file "sensitive" entry ${JSON.stringify({ database: entry.database, schema: entry.schema, table: entry.table, columns: entry.columns ?? undefined })}`;
+    if (db === undefined)
+      throw new ConfigError(
+        `${where} names database ${entry.database ?? ''}, which this server does not serve: name the main database (${mainName}) or one given with --database, or remove the entry.`,
+      );
+    const [missing] = await missingSensitiveEntries(db, [entry]);
+    if (missing !== undefined)
+      throw new ConfigError(
+        `${where} names no existing ${missing.missing} in database ${entry.database ?? mainName}: correct the name or remove the entry (a sensitive entry that matches nothing would protect nothing).`,
+      );
+  }
 }
 
 /** createApp's options for a server per config. */

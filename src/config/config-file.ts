@@ -125,6 +125,8 @@ const ConfigFileSchema = z
         schemas: z.array(identifier).optional(),
         explainAnalyze: z.boolean().optional(),
         searchLimit: z.number().int().min(1).max(100).optional(),
+        guardCacheMs: z.number().int().min(0).max(60_000).optional(),
+        guardMaxFunctions: z.number().int().min(1).max(10_000).optional(),
       })
       .strict()
       .optional(),
@@ -184,6 +186,10 @@ export interface FileTools {
   readonly explainAnalyze: boolean;
   /** How many results search returns by default. */
   readonly searchLimit: number;
+  /** How long the statement guard reuses a resolution of the same names (default 2000 ms). */
+  readonly guardCacheMs?: number | undefined;
+  /** Most functions the guard inspects for one statement before refusing it (default 200). */
+  readonly guardMaxFunctions?: number | undefined;
 }
 
 /** The scope map (docs/tools.md "Scopes"): auth/'s ScopeSettings; none without `scopes`. */
@@ -228,6 +234,8 @@ export function loadConfigFile(
       schemas: file.tools?.schemas ?? null,
       explainAnalyze: file.tools?.explainAnalyze ?? false,
       searchLimit: file.tools?.searchLimit ?? 20,
+      guardCacheMs: file.tools?.guardCacheMs,
+      guardMaxFunctions: file.tools?.guardMaxFunctions,
     },
     scopes:
       file.scopes === undefined

@@ -278,6 +278,7 @@ export async function runReadOnlySql(
       `select ${functions.fetch}($1, $2) as row`,
       [options.maxRows + 1, options.maxBytes],
     );
+    await verifySettings(session);
     return rowsOf(
       client,
       described.fields,
@@ -294,6 +295,30 @@ type FetchOptions = AdHocSqlOptions & {
   readonly maxRows: number;
   readonly maxBytes: number;
 };
+
+/**
+ * The cost ceiling needs the plan before a row is computed: the cursor is declared (which plans,
+ * never runs it) and planned once more by EXPLAIN, in a round trip of its own; the transaction
+ * stays open for the rest. Returns the identity statement's row.
+ */
+async function declareWithinCost(
+  session: ToolSession,
+  head: ImplicitStatement[],
+  options: FetchOptions,
+): Promise<RequestSettings | undefined> {
+  const planned = await pipelined(session, [
+    ...head,
+    {
+      name: '',
+      text: EXPLAIN_CURSOR + options.sql,
+      values: [...options.params],
+    },
+  ]);
+  const plan = (planned.results[head.length] ?? [])[0] as
+    { 'QUERY PLAN'?: unknown } | undefined;
+  refuseCost(plan?.['QUERY PLAN'], options);
+  return (planned.results[1] ?? [])[0] as RequestSettings | undefined;
+}
 
 /**
  * The whole call in one round trip (db/implicit-transaction.ts): BEGIN READ ONLY, the role and
@@ -316,21 +341,10 @@ async function fetchInOneRoundTrip(
     { name: '', text: CURSOR + options.sql, values: [...options.params] },
   ];
   session.prefixLength = CURSOR_LENGTH;
+  // The identity statement's row: what pgmcp set, compared with the settings after the fetch.
+  let identity: RequestSettings | undefined;
   if ((options.maxCost ?? 0) > 0) {
-    // The cost ceiling needs the plan before a row is computed: the cursor is declared (which
-    // plans, never runs it) and planned once more by EXPLAIN, in a round trip of its own; the
-    // transaction stays open for the rest.
-    const planned = await pipelined(session, [
-      ...head,
-      {
-        name: '',
-        text: EXPLAIN_CURSOR + options.sql,
-        values: [...options.params],
-      },
-    ]);
-    const plan = (planned.results[head.length] ?? [])[0] as
-      { 'QUERY PLAN'?: unknown } | undefined;
-    refuseCost(plan?.['QUERY PLAN'], options);
+    identity = await declareWithinCost(session, head, options);
     head = [];
   }
   const at = head.length;
@@ -342,6 +356,7 @@ async function fetchInOneRoundTrip(
       text: `select ${functions.fetch}($1, $2) as row`,
       values: [options.maxRows + 1, options.maxBytes],
     },
+    { name: '', text: SETTINGS_NOW, values: [] },
     { name: '', text: 'ROLLBACK', values: [] },
     {
       name: '',
@@ -353,7 +368,12 @@ async function fetchInOneRoundTrip(
   // Counted after this pipeline's own statements were parsed, which pg's table now records.
   session.tamperedWith = tampered(
     client,
-    (results[at + 3] ?? [])[0] as PreparedCounts | undefined,
+    (results[at + 4] ?? [])[0] as PreparedCounts | undefined,
+  );
+  if (at > 0) identity = (results[1] ?? [])[0] as RequestSettings | undefined;
+  checkSettings(
+    identity,
+    (results[at + 2] ?? [])[0] as RequestSettings | undefined,
   );
   const fetched = (results[at + 1] ?? []) as { row: string | null }[];
   return rowsOf(
@@ -384,8 +404,9 @@ function identityStep(
     // No deadline: the session's own timeout stays (0 would switch it off).
     leftOrRefuse(options)?.toString() ?? null,
   ];
+  // Named columns: checkSettings compares the role and claims set here with those after the fetch.
   const identity =
-    "set_config('role', coalesce($1, current_user), true), set_config('request.jwt.claims', $2, true), set_config('statement_timeout', coalesce($3, current_setting('statement_timeout')), true)";
+    "set_config('role', coalesce($1, current_user), true) as role, set_config('request.jwt.claims', $2, true) as claims, set_config('statement_timeout', coalesce($3, current_setting('statement_timeout')), true) as statement_timeout";
   return limited
     ? {
         name: 'pgmcp_tool_identity_limited',
@@ -460,9 +481,12 @@ export async function explainSql(
     const text = await client.query<{ 'QUERY PLAN': string }>(
       single(`EXPLAIN (FORMAT TEXT) ${options.sql}`, [...options.params]),
     );
+    // Planning may evaluate functions (constant folding): the settings must still be pgmcp's.
+    await verifySettings(session);
     const plan = options.analyze
       ? await explainAnalyzed(session, options)
       : await explainJson(session, options);
+    await verifySettings(session);
     return {
       plan,
       text: text.rows.map((row) => row['QUERY PLAN']).join('\n'),
@@ -554,6 +578,56 @@ interface ToolSession {
   prefixLength: number;
   /** Why the connection cannot go back to the pool, found after the call ended. */
   tamperedWith?: Error;
+  /** The per-request settings as pgmcp set them (beginReadOnly). */
+  settings?: RequestSettings;
+}
+
+/** The settings pgmcp sets per request, as set_config returned them (search_path when set). */
+interface RequestSettings {
+  readonly role: string;
+  readonly claims: string | null;
+  readonly search_path?: string | null;
+  /** current_user (SETTINGS_NOW only). */
+  readonly user?: string;
+}
+
+/** The per-request settings now, and current_user: compared with what pgmcp set (checkSettings). */
+const SETTINGS_NOW = `select current_setting('role') as role, current_user::text as user,
+       current_setting('request.jwt.claims', true) as claims,
+       current_setting('search_path') as search_path`;
+
+/**
+ * Belt and braces behind the statement guard (tools/sql-guard, issue 32 point 1): after the
+ * caller's statement ran or was planned, the role, current_user, the claims and (when pgmcp set it)
+ * the search path must still be what pgmcp set, else its output is discarded and the call refused.
+ */
+function checkSettings(
+  set: RequestSettings | undefined,
+  now: RequestSettings | undefined,
+): void {
+  const changed =
+    set === undefined || now === undefined
+      ? ['the settings']
+      : [
+          ...(now.role === set.role && now.user === set.role ? [] : ['role']),
+          ...(now.claims === set.claims ? [] : ['request.jwt.claims']),
+          ...(set.search_path === undefined ||
+          now.search_path === set.search_path
+            ? []
+            : ['search_path']),
+        ];
+  if (changed.length > 0)
+    throw new SqlStatementError(
+      '42501',
+      `pgmcp refuses this statement: it changed ${changed.join(', ')}, which pgmcp sets per request; its output was discarded`,
+      undefined,
+    );
+}
+
+/** checkSettings on the session's connection (the paths that are not one round trip). */
+async function verifySettings(session: ToolSession): Promise<void> {
+  const { rows } = await session.client.query<RequestSettings>(SETTINGS_NOW);
+  checkSettings(session.settings, rows[0]);
 }
 
 /**
@@ -568,22 +642,23 @@ async function beginReadOnly(
   const { client } = session;
   const literal = (value: string) => client.escapeLiteral(value);
   const bounds = limitSettings(options, leftOrRefuse(options));
-  await client.query(
+  const results = (await client.query(
     [
       'BEGIN READ ONLY',
       `select ${[
         ...bounds.beforeRole,
-        `set_config('role', ${principal.role === null ? 'current_user' : literal(principal.role)}, true)`,
-        `set_config('request.jwt.claims', ${literal(claimsJson(principal))}, true)`,
+        `set_config('role', ${principal.role === null ? 'current_user' : literal(principal.role)}, true) as role`,
+        `set_config('request.jwt.claims', ${literal(claimsJson(principal))}, true) as claims`,
         ...bounds.afterRole,
         ...(options.schemas === null
           ? []
           : [
-              `set_config('search_path', ${literal(searchPath(options.schemas))}, true)`,
+              `set_config('search_path', ${literal(searchPath(options.schemas))}, true) as search_path`,
             ]),
       ].join(', ')}`,
     ].join(';\n'),
-  );
+  )) as unknown as pg.QueryResult<RequestSettings>[];
+  session.settings = results[1]?.rows[0];
   return checkSchemas(session, options);
 }
 

@@ -30,6 +30,15 @@ export {
 } from './statement-limits.js';
 export { useConsentState } from './consent-states.js';
 export {
+  missingSensitiveEntries,
+  resolveGuardNames,
+  type GuardCatalog,
+  type GuardLookup,
+  type QualifiedName,
+  type ReachedFunction,
+  type SensitiveEntry,
+} from './sql-guard-statements.js';
+export {
   SEARCH_CATALOG,
   SEARCH_COLLECTION_ROWS,
   SEARCH_RESOURCES,

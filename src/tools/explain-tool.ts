@@ -6,8 +6,10 @@ import { asText, SqlParamsSchema, sqlError } from './query-tool.js';
 import {
   createAuditedRunner,
   createCallLimits,
+  inspectAudited,
   type SqlToolDependencies,
 } from './sql-audit.js';
+import { askSqlConsent } from './sql-consent.js';
 import { defineTool, textResult, type Tool } from './tool.js';
 
 const EXPLAIN_OUTPUT_SCHEMA = {
@@ -53,20 +55,31 @@ export function createExplainTool(
       'Show how PostgreSQL would run one SQL statement (its plan, as JSON and text) without running it.',
     args,
     outputSchema: EXPLAIN_OUTPUT_SCHEMA,
-    async call(parsed, ctx) {
+    async call(parsed, ctx, input) {
       const { sql, params = [] } = parsed;
       const analyze =
         deps.analyzeAllowed &&
         (parsed as { analyze?: boolean }).analyze === true;
       try {
         const limits = await callLimits();
+        const call = {
+          action: 'explain' as const,
+          principal: ctx.principal,
+          sql,
+          parameterCount: params.length,
+        };
+        // As query: the guard first, then consent (a plan can print constants a function read).
+        const verdict = await inspectAudited(deps, audited, call);
+        const asked = await askSqlConsent(deps, ctx, input, {
+          action: 'explain',
+          sql,
+          params: params.map(asText),
+          verdict,
+          limits,
+        });
+        if (asked !== undefined) return asked;
         const result = await audited(
-          {
-            action: 'explain',
-            principal: ctx.principal,
-            sql,
-            parameterCount: params.length,
-          },
+          call,
           () =>
             explainSql(deps.db, ctx.principal, {
               sql,

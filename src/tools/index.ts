@@ -18,6 +18,7 @@ export { createFetchTool, type ReadResource } from './fetch-tool.js';
 export { createQueryTool } from './query-tool.js';
 export { createExplainTool } from './explain-tool.js';
 export { type SqlToolDependencies } from './sql-audit.js';
+export { createSqlGuard, SQL_GUARD_DEFAULTS } from './sql-guard/index.js';
 export {
   limitToolCalls,
   TOOL_LIMIT,

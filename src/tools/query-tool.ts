@@ -4,24 +4,16 @@ import { z } from 'zod';
 import {
   runReadOnlySql,
   SqlStatementError,
-  tablesOfSql,
   type SqlRows,
 } from '../db/index.js';
-import type { InputParams, RequestContext } from '../protocol/index.js';
-import type { StatementLimits } from '../db/index.js';
 import {
   createAuditedRunner,
   createCallLimits,
-  type SqlConsent,
+  inspectAudited,
   type SqlToolDependencies,
 } from './sql-audit.js';
-import {
-  defineTool,
-  textResult,
-  toolError,
-  type InputRequiredResult,
-  type Tool,
-} from './tool.js';
+import { askSqlConsent } from './sql-consent.js';
+import { defineTool, textResult, toolError, type Tool } from './tool.js';
 
 export const QUERY_DEFAULT_ROWS = 500;
 export const QUERY_MAX_ROWS = 10_000;
@@ -97,19 +89,24 @@ export function createQueryTool(deps: SqlToolDependencies): Tool {
       try {
         // One deadline for the whole call: the consent check's plan and the run share it.
         const limits = await callLimits();
-        const asked = await askConsent(deps, ctx, input, {
+        const call = {
+          action: 'query' as const,
+          principal: ctx.principal,
+          sql: args.sql,
+          parameterCount: params.length,
+        };
+        // The guard refuses what pgmcp cannot vouch for (SqlStatementError), before anything runs.
+        const verdict = await inspectAudited(deps, audited, call);
+        const asked = await askSqlConsent(deps, ctx, input, {
+          action: 'query',
           sql: args.sql,
           params: params.map(asText),
+          verdict,
           limits,
         });
         if (asked !== undefined) return asked;
         const result = await audited(
-          {
-            action: 'query',
-            principal: ctx.principal,
-            sql: args.sql,
-            parameterCount: params.length,
-          },
+          call,
           () =>
             runReadOnlySql(deps.db, ctx.principal, {
               sql: args.sql,
@@ -137,51 +134,6 @@ export function createQueryTool(deps: SqlToolDependencies): Tool {
       }
     },
   });
-}
-
-/**
- * The consent question (input_required) when the statement reads a table the config file marks
- * sensitive and the person has not yet answered, else undefined (read on). A table with a sensitive
- * column counts whole: the plan says which tables a statement reads, not reliably which columns.
- * The statement and its parameters are what the state is bound to and what the audit records.
- */
-async function askConsent(
-  deps: SqlToolDependencies,
-  ctx: RequestContext,
-  input: InputParams,
-  statement: {
-    sql: string;
-    params: (string | null)[];
-    limits: StatementLimits;
-  },
-): Promise<InputRequiredResult | undefined> {
-  const consent: SqlConsent | undefined = deps.consent;
-  if (consent === undefined || consent.tables.length === 0) return undefined;
-  let read;
-  try {
-    read = await tablesOfSql(deps.db, ctx.principal, {
-      sql: statement.sql,
-      params: statement.params,
-      ...statement.limits,
-      schemas: deps.schemas,
-      cancellation: ctx,
-    });
-  } catch (error) {
-    // A statement PostgreSQL cannot plan fails the same way when run: run it, so the call is
-    // audited like any other, and it reads nothing.
-    if (error instanceof SqlStatementError) return undefined;
-    throw error;
-  }
-  const sensitive = read.some((table) =>
-    consent.tables.some(
-      (marked) =>
-        marked.schema === table.schema && marked.table === table.table,
-    ),
-  );
-  if (!sensitive) return undefined;
-  const target = `query: ${statement.sql}${statement.params.length === 0 ? '' : ` -- params ${JSON.stringify(statement.params)}`}`;
-  const outcome = await consent.check(ctx, target, input);
-  return outcome.granted ? undefined : outcome.result;
 }
 
 /** A PostgreSQL error as the tool's error result: SQLSTATE and message, as psql shows them. */

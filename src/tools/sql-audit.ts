@@ -14,6 +14,7 @@ import {
 } from '../db/index.js';
 import { ProtocolError } from '../errors.js';
 import type { ConsentCheck } from '../protocol/index.js';
+import type { GuardVerdict, SqlGuard } from './sql-guard/index.js';
 
 /** What query and explain share: the database, which schemas they may read, the audit's settings. */
 export interface SqlToolDependencies {
@@ -30,6 +31,8 @@ export interface SqlToolDependencies {
   readonly consent?: SqlConsent;
   /** The bounds on each call (PGMCP_QUERY_*, issue 32 point 5). */
   readonly limits: QueryLimits;
+  /** The statement guard (sql-guard/): what a statement reaches, refused before anything runs. */
+  readonly guard: SqlGuard;
 }
 
 /** The PGMCP_QUERY_* settings. */
@@ -184,4 +187,25 @@ function sqlstateOf(error: unknown): string | null {
     return typeof cause.code === 'string' ? cause.code : null;
   }
   return null;
+}
+
+/**
+ * The statement guard's verdict on `call`'s statement; a statement it refuses is audited as a call
+ * that failed with the refusal's SQLSTATE, then the refusal is thrown.
+ */
+export async function inspectAudited(
+  deps: SqlToolDependencies,
+  audited: ReturnType<typeof createAuditedRunner>,
+  call: AuditedCall,
+): Promise<GuardVerdict> {
+  try {
+    return await deps.guard.inspect(call.sql);
+  } catch (error) {
+    if (!(error instanceof SqlStatementError)) throw error;
+    return audited(
+      call,
+      () => Promise.reject(error),
+      () => null,
+    );
+  }
 }

@@ -11,6 +11,7 @@ import { createLogger } from '../../src/log.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { call, listen, testDatabaseUrl, walkList } from '../setup/harness.js';
 import { migrateDatabase } from '../setup/migrate-database.js';
+import { ELICITATION } from '../setup/payroll-fixture.js';
 import { recreateDatabase } from '../setup/recreate-database.js';
 
 let mainUrl: string;
@@ -184,6 +185,77 @@ describe('several databases', () => {
       quiet,
     );
     await expect(keyless).rejects.toThrow('has no primary key');
+  });
+});
+
+describe('sensitive entries fail closed (issue 32 point 2)', () => {
+  it('refuses at start-up an entry naming no served database, schema, table or column, saying which and how to fix it', async () => {
+    const attempts: [string, unknown][] = [
+      [
+        'names database payroll, which this server does not serve',
+        { database: 'payroll', schema: 'people', table: 'staff' },
+      ],
+      [
+        'names no existing schema peeple in database hr',
+        { database: 'hr', schema: 'peeple', table: 'staff' },
+      ],
+      [
+        'names no existing table people.staf in database hr',
+        { database: 'hr', schema: 'people', table: 'staf' },
+      ],
+      [
+        'names no existing column salary of people.staff in database hr',
+        {
+          database: 'hr',
+          schema: 'people',
+          table: 'staff',
+          columns: ['name', 'salary'],
+        },
+      ],
+      [
+        'names no existing table pgmcp.nothing in database pgmcp_multi_main',
+        { schema: 'pgmcp', table: 'nothing' },
+      ],
+    ];
+    for (const [message, entry] of attempts) {
+      const failed = startServer(
+        configFor({
+          config: configFile('sensitive.json', { sensitive: [entry] }),
+          databases: [`hr=${hrUrl}`],
+        }),
+        quiet,
+      );
+      await expect(failed).rejects.toBeInstanceOf(ConfigError);
+      await expect(failed).rejects.toThrow(message);
+      await expect(failed).rejects.toThrow('remove the entry');
+    }
+  });
+
+  it('starts with entries naming the main database by omission or by its own name, and another by its --database name', async () => {
+    const started = await startServer(
+      configFor({
+        config: configFile('sensitive-ok.json', {
+          sensitive: [
+            { schema: 'pgmcp', table: 'resources', columns: ['text'] },
+            { database: 'pgmcp_multi_main', schema: 'pgmcp', table: 'audit' },
+            { database: 'hr', schema: 'people', table: 'staff' },
+          ],
+        }),
+        databases: [`hr=${hrUrl}`],
+      }),
+      quiet,
+    );
+    try {
+      // The entry naming the main database by its name holds: query asks before reading it.
+      const { result } = await call(started.url as string, 'tools/call', {
+        _meta: ELICITATION,
+        name: 'query',
+        arguments: { sql: 'select count(*) from pgmcp.audit' },
+      });
+      expect(result).toMatchObject({ resultType: 'input_required' });
+    } finally {
+      await started.stop();
+    }
   });
 });
 

@@ -213,11 +213,11 @@ describe('query', () => {
     expect(await state()).toBe(before);
   });
 
-  it('releases session advisory locks a statement took, so no lock outlives the call', async () => {
+  it('refuses session advisory locks (pgmcp uses them), so no lock outlives the call', async () => {
     const result = await query(support, {
       sql: 'select pg_advisory_lock(4242) is null as locked',
     });
-    expect(result['isError']).toBeUndefined();
+    expect(text(result)).toContain('ERROR 42501: pgmcp refuses');
     const { rows } = await sql.query<{ held: string }>(
       "select count(*)::text as held from pg_locks where locktype = 'advisory' and objid = 4242",
     );
@@ -308,11 +308,12 @@ describe('query', () => {
 
   it('does not let a statement leave a prepared statement on the connection for the next call', async () => {
     // PREPARE through a function's dynamic SQL is allowed read-only and outlives ROLLBACK; such a
-    // statement could take the name of one pgmcp runs on that connection next.
+    // statement could take the name of one pgmcp runs on that connection next. The statement
+    // guard refuses functions that run dynamic SQL before anything runs.
     const prepared = await query(support, {
       sql: 'select tool_probe_prepare.prepare_one()',
     });
-    expect(prepared['isError']).toBeUndefined();
+    expect(text(prepared)).toContain('ERROR 42501: pgmcp refuses');
     const after = await query(support, {
       sql: 'select count(*) from pg_prepared_statements where from_sql',
     });
@@ -326,8 +327,8 @@ describe('query', () => {
     const result = await query(support, {
       sql: 'select tool_probe_prepare.hijack()',
     });
-    expect(result['isError']).toBeUndefined();
-    expect(result['structuredContent']).toMatchObject({ rows: [['1']] });
+    // The statement guard refuses a function that runs dynamic SQL before anything runs.
+    expect(text(result)).toContain('ERROR 42501: pgmcp refuses');
     await expectCleanConnection();
   });
 
@@ -343,8 +344,9 @@ describe('query', () => {
     const injected = await query(support, {
       sql: `select pg_temp.${name ?? 'missing'}(array['1); PREPARE tool_probe_injected AS select 1; select (''[]''']) `,
     });
-    // Read as one quoted value: EXECUTE of a statement that does not exist, and nothing prepared.
-    expect(text(injected)).toContain('ERROR 26000:');
+    // The statement guard refuses a call of pgmcp's own function (it runs dynamic SQL); nothing is
+    // prepared.
+    expect(text(injected)).toContain('ERROR 42501: pgmcp refuses');
     const after = await query(support, {
       sql: "select count(*) from pg_prepared_statements where name = 'tool_probe_injected'",
     });
