@@ -2,6 +2,7 @@
 // statement uses can reach (functions, relations, views, policies, domain checks), and whether the
 // config file's sensitive entries name things that exist.
 import type { DatabaseHandle } from './pool.js';
+import { toDatabaseError } from './sqlstate.js';
 
 /** A name as written: its schema ('' when unqualified: every schema counts) and the name. */
 export interface QualifiedName {
@@ -125,22 +126,27 @@ export async function resolveGuardNames(
     names.map((entry) => entry.schema),
     names.map((entry) => entry.name),
   ];
-  const { rows } = await db.pool.query<{
-    functions: ReachedFunction[];
-    relations: QualifiedName[];
-    sensitive_resources: boolean;
-  }>({
-    // Named: each pooled connection plans it once.
-    name: 'pgmcp_sql_guard_resolve',
-    text: RESOLVE,
-    values: [
-      ...columns(lookup.functions),
-      ...columns(lookup.relations),
-      ...columns(lookup.types),
-      ...columns(lookup.operators),
-      lookup.userDefined,
-    ],
-  });
+  // A connection's failures (a full pool among them) are the server's, as on every request path.
+  const { rows } = await db.pool
+    .query<{
+      functions: ReachedFunction[];
+      relations: QualifiedName[];
+      sensitive_resources: boolean;
+    }>({
+      // Named: each pooled connection plans it once.
+      name: 'pgmcp_sql_guard_resolve',
+      text: RESOLVE,
+      values: [
+        ...columns(lookup.functions),
+        ...columns(lookup.relations),
+        ...columns(lookup.types),
+        ...columns(lookup.operators),
+        lookup.userDefined,
+      ],
+    })
+    .catch((error: unknown) => {
+      throw toDatabaseError(error);
+    });
   const row = rows[0];
   return {
     functions: row?.functions ?? [],

@@ -190,8 +190,9 @@ function sqlstateOf(error: unknown): string | null {
 }
 
 /**
- * The statement guard's verdict on `call`'s statement; a statement it refuses is audited as a call
- * that failed with the refusal's SQLSTATE, then the refusal is thrown.
+ * The statement guard's verdict on `call`'s statement. A statement it refuses, or a guard that
+ * could not look in the catalog (a full pool), is audited as a call that failed, then the error
+ * is thrown.
  */
 export async function inspectAudited(
   deps: SqlToolDependencies,
@@ -201,10 +202,10 @@ export async function inspectAudited(
   try {
     return await deps.guard.inspect(call.sql);
   } catch (error) {
-    if (!(error instanceof SqlStatementError)) throw error;
+    const failure = error instanceof Error ? error : new Error(String(error));
     return audited(
       call,
-      () => Promise.reject(error),
+      () => Promise.reject(failure),
       () => null,
     );
   }
