@@ -1,6 +1,7 @@
 // pgmcp.audit (migration 0013): query and explain tool calls, and consents asked, given or declined.
 // Written by the login through pgmcp.write_audit, outside the request's own transaction, so a call
 // that failed or a consent that was declined is on record either way.
+import { METRICS } from '../observability/index.js';
 import type { DatabaseHandle } from './pool.js';
 import { inWriteTransaction, writeOneStatement } from './write-transaction.js';
 
@@ -57,7 +58,13 @@ export function writeAudit(
   const written = new Promise<void>((resolve, reject) =>
     queue.waiting.push({
       entry,
-      settle: (error) => (error === undefined ? resolve() : reject(error)),
+      settle: (error) => {
+        METRICS.auditWrites.inc({
+          result: error === undefined ? 'written' : 'failed',
+        });
+        if (error === undefined) resolve();
+        else reject(error);
+      },
     }),
   );
   if (!queue.writing) void drain(db, queue);

@@ -78,6 +78,7 @@ export {
   CHANGE_VISIBILITY,
   READABLE_URIS,
   currentHorizon,
+  changeLogBytes,
   pruneChanges,
   readChangePage,
   type ChangeKind,

@@ -1,5 +1,7 @@
 // Connection pools: one for requests (read-only by default) and short-lived admin clients.
 import pg from 'pg';
+import { ProtocolError } from '../errors.js';
+import { METRICS, observePool } from '../observability/index.js';
 import { RequestPipelines } from './request-pipeline.js';
 import { toDatabaseError } from './sqlstate.js';
 import {
@@ -123,6 +125,12 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
     return client;
   }
 
+  // Issue 35: pgmcp_pool_connections reads the pool's counts at scrape time.
+  const forget = observePool(() => ({
+    total: pool.totalCount,
+    idle: pool.idleCount,
+    waiting: pool.waitingCount,
+  }));
   return {
     pool,
     pipelines,
@@ -135,6 +143,7 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
       options: '-c TimeZone=UTC',
     }),
     close: async () => {
+      forget();
       await pipelines?.close();
       await pool.end();
     },
@@ -166,9 +175,15 @@ function requestPipelines(
 export async function connectClient(
   db: DatabaseHandle,
 ): Promise<pg.PoolClient> {
+  const started = performance.now();
   try {
-    return await db.pool.connect();
+    const client = await db.pool.connect();
+    METRICS.poolWait.observe((performance.now() - started) / 1000);
+    return client;
   } catch (error) {
-    throw toDatabaseError(error);
+    const mapped = toDatabaseError(error);
+    if (mapped instanceof ProtocolError && mapped.key === 'POOL_EXHAUSTED')
+      METRICS.poolExhaustions.inc();
+    throw mapped;
   }
 }

@@ -96,6 +96,8 @@ export interface LegacyHttp {
     response: http.ServerResponse,
   ): Promise<void>;
   close(): void;
+  /** Issue 35: sessions this process holds now (pgmcp_legacy_sessions). */
+  readonly held: number;
 }
 
 /** One session as this process holds it: state, requests in flight, the GET stream if here. */
@@ -267,6 +269,10 @@ class LegacyHttpSessions implements LegacyHttp {
         'Conflict: this session already has a GET stream open.',
       );
     else this.#openStream(entry, principal, response);
+  }
+
+  get held(): number {
+    return this.#held.size;
   }
 
   close(): void {
