@@ -96,8 +96,8 @@ async function serve(flags: ParsedFlags, logger: Logger): Promise<void> {
 }
 
 /**
- * SIGINT and SIGTERM drain the server (once it has started: issue 35, docs/operations.md
- * "Observing and draining") and exit 0; a second signal exits at once. `started` hands over the
+ * SIGTERM drains the server (once it has started: issue 35, docs/operations.md "Observing and
+ * draining"), SIGINT stops it; either exits 0 then, and a second signal exits at once. `started` hands over the
  * server, and stops it if a signal came during start-up.
  */
 function handleSignals(
@@ -110,10 +110,10 @@ function handleSignals(
   let server: RunningServer | undefined;
   let stopRequested = false;
   let signals = 0;
+  let drain = false;
   const shutdown = (): void => {
     if (server === undefined) return; // start-up finishes first, then sees stopRequested
-    void server
-      .drain()
+    void (drain ? server.drain() : server.stop())
       .then(() => tracing?.stop().catch(() => undefined))
       .then(
         () => process.exit(0),
@@ -131,6 +131,8 @@ function handleSignals(
     }
     logger.info(`${signal}: shutting down`);
     stopRequested = true;
+    // SIGTERM (an orchestrator) drains; Ctrl-C at a terminal (SIGINT) stops at once, as before.
+    drain = signal === 'SIGTERM';
     shutdown();
   };
   process.on('SIGINT', onSignal);

@@ -101,7 +101,7 @@ describe('pgmcp/layers', () => {
               from: 'app',
               to: 'cli',
               allowed:
-                'errors.ts, log.ts, version.ts, auth, protocol, db, config, resources, tools, prompts, notifications, transport',
+                'errors.ts, log.ts, version.ts, observability, auth, protocol, db, config, resources, tools, prompts, notifications, transport',
             },
           },
         ],
@@ -152,7 +152,7 @@ describe('pgmcp/layers', () => {
             data: {
               from: 'db',
               to: 'resources',
-              allowed: 'errors.ts, auth, log.ts, version.ts',
+              allowed: 'errors.ts, auth, log.ts, version.ts, observability',
             },
           },
         ],
