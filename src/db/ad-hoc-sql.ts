@@ -17,12 +17,14 @@
 // the role, executable by it alone, and keeps them until the connection closes: making them per
 // call cost more than the rest of the call. A function checks that its owner still has the name it
 // was made for (a renamed role's functions are never used for a new role of the old name).
+import { tracedApplicationName } from '../observability/index.js';
 import type pg from 'pg';
 import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
 import {
   ImplicitTransaction,
   type ImplicitField,
+  type ImplicitStatement,
 } from './implicit-transaction.js';
 import { connectClient, PIPELINE, type DatabaseHandle } from './pool.js';
 import {
@@ -280,11 +282,7 @@ async function fetchInOneRoundTrip(
   const { client, functions } = session;
   const transaction = new ImplicitTransaction([
     { name: 'pgmcp_tool_begin', text: 'BEGIN READ ONLY', values: [] },
-    {
-      name: 'pgmcp_tool_identity',
-      text: "select set_config('role', coalesce($1, current_user), true), set_config('request.jwt.claims', $2, true)",
-      values: [principal.role, claimsJson(principal)],
-    },
+    toolIdentity(principal),
     // From the caller's statement on, everything is the unnamed statement, parsed as it is sent:
     // the caller's code (planning the cursor, fetching it) could replace a named statement with SQL
     // PREPARE before the Bind that runs it, but never the unnamed one.
@@ -461,6 +459,25 @@ interface ToolSession {
 }
 
 /**
+ * The tool's identity statement; a traced request's also names its trace in application_name
+ * (issue 35, transaction-local: pg_stat_activity shows it while the caller's statement runs).
+ */
+function toolIdentity(principal: Principal): ImplicitStatement {
+  const traced = tracedApplicationName();
+  return traced === undefined
+    ? {
+        name: 'pgmcp_tool_identity',
+        text: "select set_config('role', coalesce($1, current_user), true), set_config('request.jwt.claims', $2, true)",
+        values: [principal.role, claimsJson(principal)],
+      }
+    : {
+        name: 'pgmcp_tool_identity_traced',
+        text: "select set_config('role', coalesce($1, current_user), true), set_config('request.jwt.claims', $2, true), set_config('application_name', $3, true)",
+        values: [principal.role, claimsJson(principal), traced],
+      };
+}
+
+/**
  * BEGIN READ ONLY, the role and claims (transaction-local) and the search_path when schemas are
  * named, in one round trip; then, with schemas named, the statement's plan checked against them.
  */
@@ -471,10 +488,11 @@ async function beginReadOnly(
 ): Promise<void> {
   const { client } = session;
   const literal = (value: string) => client.escapeLiteral(value);
+  const traced = tracedApplicationName();
   await client.query(
     [
       'BEGIN READ ONLY',
-      `select set_config('role', ${principal.role === null ? 'current_user' : literal(principal.role)}, true), set_config('request.jwt.claims', ${literal(claimsJson(principal))}, true)${options.schemas === null ? '' : `, set_config('search_path', ${literal(searchPath(options.schemas))}, true)`}`,
+      `select set_config('role', ${principal.role === null ? 'current_user' : literal(principal.role)}, true), set_config('request.jwt.claims', ${literal(claimsJson(principal))}, true)${options.schemas === null ? '' : `, set_config('search_path', ${literal(searchPath(options.schemas))}, true)`}${traced === undefined ? '' : `, set_config('application_name', ${literal(traced)}, true)`}`,
     ].join(';\n'),
   );
   await checkSchemas(session, options);

@@ -215,15 +215,15 @@ export async function traceStep<T>(
 
 /**
  * The application_name a traced request's transaction sets (transaction-local, so
- * pg_stat_activity and log_line_prefix %a show it while it runs): "pgmcp trace=<trace id>
- * span=<span id>" (at most 63 bytes); undefined when nothing is traced.
+ * pg_stat_activity and log_line_prefix %a show it while it runs): "pgmcp trace=<trace id>/<span
+ * id>", 61 bytes (PostgreSQL keeps 63); undefined when nothing is traced.
  */
 export function tracedApplicationName(): string | undefined {
   if (provider === undefined) return undefined;
   const span = trace.getActiveSpan();
   if (span === undefined) return undefined;
   const { traceId, spanId } = span.spanContext();
-  return `pgmcp trace=${traceId} span=${spanId}`;
+  return `pgmcp trace=${traceId}/${spanId}`;
 }
 
 /** The current trace id (for the access log), if a span is active. */

@@ -114,6 +114,15 @@ describe('SIGTERM', () => {
     expect(stream.status).toBe(200);
     await stream.waitFor((messages) => messages.length >= 1);
 
+    // The served process's gauges: its open stream, its sessions, its change log's size.
+    const metrics = await (await fetch(`${server.adminUrl}/metrics`)).text();
+    expect(metrics).toContain(
+      'pgmcp_open_streams{mcp_protocol_version="2026-07-28"} 1\n',
+    );
+    expect(metrics).toContain('pgmcp_legacy_sessions 0\n');
+    expect(metrics).toMatch(/\npgmcp_change_log_bytes [1-9]\d*\n/);
+    expect(metrics).toContain('pgmcp_draining 0\n');
+
     const marker = `drain_${randomUUID().replaceAll('-', '')}`;
     const answer = call(
       server.url,
@@ -164,5 +173,27 @@ describe('SIGTERM', () => {
     expect(last?.error).toBeUndefined();
     expect(await exitCode(server.child)).toBe(0);
     expect(server.output()).toContain('draining: /readyz answers 503');
+    // Issue 35 point 3: the call's access-log line, without its token or its SQL text.
+    const access = server
+      .output()
+      .split('\n')
+      .filter((line) => line.includes('"msg":"access"'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(access).toContainEqual(
+      expect.objectContaining({
+        level: 'info',
+        method: 'tools/call',
+        era: '2026-07-28',
+        outcome: 'ok',
+        role: 'support',
+        durationMs: expect.any(Number) as number,
+        requestId: expect.anything() as unknown,
+        traceId: null,
+      }),
+    );
+    expect(server.output()).not.toContain(marker);
+    expect(server.output()).not.toContain(
+      (auth['Authorization'] ?? '').slice('Bearer '.length),
+    );
   }, 60_000);
 });
