@@ -35,7 +35,7 @@ const LAYERS = {
   // Issue 35: metrics and traces; every folder below app/ may record into it.
   observability: ['version.ts'],
   auth: ['errors.ts', 'observability'],
-  protocol: ['errors.ts', 'auth', 'observability'],
+  protocol: ['errors.ts', 'auth'],
   db: ['errors.ts', 'auth', 'log.ts', 'version.ts', 'observability'],
   config: ['errors.ts', 'version.ts'],
   resources: [

@@ -96,8 +96,9 @@ async function serve(flags: ParsedFlags, logger: Logger): Promise<void> {
 }
 
 /**
- * SIGTERM drains the server (once it has started: issue 35, docs/operations.md "Observing and
- * draining"), SIGINT stops it; either exits 0 then, and a second signal exits at once. `started` hands over the
+ * SIGTERM drains the server once it has started (issue 35, docs/operations.md
+ * "Observing and draining"), SIGINT stops it; either exits 0 then, and a second signal exits at
+ * once. `started` hands over the
  * server, and stops it if a signal came during start-up.
  */
 function handleSignals(
