@@ -79,9 +79,8 @@ describe('compose.yaml', () => {
       'pgmcp',
       'postgres',
     ]);
-    expect(postgres?.['healthcheck']).toMatchObject({
-      test: expect.arrayContaining([expect.stringContaining('pg_isready')]),
-    });
+    const postgresCheck = postgres?.['healthcheck'] as { test: string[] };
+    expect(postgresCheck.test.join(' ')).toContain('pg_isready');
     expect(migrate).toMatchObject({
       command: ['migrate'],
       restart: 'no',
@@ -178,10 +177,8 @@ describe('the Kubernetes manifests', () => {
       readOnlyRootFilesystem: true,
       capabilities: { drop: ['ALL'] },
     });
-    expect(container?.resources?.requests).toMatchObject({
-      cpu: expect.any(String),
-      memory: expect.any(String),
-    });
+    expect(container?.resources?.requests?.['cpu']).toBeDefined();
+    expect(container?.resources?.requests?.['memory']).toBeDefined();
     expect(container?.resources?.limits?.['memory']).toBeDefined();
     // The planned drain: a 5 s delay and a 30 s grace must fit (docs/operations.md, "Deploying").
     expect(pod?.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(35);
