@@ -252,7 +252,7 @@ describe('the Dockerfile', () => {
     const list = await call(`${server.url}/mcp`, 'resources/list');
     expect(list.error).toBeUndefined();
     expect(Array.isArray(list.result?.['resources'])).toBe(true);
-    // JSON logs (the image's PGMCP_LOG_FORMAT): every stderr line parses.
+    // The image's PGMCP_LOG_FORMAT: its log lines are JSON objects.
     expect(server.output()).toMatch(/^\{"/m);
 
     const healthy = runToExit(stage.healthcheck, {
