@@ -72,12 +72,45 @@ describe('compose.yaml', () => {
     volumes?: Record<string, unknown>;
   };
 
+  it('has Prometheus scrape the admin listener pgmcp serves on the compose network', () => {
+    const { pgmcp, prometheus } = compose.services;
+    const environment = pgmcp?.['environment'] as Record<string, string>;
+    const port = environment['PGMCP_ADMIN_PORT'];
+    expect(environment['PGMCP_ADMIN_HOST']).toBe('0.0.0.0');
+    // Never published on the host: only Prometheus reaches it.
+    expect(pgmcp?.['ports']).not.toContainEqual(
+      expect.stringContaining(`:${port}`),
+    );
+    const mounted =
+      (prometheus?.['volumes'] as string[])[0]?.split(':')[0] ?? '';
+    const scrape = parse(
+      readFileSync(path.join(PROJECT_ROOT, mounted), 'utf8'),
+    ) as {
+      scrape_configs: {
+        metrics_path: string;
+        static_configs: { targets: string[] }[];
+      }[];
+    };
+    expect(scrape.scrape_configs[0]).toMatchObject({
+      metrics_path: '/metrics',
+      static_configs: [{ targets: [`pgmcp:${port}`] }],
+    });
+    // The settings pgmcp reads accept the port and host as compose passes them.
+    expect(
+      loadConfig(
+        {},
+        { ...environment, PGPASSWORD: 'x', PGMCP_JWT_SECRET: 'x'.repeat(32) },
+      ).operations,
+    ).toMatchObject({ adminPort: Number(port), adminHost: '0.0.0.0' });
+  });
+
   it('runs PostgreSQL, a one-shot migrate after it is healthy, and pgmcp after migrate completed', () => {
     const { postgres, migrate, pgmcp } = compose.services;
     expect(Object.keys(compose.services).sort()).toEqual([
       'migrate',
       'pgmcp',
       'postgres',
+      'prometheus',
     ]);
     const postgresCheck = postgres?.['healthcheck'] as { test: string[] };
     expect(postgresCheck.test.join(' ')).toContain('pg_isready');
