@@ -7,10 +7,24 @@ export interface LogFields {
   readonly traceparent?: string | undefined;
 }
 
+/** One access-log line (issue 35): what was asked and how it went; never tokens, URIs or values. */
+export interface AccessFields {
+  readonly method: string;
+  readonly era: string;
+  readonly outcome: 'ok' | 'error';
+  readonly errorType?: string;
+  readonly durationMs: number;
+  readonly role: string;
+  readonly requestId: string | number | null;
+  readonly traceId: string | null;
+}
+
 export interface Logger {
   info(message: string, fields?: LogFields): void;
   warn(message: string, fields?: LogFields): void;
   error(message: string, error?: unknown, fields?: LogFields): void;
+  /** One line per request; present only in JSON mode (a text log stays one line per event). */
+  access?(fields: AccessFields): void;
 }
 
 export type LogFormat = 'text' | 'json';
@@ -57,6 +71,14 @@ export function createLogger(
     stream.write(`${time} ${level}${tag} ${message}\n`);
   };
   return {
+    ...(json
+      ? {
+          access: (fields: AccessFields) =>
+            stream.write(
+              `${JSON.stringify({ time: new Date().toISOString(), level: 'info', msg: 'access', ...fields })}\n`,
+            ),
+        }
+      : {}),
     info: (message, fields) => write('info', message, fields),
     warn: (message, fields) => write('warn', message, fields),
     error: (message, error, fields) => {

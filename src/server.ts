@@ -8,6 +8,7 @@ import {
   openDatabase,
   openMoreDatabases,
   prepareDatabase,
+  readiness,
   refuseUnsafeLogin,
   requestDatabase,
   requireAuthentication,
@@ -19,16 +20,34 @@ import {
   type Transports,
 } from './app/index.js';
 import type { Config } from './config/index.js';
-import type { DatabaseHandle, RoleChecker } from './db/index.js';
+import {
+  changeLogBytes,
+  type DatabaseHandle,
+  type RoleChecker,
+} from './db/index.js';
 import type { Logger } from './log.js';
 import type { ChangeFeed } from './notifications/index.js';
+import {
+  forgetSources,
+  METRICS,
+  observeSources,
+  startAdminListener,
+  type AdminListener,
+} from './observability/index.js';
 
 export interface RunningServer {
   /** The HTTP endpoint, or undefined over stdio. */
   readonly url: string | undefined;
   /** Resolves when the transport ends on its own (stdio: stdin closed). */
   readonly done: Promise<void>;
+  /** The admin listener (metrics, probes), when PGMCP_ADMIN_PORT is set. */
+  readonly adminUrl: string | undefined;
   stop(): Promise<void>;
+  /**
+   * Issue 35, SIGTERM: /readyz fails at once; after the drain delay no new connections are
+   * accepted; requests being answered finish (up to the grace period); then stop().
+   */
+  drain(): Promise<void>;
 }
 
 /** What a server has started so far, stopped in reverse order (stopServer, abandon). */
@@ -37,6 +56,9 @@ interface Started {
   requestDb: DatabaseHandle | undefined;
   readonly moreDbs: DatabaseHandle[];
   readonly feeds: ChangeFeed[];
+  /** Set when a drain begins: /readyz answers 503 from then on. */
+  draining: boolean;
+  admin: AdminListener | undefined;
 }
 
 /**
@@ -54,23 +76,36 @@ export async function startServer(
     requestDb: undefined,
     moreDbs: [],
     feeds: [],
+    draining: false,
+    admin: undefined,
   };
   try {
     const { app, transports } = await serve(config, started, {
       logger,
       extension,
     });
+    await startAdmin(config, started, logger);
+    observeApp(app, started);
     let stopping: Promise<void> | undefined;
+    let draining: Promise<void> | undefined;
+    const stop = (): Promise<void> => {
+      stopping ??= stopServer(app, transports, started);
+      return stopping;
+    };
     return {
       url: transports.http?.url,
+      adminUrl: started.admin?.url,
       done:
         transports.stdio?.closed ??
         new Promise<void>((resolve) =>
           transports.http?.server.once('close', () => resolve()),
         ),
-      stop() {
-        stopping ??= stopServer(app, transports, started);
-        return stopping;
+      stop,
+      drain() {
+        draining ??= drainServer(config, transports, started, logger).then(
+          stop,
+        );
+        return draining;
       },
     };
   } catch (error) {
@@ -97,6 +132,8 @@ export async function startApp(
     requestDb: undefined,
     moreDbs: [],
     feeds: [],
+    draining: false,
+    admin: undefined,
   };
   try {
     const { app } = await prepareApp(config, started, {
@@ -130,7 +167,7 @@ async function serve(
     config,
     app,
     roleDecisions,
-    started.feeds,
+    { feeds: started.feeds, draining: () => started.draining },
     logger,
   );
   return { app, transports };
@@ -181,6 +218,61 @@ async function prepareApp(
   return { app, roleDecisions };
 }
 
+/** The admin listener (PGMCP_ADMIN_PORT): metrics and probes, with the MCP endpoint's readiness. */
+async function startAdmin(
+  config: Config,
+  started: Started,
+  logger: Logger,
+): Promise<void> {
+  const { adminPort, adminHost } = config.operations;
+  if (adminPort === undefined) return;
+  started.admin = await startAdminListener({
+    host: adminHost,
+    port: adminPort,
+    ready: () =>
+      readiness({ feeds: started.feeds, draining: () => started.draining }),
+    log: (line) => logger.warn(line),
+  });
+  logger.info(`admin listener (metrics, probes) on ${started.admin.url}`);
+}
+
+/** The gauges read at scrape time: streams, sessions, the change log's size. */
+function observeApp(app: App, started: Started): void {
+  const db = started.requestDb ?? started.open.db;
+  observeSources({
+    changeLogBytes: () => changeLogBytes(db),
+    legacySessions: () => app.legacyHttp.held,
+    openStreams: () => app.legacySubscriptions.census(),
+    queuedBytes: () => app.legacySubscriptions.census().pendingBytes,
+  });
+}
+
+/**
+ * The drain before stopServer (issue 35): /readyz fails at once, load balancers get the drain
+ * delay to notice, then the listener closes and the requests being answered get the grace period.
+ */
+async function drainServer(
+  config: Config,
+  transports: Transports,
+  started: Started,
+  logger: Logger,
+): Promise<void> {
+  const { drainDelayMs, shutdownGraceMs } = config.operations;
+  started.draining = true;
+  METRICS.draining.set(1);
+  const { http } = transports;
+  if (http === undefined) return;
+  logger.info(
+    `draining: /readyz answers 503; new connections are refused in ${drainDelayMs} ms`,
+  );
+  await new Promise((resolve) => setTimeout(resolve, drainDelayMs));
+  http.stopAccepting();
+  if (!(await http.settle(shutdownGraceMs)))
+    logger.warn(
+      `draining: requests still being answered after ${shutdownGraceMs} ms (PGMCP_SHUTDOWN_GRACE_MS) are cut`,
+    );
+}
+
 /** Every listen stream gets its graceful result before the transports close; the pools close last. */
 async function stopServer(
   app: App,
@@ -188,6 +280,7 @@ async function stopServer(
   started: Started,
 ): Promise<void> {
   const { stdio, http } = transports;
+  started.draining = true;
   app.fanout.closeAll();
   await Promise.all(started.feeds.map((feed) => feed.stop()));
   stdio?.close();
@@ -197,6 +290,9 @@ async function stopServer(
     await started.requestDb.close().catch(() => undefined);
   for (const db of started.moreDbs) await db.close().catch(() => undefined);
   await started.open.close();
+  await started.admin?.close();
+  forgetSources();
+  METRICS.draining.set(0);
 }
 
 /** Start-up failed: stop whatever had started, quietly (the start-up error is what is reported). */

@@ -83,6 +83,7 @@ import {
   type Tool,
 } from '../tools/index.js';
 import { SERVER_INFO } from '../version.js';
+import { observeLegacy, observeModern } from './observe-requests.js';
 import { searchableCollections } from './searchable-collections.js';
 
 export interface AppOptions {
@@ -318,16 +319,18 @@ export function createApp(options: AppOptions): App {
   const scopes = createScopePolicy(options.scopes);
   methods.set('tools/list', createListToolsMethod(tools, scopes));
   methods.set('tools/call', createCallToolMethod(tools, scopes));
-  const dispatcher = createDispatcher({
+  const shared = createDispatcher({
     serverInfo: SERVER_INFO,
     methods: scopes.active ? scopeGuarded(methods, scopes) : methods,
     logError: (message, error, fields) =>
       options.logger.error(message, error, fields),
   });
+  // Issue 35: each request is observed once, in its own era (legacy ones reach `shared` unobserved).
+  const dispatcher = observeModern(shared, options.logger);
   return {
     dispatcher,
     fanout,
-    ...legacyEra(options, dispatcher, fanout, scopes),
+    ...legacyEra(options, { shared, dispatcher }, fanout, scopes),
     startChangePath: async (tuning) => {
       const feed = await startChangePath({
         sources: options.sources,
@@ -348,6 +351,8 @@ export function createApp(options: AppOptions): App {
         },
         retentionSeconds: options.live.changeRetentionSeconds,
         log: tuning?.log ?? ((line) => options.logger.info(line)),
+        // Issue 35: failures at warn (a test's own `log` hears both).
+        warn: tuning?.log ?? ((line) => options.logger.warn(line)),
         pollIntervalMs: tuning?.pollIntervalMs,
       });
       promptPages.start();
@@ -519,7 +524,7 @@ function forgetCatalog(
 /** Issue 14: the legacy era is an adapter over `dispatcher` and `streams`, not a second server. */
 function legacyEra(
   options: AppOptions,
-  dispatcher: Dispatcher,
+  { shared, dispatcher }: { shared: Dispatcher; dispatcher: Dispatcher },
   streams: StreamRegistry,
   scopes: ScopePolicy,
 ): Pick<
@@ -536,8 +541,8 @@ function legacyEra(
       readableUris(options.db, options.sources, uris, principal, signal),
     options.live.maxSubscriptionUris,
   );
-  const legacy = createLegacyAdapter({
-    dispatcher,
+  const adapter = createLegacyAdapter({
+    dispatcher: shared,
     serverInfo: SERVER_INFO,
     capabilities: LEGACY_CAPABILITIES,
     instructions: INSTRUCTIONS,
@@ -558,6 +563,7 @@ function legacyEra(
         await legacySessions.setLevel(session.id, principal, session.logLevel);
     },
   });
+  const legacy = observeLegacy(adapter, options.logger);
   return {
     legacy,
     legacySubscriptions,

@@ -22,9 +22,11 @@ export {
   appOptions,
   createRoleDecisions,
   createSources,
+  readiness,
   startChangeFeeds,
   startTransports,
   type ServedDatabases,
+  type ServingHealth,
   type Transports,
 } from './serving.js';
 export {

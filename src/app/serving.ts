@@ -183,7 +183,7 @@ export async function startTransports(
   config: Config,
   app: App,
   canAssume: RoleChecker,
-  feeds: readonly ChangeFeed[],
+  health: ServingHealth,
   logger: Logger,
 ): Promise<Transports> {
   if (config.stdio) {
@@ -211,7 +211,7 @@ export async function startTransports(
         logger,
       }),
     keepAliveMs: config.live.keepAliveMs,
-    ready: () => readiness(feeds),
+    ready: () => readiness(health),
     log: (line) => logger.warn(line),
     // Issue 14: 2025-11-25 sessions on the same endpoint.
     legacy: app.legacyHttp,
@@ -219,14 +219,25 @@ export async function startTransports(
   return { http, stdio: undefined };
 }
 
-/** Ready when every database's feed is: the first that is not says why. */
-function readiness(
-  feeds: readonly ChangeFeed[],
-): ReturnType<ChangeFeed['readiness']> {
-  const states = feeds.map((feed) => feed.readiness());
+/** What /readyz reads: the change feeds, and whether the server drains (issue 35). */
+export interface ServingHealth {
+  readonly feeds: readonly ChangeFeed[];
+  readonly draining: () => boolean;
+}
+
+/**
+ * Ready unless draining (SIGTERM) and when every database's feed is (its listener connected and
+ * its last read of the change log, a query on that database, succeeded): the first that is not
+ * says why.
+ */
+export function readiness(health: ServingHealth): {
+  ok: boolean;
+  detail: Record<string, unknown>;
+} {
+  if (health.draining()) return { ok: false, detail: { draining: true } };
+  const states = health.feeds.map((feed) => feed.readiness());
   return (
-    states.find((state) => !state.ok) ??
-    (states[0] as ReturnType<ChangeFeed['readiness']>)
+    states.find((state) => !state.ok) ?? states[0] ?? { ok: true, detail: {} }
   );
 }
 

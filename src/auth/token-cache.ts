@@ -1,5 +1,6 @@
 // A bounded LRU of verified bearer tokens, so a signature is checked once per token, not once per
 // request. Keyed by a SHA-256 digest of the token: the token itself is never kept.
+import { METRICS } from '../observability/index.js';
 import { hash } from 'node:crypto';
 import type { Principal } from './principal.js';
 
@@ -56,13 +57,17 @@ export function createTokenCache(
     keyOf: (token) => hash('sha256', token, 'base64'),
     get(key) {
       const entry = entries.get(key);
-      if (entry === undefined) return undefined;
       const now = options.now();
-      if (now >= entry.expiresAt) {
-        entries.delete(key);
+      if (entry !== undefined && now >= entry.expiresAt) entries.delete(key);
+      if (
+        entry === undefined ||
+        now >= entry.expiresAt ||
+        now < entry.validFrom
+      ) {
+        METRICS.cacheLookups.inc({ cache: 'token', result: 'miss' });
         return undefined;
       }
-      if (now < entry.validFrom) return undefined;
+      METRICS.cacheLookups.inc({ cache: 'token', result: 'hit' });
       entries.delete(key);
       entries.set(key, entry);
       return entry;

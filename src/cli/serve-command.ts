@@ -1,5 +1,6 @@
 // pgmcp serve: start the server, print the banner, stop on SIGINT/SIGTERM (a second one exits now).
 import { loadConfig, type ConfigFlags } from '../config/index.js';
+import { startTracing } from '../observability/index.js';
 import type { Logger } from '../log.js';
 import { startServer, type RunningServer } from '../server.js';
 import {
@@ -76,9 +77,11 @@ async function serve(flags: ParsedFlags, logger: Logger): Promise<void> {
     await selftest(config, logger);
     return;
   }
+  // Issue 35: traces only when OTEL_* asks for them; flushed when the process stops.
+  const tracing = startTracing(process.env);
   // Signals are handled from before start-up: a Ctrl-C while the embedded PostgreSQL starts, or
   // one sent the moment the banner appears, must still stop everything (a second one exits now).
-  const signals = handleSignals(logger);
+  const signals = handleSignals(logger, tracing);
   const server = await startServer(config, logger);
   signals.started(server);
   if (signals.stopRequested()) return;
@@ -89,28 +92,37 @@ async function serve(flags: ParsedFlags, logger: Logger): Promise<void> {
   }
   await server.done;
   await server.stop();
+  await tracing?.stop().catch(() => undefined);
 }
 
 /**
- * SIGINT and SIGTERM stop the server (once it has started) and exit; a second signal exits at
- * once. `started` hands over the server, and stops it if a signal came during start-up.
+ * SIGTERM drains the server once it has started (issue 35, docs/operations.md
+ * "Observing and draining"), SIGINT stops it; either exits 0 then, and a second signal exits at
+ * once. `started` hands over the
+ * server, and stops it if a signal came during start-up.
  */
-function handleSignals(logger: Logger): {
+function handleSignals(
+  logger: Logger,
+  tracing: { stop(): Promise<void> } | undefined,
+): {
   started(server: RunningServer): void;
   stopRequested(): boolean;
 } {
   let server: RunningServer | undefined;
   let stopRequested = false;
   let signals = 0;
+  let drain = false;
   const shutdown = (): void => {
     if (server === undefined) return; // start-up finishes first, then sees stopRequested
-    void server.stop().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        logger.error('shutdown failed', error);
-        process.exit(1);
-      },
-    );
+    void (drain ? server.drain() : server.stop())
+      .then(() => tracing?.stop().catch(() => undefined))
+      .then(
+        () => process.exit(0),
+        (error: unknown) => {
+          logger.error('shutdown failed', error);
+          process.exit(1);
+        },
+      );
   };
   const onSignal = (signal: NodeJS.Signals): void => {
     signals += 1;
@@ -120,6 +132,8 @@ function handleSignals(logger: Logger): {
     }
     logger.info(`${signal}: shutting down`);
     stopRequested = true;
+    // SIGTERM (an orchestrator) drains; Ctrl-C at a terminal (SIGINT) stops at once, as before.
+    drain = signal === 'SIGTERM';
     shutdown();
   };
   process.on('SIGINT', onSignal);

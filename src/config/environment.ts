@@ -66,6 +66,17 @@ export function rawSettings(flags: ConfigFlags, env: Env) {
     tokenlessScopes: nonEmpty(env['PGMCP_SCOPES'])?.trim().split(/\s+/),
     allowUnsafeLogin:
       flags.allowUnsafeLogin ?? env['PGMCP_ALLOW_UNSAFE_LOGIN'] === '1',
+    operations: operationsSettings(env),
+  };
+}
+
+/** Issue 35: the admin listener (metrics, probes) and the drain on SIGTERM. */
+function operationsSettings(env: Env) {
+  return {
+    adminPort: nonEmpty(env['PGMCP_ADMIN_PORT']),
+    adminHost: env['PGMCP_ADMIN_HOST'] ?? '127.0.0.1',
+    drainDelayMs: env['PGMCP_DRAIN_DELAY_MS'] ?? '5000',
+    shutdownGraceMs: env['PGMCP_SHUTDOWN_GRACE_MS'] ?? '30000',
   };
 }
 

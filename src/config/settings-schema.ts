@@ -177,6 +177,13 @@ export const SettingsSchema = z.object({
     )
     .optional(),
   allowUnsafeLogin: z.boolean(),
+  /** Issue 35: the admin listener (metrics and probes; off unless a port is given) and the drain. */
+  operations: z.object({
+    adminPort: integer('PGMCP_ADMIN_PORT', 0, 65535).optional(),
+    adminHost: z.string().min(1, 'PGMCP_ADMIN_HOST must not be empty'),
+    drainDelayMs: integer('PGMCP_DRAIN_DELAY_MS', 0, 600_000),
+    shutdownGraceMs: integer('PGMCP_SHUTDOWN_GRACE_MS', 0, 3_600_000),
+  }),
 });
 
 export type Settings = z.infer<typeof SettingsSchema>;

@@ -22,12 +22,14 @@
 // in the body, not a REVOKE: GRANT and REVOKE name no object to an event trigger, so pgmcp's
 // schema-change capture would log each as a catalog change that every listener hears of (issue 32
 // point 7). Making them runs no other DDL, and the capture ignores objects in pg_temp.
+import { tracedApplicationName } from '../observability/index.js';
 import type pg from 'pg';
 import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
 import {
   ImplicitTransaction,
   type ImplicitField,
+  type ImplicitStatement,
 } from './implicit-transaction.js';
 import { connectClient, PIPELINE, type DatabaseHandle } from './pool.js';
 import {
@@ -384,10 +386,6 @@ async function fetchInOneRoundTrip(
   );
 }
 
-type ImplicitStatement = ConstructorParameters<
-  typeof ImplicitTransaction
->[0][number];
-
 /**
  * BEGIN's companion in the pipeline: the role and claims, and the call's bounds (db/
  * statement-limits.ts). Named per shape: with or without temp_file_limit, which only the login
@@ -407,13 +405,27 @@ function identityStep(
   // Named columns: checkSettings compares the role and claims set here with those after the fetch.
   const identity =
     "set_config('role', coalesce($1, current_user), true) as role, set_config('request.jwt.claims', $2, true) as claims, set_config('statement_timeout', coalesce($3, current_setting('statement_timeout')), true) as statement_timeout";
-  return limited
-    ? {
-        name: 'pgmcp_tool_identity_limited',
-        text: `select set_config('temp_file_limit', $4 || 'kB', true), ${identity}`,
-        values: [...values, String(options.tempFileLimitKb)],
-      }
-    : { name: 'pgmcp_tool_identity', text: `select ${identity}`, values };
+  const traced = tracedApplicationName();
+  // Each variant is its own prepared statement: untraced calls run exactly the plain one.
+  const name = limited
+    ? traced === undefined
+      ? 'pgmcp_tool_identity_limited'
+      : 'pgmcp_tool_identity_limited_traced'
+    : traced === undefined
+      ? 'pgmcp_tool_identity'
+      : 'pgmcp_tool_identity_traced';
+  const parts = [
+    ...(limited
+      ? [
+          `set_config('temp_file_limit', $${values.push(String(options.tempFileLimitKb))} || 'kB', true)`,
+        ]
+      : []),
+    identity,
+    ...(traced === undefined
+      ? []
+      : [`set_config('application_name', $${values.push(traced)}, true)`]),
+  ];
+  return { name, text: `select ${parts.join(', ')}`, values };
 }
 
 /** Send `statements` as one pipeline (db/implicit-transaction.ts) on the session's connection. */
@@ -642,6 +654,7 @@ async function beginReadOnly(
   const { client } = session;
   const literal = (value: string) => client.escapeLiteral(value);
   const bounds = limitSettings(options, leftOrRefuse(options));
+  const traced = tracedApplicationName();
   const results = (await client.query(
     [
       'BEGIN READ ONLY',
@@ -655,6 +668,9 @@ async function beginReadOnly(
           : [
               `set_config('search_path', ${literal(searchPath(options.schemas))}, true) as search_path`,
             ]),
+        ...(traced === undefined
+          ? []
+          : [`set_config('application_name', ${literal(traced)}, true)`]),
       ].join(', ')}`,
     ].join(';\n'),
   )) as unknown as pg.QueryResult<RequestSettings>[];

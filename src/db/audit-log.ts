@@ -2,6 +2,7 @@
 // Written by the login through pgmcp.write_audit, outside the request's own transaction, so a call
 // that failed or a consent that was declined is on record either way. Rows go through the audit's
 // own connection (db/pool.ts AuditChannel), never waiting behind requests for the request pool.
+import { METRICS } from '../observability/index.js';
 import type { DatabaseHandle } from './pool.js';
 import { toDatabaseError } from './sqlstate.js';
 import { inWriteTransaction } from './write-transaction.js';
@@ -62,7 +63,13 @@ export function writeAudit(
   const written = new Promise<void>((resolve, reject) =>
     queue.waiting.push({
       entry,
-      settle: (error) => (error === undefined ? resolve() : reject(error)),
+      settle: (error) => {
+        METRICS.auditWrites.inc({
+          result: error === undefined ? 'written' : 'failed',
+        });
+        if (error === undefined) resolve();
+        else reject(error);
+      },
     }),
   );
   if (!queue.writing) void drain(db, queue);

@@ -149,6 +149,14 @@ export async function currentHorizon(db: DatabaseHandle): Promise<bigint> {
   return BigInt(rows[0]?.xmin ?? '0');
 }
 
+/** Issue 35: the change log's size on disk (table, indexes, TOAST), a catalog read, not a scan. */
+export async function changeLogBytes(db: DatabaseHandle): Promise<number> {
+  const { rows } = await db.pool.query<{ bytes: string }>(
+    "select pg_total_relation_size('pgmcp.changes')::text as bytes",
+  );
+  return Number(rows[0]?.bytes ?? 0);
+}
+
 /** Delete log rows older than the retention period; returns how many went. */
 export async function pruneChanges(
   db: DatabaseHandle,

@@ -98,6 +98,7 @@ export {
   CHANGE_VISIBILITY,
   READABLE_URIS,
   currentHorizon,
+  changeLogBytes,
   pruneChanges,
   readChangePage,
   type ChangeKind,

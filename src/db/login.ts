@@ -1,4 +1,5 @@
 // Who pgmcp logs in as, and which request roles that login may assume.
+import { METRICS } from '../observability/index.js';
 import type pg from 'pg';
 import type { DatabaseHandle } from './pool.js';
 import { toDatabaseError } from './sqlstate.js';
@@ -136,7 +137,11 @@ export function createRoleChecker(
   const canAssume = (async (role: string) => {
     const time = now();
     const hit = cache.get(role);
-    if (hit !== undefined && hit.until > time) return hit.allowed;
+    if (hit !== undefined && hit.until > time) {
+      METRICS.cacheLookups.inc({ cache: 'role', result: 'hit' });
+      return hit.allowed;
+    }
+    METRICS.cacheLookups.inc({ cache: 'role', result: 'miss' });
     cache.delete(role);
     const allowed = checkRequestRole(db.pool, role).then(
       (verdict) => verdict === 'allowed',

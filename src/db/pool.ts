@@ -1,5 +1,7 @@
 // Connection pools: one for requests (read-only by default) and short-lived admin clients.
 import pg from 'pg';
+import { ProtocolError } from '../errors.js';
+import { METRICS, observePool } from '../observability/index.js';
 import { RequestPipelines } from './request-pipeline.js';
 import { toDatabaseError } from './sqlstate.js';
 import {
@@ -150,6 +152,12 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
     connectAdmin,
     sessionConfig,
   });
+  // Issue 35: pgmcp_pool_connections reads the pool's counts at scrape time.
+  const forget = observePool(() => ({
+    total: pool.totalCount,
+    idle: pool.idleCount,
+    waiting: pool.waitingCount,
+  }));
   return {
     pool,
     pipelines,
@@ -160,6 +168,7 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
     connectAdmin,
     sessionConfig,
     close: async () => {
+      forget();
       await Promise.allSettled([...audit.calls]);
       await pipelines?.close();
       await pool.end();
@@ -296,9 +305,15 @@ function auditPool(options: DatabaseOptions): pg.Pool {
 export async function connectClient(
   db: DatabaseHandle,
 ): Promise<pg.PoolClient> {
+  const started = performance.now();
   try {
-    return await db.pool.connect();
+    const client = await db.pool.connect();
+    METRICS.poolWait.observe((performance.now() - started) / 1000);
+    return client;
   } catch (error) {
-    throw toDatabaseError(error);
+    const mapped = toDatabaseError(error);
+    if (mapped instanceof ProtocolError && mapped.key === 'POOL_EXHAUSTED')
+      METRICS.poolExhaustions.inc();
+    throw mapped;
   }
 }

@@ -3,6 +3,11 @@ import type pg from 'pg';
 import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
 import type { LeadingStatement } from '../leading-statement.js';
+import {
+  traceStep,
+  tracedApplicationName,
+  tracingEnabled,
+} from '../observability/index.js';
 import { cancelBackend } from './backend-cancel.js';
 import {
   ImplicitTransaction,
@@ -16,6 +21,16 @@ import { toDatabaseError } from './sqlstate.js';
 const SET_IDENTITY = {
   name: 'pgmcp_set_identity',
   text: "select set_config('role', $1, true), set_config('request.jwt.claims', $2, true)",
+} as const;
+
+/**
+ * Issue 35: a traced request's identity statement also names its trace in application_name,
+ * transaction-local, so pg_stat_activity and log_line_prefix's %a show it while the transaction
+ * runs. Untraced requests keep SET_IDENTITY: their statement text and cost do not change.
+ */
+const SET_TRACED_IDENTITY = {
+  name: 'pgmcp_set_identity_traced',
+  text: "select set_config('role', $1, true), set_config('request.jwt.claims', $2, true), set_config('application_name', $3, true)",
 } as const;
 
 /**
@@ -49,7 +64,24 @@ export type Cancellation =
  * is refused before taking a connection; one cancelled while its statement runs stops that
  * statement at once (PostgreSQL's cancel on the backend) and the connection goes back clean.
  */
-export async function runRequestQuery<TArgs, TRow>(
+export function runRequestQuery<TArgs, TRow>(
+  db: DatabaseHandle,
+  principal: Principal,
+  cancellation: Cancellation | { readonly aborted: boolean },
+  query: PreparedQuery<TArgs, TRow>,
+  args: TArgs,
+): Promise<TRow[]> {
+  // Issue 35: a child span of the request's when traces are exported; a plain call otherwise.
+  if (!tracingEnabled())
+    return runQuery(db, principal, cancellation, query, args);
+  return traceStep(
+    'db transaction',
+    { 'db.system.name': 'postgresql', 'db.query.summary': query.name },
+    () => runQuery(db, principal, cancellation, query, args),
+  );
+}
+
+async function runQuery<TArgs, TRow>(
   db: DatabaseHandle,
   principal: Principal,
   cancellation: Cancellation | { readonly aborted: boolean },
@@ -121,12 +153,21 @@ function requestTransaction(
       : undefined;
   const statements: ImplicitStatement[] = [];
   if (leading !== undefined) statements.push(leading);
+  const traced = tracedApplicationName();
   if (principal.role !== null)
-    statements.push({
-      name: SET_IDENTITY.name,
-      text: SET_IDENTITY.text,
-      values: [principal.role, claimsJson(principal)],
-    });
+    statements.push(
+      traced === undefined
+        ? {
+            name: SET_IDENTITY.name,
+            text: SET_IDENTITY.text,
+            values: [principal.role, claimsJson(principal)],
+          }
+        : {
+            name: SET_TRACED_IDENTITY.name,
+            text: SET_TRACED_IDENTITY.text,
+            values: [principal.role, claimsJson(principal), traced],
+          },
+    );
   statements.push(statement);
   return {
     transaction: new ImplicitTransaction(statements, pipelined),

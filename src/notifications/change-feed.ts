@@ -1,6 +1,7 @@
 // One listener per process: LISTEN pgmcp_changes on a dedicated connection (pg-listen), and read
 // the change log in xid-horizon order on every wake-up, so nothing is lost when a notification is.
 import createSubscriberModule from 'pg-listen';
+import { METRICS } from '../observability/index.js';
 import {
   currentHorizon,
   pruneChanges,
@@ -30,6 +31,8 @@ export interface ChangeFeedOptions {
   readonly resync: () => void;
   readonly retentionSeconds: number;
   readonly log: (line: string) => void;
+  /** Failures (a lost listener, a failed read or prune, a changed history); `log` when absent. */
+  readonly warn?: (line: string) => void;
   /** Rows read per page of the log. */
   readonly pageSize?: number;
   /** Read the log this often even without a notification (a safety net, and catch-up after outages). */
@@ -59,9 +62,39 @@ export interface ChangeFeed {
 export async function startChangeFeed(
   options: ChangeFeedOptions,
 ): Promise<ChangeFeed> {
-  const reader = new ChangeLogReader(options, await currentHorizon(options.db));
-  const poller = createPoller(() => reader.readOnce(), options.log);
-  const listener = await startListener(options, poller.poll);
+  const warn = options.warn ?? options.log;
+  // Issue 35: a read that follows a notification times its delivery from the notification's
+  // arrival; one that finds changes no notification announced is a poll fallback.
+  let notifiedAt: number | undefined;
+  let readNotifiedAt: number | undefined;
+  const reader = new ChangeLogReader(
+    {
+      ...options,
+      warn,
+      publish: async (changes) => {
+        await options.publish(changes);
+        METRICS.changes.inc(changes.length);
+        if (readNotifiedAt === undefined) METRICS.pollFallbacks.inc();
+        else
+          METRICS.changeDelivery.observe(
+            (performance.now() - readNotifiedAt) / 1000,
+          );
+      },
+    },
+    await currentHorizon(options.db),
+  );
+  const poller = createPoller(() => {
+    readNotifiedAt = notifiedAt;
+    notifiedAt = undefined;
+    return reader.readOnce();
+  }, warn);
+  const listener = await startListener(
+    { ...options, warn },
+    poller.poll,
+    () => {
+      notifiedAt ??= performance.now();
+    },
+  );
   const stopTimers = startTimers(options, poller.poll);
   return {
     readiness: () => ({
@@ -141,7 +174,7 @@ class ChangeLogReader {
    * there on is read from the log as usual. The delivered seqs belong to the old history.
    */
   #resynchronise(reason: string, snapshotXmin: bigint): void {
-    this.#options.log(
+    (this.#options.warn ?? this.#options.log)(
       `live updates: the database's history changed (${reason}); every stream is told its resources may have changed, and the change log is read again from now`,
     );
     this.#horizon = snapshotXmin;
@@ -182,6 +215,7 @@ function createPoller(
           if (!reading) log('live updates: reading the change log again');
           reading = true;
         } catch (error) {
+          METRICS.changeFeedFailures.inc();
           if (reading)
             log(
               `live updates: reading the change log failed (${describe(error)}); retrying`,
@@ -212,10 +246,13 @@ function createPoller(
  * and listener error reads the log, so a lost notification loses nothing.
  */
 async function startListener(
-  options: ChangeFeedOptions,
+  options: ChangeFeedOptions & { readonly warn: (line: string) => void },
   poll: () => Promise<void>,
+  notified: () => void,
 ): Promise<{ readonly listening: boolean; close(): Promise<void> }> {
+  const { warn } = options;
   let listening = false;
+  let lost = false;
   const subscriber = createSubscriber(
     options.db.sessionConfig('pgmcp-listener'),
     {
@@ -227,20 +264,29 @@ async function startListener(
   );
   subscriber.events.on('error', (error) => {
     // A payload that is not JSON, or a reconnect that failed: log, and read the log anyway.
-    options.log(`live updates: listener error (${describe(error)})`);
+    METRICS.changeFeedFailures.inc();
+    warn(`live updates: listener error (${describe(error)})`);
     void poll();
   });
   subscriber.events.on('reconnect', (attempt) => {
-    if (listening || attempt === 1)
-      options.log('live updates: listener connection lost; reconnecting');
+    lost = true;
+    if (listening || attempt === 1) {
+      METRICS.listenerReconnects.inc();
+      warn('live updates: listener connection lost; reconnecting');
+    }
     listening = false;
   });
   subscriber.events.on('connected', () => {
+    if (lost) options.log('live updates: listener reconnected');
+    lost = false;
     listening = true;
     // Catch up on whatever committed while we were not listening.
     void poll();
   });
-  subscriber.notifications.on(CHANGES_CHANNEL, () => void poll());
+  subscriber.notifications.on(CHANGES_CHANNEL, () => {
+    notified();
+    void poll();
+  });
   // eslint-disable-next-line no-restricted-syntax -- pg-listen's own connection: LISTEN belongs to notifications/ (STYLE §1, §2)
   await subscriber.connect();
   await subscriber.listenTo(CHANGES_CHANNEL);
@@ -267,10 +313,12 @@ function startTimers(
       (count) => {
         if (count > 0) options.log(`live updates: pruned ${count} old changes`);
       },
-      (error: unknown) =>
-        options.log(
+      (error: unknown) => {
+        METRICS.changeFeedFailures.inc();
+        (options.warn ?? options.log)(
           `live updates: pruning the change log failed (${describe(error)})`,
-        ),
+        );
+      },
     );
   };
   const pruneTimer = setInterval(prune, options.pruneIntervalMs ?? 60_000);

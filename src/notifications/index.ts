@@ -62,6 +62,8 @@ export interface ChangePathOptions<TSource extends ChangeSource> {
   readonly forgetCatalog: (source: TSource) => void;
   readonly retentionSeconds: number;
   readonly log: (line: string) => void;
+  /** Failures of a feed (issue 35: logged at warn); `log` when absent. */
+  readonly warn?: (line: string) => void;
   /** Read each log this often even without a notification (default: the feed's). */
   readonly pollIntervalMs?: number;
 }
@@ -97,6 +99,12 @@ export async function startChangePath<TSource extends ChangeSource>(
             options.sources.length === 1
               ? options.log
               : (line) => options.log(`${source.name}: ${line}`),
+          warn: (line) => {
+            const warn = options.warn ?? options.log;
+            warn(
+              options.sources.length === 1 ? line : `${source.name}: ${line}`,
+            );
+          },
           pollIntervalMs: options.pollIntervalMs,
         }),
       );

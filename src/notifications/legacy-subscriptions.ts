@@ -56,6 +56,12 @@ export class LegacySubscriptions {
   }
 
   /** Harmless for a URI not subscribed. */
+  /** Issue 35: open streams by era and their unwritten bytes (the registry's, legacy ones named). */
+  census(): { modern: number; legacy: number; pendingBytes: number } {
+    const { open, legacy, pendingBytes } = this.streams.census(MESSAGES);
+    return { modern: open - legacy, legacy, pendingBytes };
+  }
+
   unsubscribe(session: LegacySession, uri: string): void {
     const keys = this.#keysOf(session);
     const key = keys.get(uri);

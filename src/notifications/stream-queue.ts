@@ -1,5 +1,6 @@
 // One listen stream's queue: what it is waiting to be told (repeats coalesce), written until the
 // client pushes back, and the backpressure limits that end a client which stopped reading.
+import { METRICS } from '../observability/index.js';
 import type { Principal } from '../auth/index.js';
 import { JSONRPC } from '../errors.js';
 import type { FanoutMessages, StreamSink } from '../protocol/index.js';
@@ -183,6 +184,7 @@ export class StreamQueue {
   }
 
   #endStalled(now: number, limits: QueueLimits): void {
+    METRICS.slowConsumersCut.inc();
     limits.log(
       `ending a listen stream whose client stopped reading (${this.sink.pendingBytes} bytes unread for ${now - (this.#blockedSince ?? now)} ms)`,
     );

@@ -2,7 +2,7 @@
 // of changes is matched against (by subscribed URI, and the list subscribers).
 import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
-import type { Implementation } from '../protocol/index.js';
+import type { FanoutMessages, Implementation } from '../protocol/index.js';
 import {
   roleKey,
   startStallTimer,
@@ -41,6 +41,21 @@ export class StreamRegistry {
 
   get size(): number {
     return this.#streams.size;
+  }
+
+  /** Issue 35: open streams, how many speak `legacy`'s messages, and their unwritten bytes. */
+  census(legacy: FanoutMessages): {
+    open: number;
+    legacy: number;
+    pendingBytes: number;
+  } {
+    let legacyCount = 0;
+    let pendingBytes = 0;
+    for (const stream of this.#streams) {
+      if (stream.messages === legacy) legacyCount += 1;
+      pendingBytes += stream.sink.pendingBytes;
+    }
+    return { open: this.#streams.size, legacy: legacyCount, pendingBytes };
   }
 
   /** What ends a stream whose client stopped reading (the queue's backpressure). */

@@ -4,6 +4,7 @@
 // scopes allow. Each call runs as the caller's principal.
 import type { ScopePolicy } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
+import { METRICS, traceStep } from '../observability/index.js';
 import {
   CallToolParamsSchema,
   createMethod,
@@ -118,17 +119,34 @@ export function createCallToolMethod(
       const parsed = tool.args.safeParse(withoutNulls(params.arguments ?? {}));
       if (!parsed.success)
         return { ...toolError(`Invalid arguments: ${issues(parsed.error)}.`) };
-      try {
-        const result = await tool.call(parsed.data, ctx, {
-          inputResponses: params.inputResponses,
-          requestState: params.requestState,
-        });
-        return result instanceof StreamingResult ? result : { ...result };
-      } catch (error) {
-        if (error instanceof ProtocolError && CALLER_FAULTS.has(error.key))
-          return { ...toolError(faultText(error)) };
-        throw error;
-      }
+      return traceStep(
+        `execute_tool ${tool.name}`,
+        {
+          'gen_ai.tool.name': tool.name,
+          'gen_ai.operation.name': 'execute_tool',
+        },
+        async () => {
+          try {
+            const result = await tool.call(parsed.data, ctx, {
+              inputResponses: params.inputResponses,
+              requestState: params.requestState,
+            });
+            if (result instanceof StreamingResult) return result;
+            countCall(tool.name, result);
+            return { ...result };
+          } catch (error) {
+            if (
+              error instanceof ProtocolError &&
+              CALLER_FAULTS.has(error.key)
+            ) {
+              METRICS.toolCalls.inc({ tool: tool.name, outcome: 'tool_error' });
+              return { ...toolError(faultText(error)) };
+            }
+            METRICS.toolCalls.inc({ tool: tool.name, outcome: 'error' });
+            throw error;
+          }
+        },
+      );
     },
   });
 }
@@ -142,6 +160,28 @@ function withoutNulls(args: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(
     Object.entries(args).filter(([, value]) => value !== null),
   );
+}
+
+/** Issue 35: the call's outcome, its rows (query's rows, search's results) and its text's bytes. */
+function countCall(name: string, answer: object): void {
+  const result = answer as {
+    readonly content?: readonly unknown[];
+    readonly structuredContent?: Record<string, unknown>;
+    readonly isError?: boolean;
+  };
+  METRICS.toolCalls.inc({
+    tool: name,
+    outcome: result.isError === true ? 'tool_error' : 'ok',
+  });
+  const structured = result.structuredContent;
+  const rows = structured?.['rows'] ?? structured?.['results'];
+  if (Array.isArray(rows)) METRICS.toolRows.inc({ tool: name }, rows.length);
+  let bytes = 0;
+  for (const part of result.content ?? []) {
+    const text = (part as { text?: unknown }).text;
+    if (typeof text === 'string') bytes += Buffer.byteLength(text);
+  }
+  METRICS.toolBytes.inc({ tool: name }, bytes);
 }
 
 /** The error's message, naming the URI it was about (resources/read puts it in `data`). */

@@ -89,4 +89,8 @@ export interface HttpTransport {
   readonly url: string;
   readonly server: http.Server;
   close(): Promise<void>;
+  /** Issue 35 (drain): stop accepting connections; requests on open ones are still answered. */
+  stopAccepting(): void;
+  /** Resolves once no POST is being answered (true), or after `graceMs` (false). */
+  settle(graceMs: number): Promise<boolean>;
 }

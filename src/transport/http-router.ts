@@ -16,6 +16,7 @@ import {
   firstRefusal,
 } from './http-guards.js';
 import type { HttpEraRoute, ServingOptions } from './http-options.js';
+import { METRICS, traceAuthentication } from '../observability/index.js';
 import { HttpRequestContext } from './http-request-context.js';
 import {
   errorBody,
@@ -73,6 +74,7 @@ async function handle(
     return;
   }
   if (declaresTooLarge(request, options.maxBodyBytes)) {
+    METRICS.limitsHit.inc({ limit: 'PAYLOAD_TOO_LARGE' });
     refuseTooLarge(options, request, response);
     return;
   }
@@ -115,7 +117,7 @@ async function authenticate(
   response: http.ServerResponse,
 ): Promise<Principal | undefined> {
   try {
-    return await options.authenticate(request);
+    return await traceAuthentication(() => options.authenticate(request));
   } catch (error) {
     if (
       error instanceof ProtocolError &&
@@ -146,6 +148,7 @@ async function readMessage(
 ): Promise<InboundMessage | undefined> {
   const body = await readBody(request, options.maxBodyBytes);
   if (body === 'too-large') {
+    METRICS.limitsHit.inc({ limit: 'PAYLOAD_TOO_LARGE' });
     refuseTooLarge(options, request, response);
     return undefined;
   }

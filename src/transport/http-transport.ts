@@ -7,6 +7,7 @@ import type {
   HttpTransportOptions,
   ServingOptions,
 } from './http-options.js';
+import { traceHttpRequest } from '../observability/index.js';
 import { routeHttpRequest } from './http-router.js';
 import { startKeepAlive, type SseStreams } from './sse-stream.js';
 
@@ -27,20 +28,64 @@ export async function startHttpTransport(
     else socket.destroy();
   });
   const serving = await listen(server, options);
+  // Issue 35: POSTs being answered (not the streams they became), which a drain waits for.
+  const inFlight = new Set<http.ServerResponse>();
   // Attached in the same turn as the listen callback, before the event loop accepts a connection.
-  server.on('request', (request, response) =>
-    routeHttpRequest(serving, request, response, streams),
-  );
+  server.on('request', (request, response) => {
+    if (request.method === 'POST') {
+      inFlight.add(response);
+      response.once('close', () => inFlight.delete(response));
+    }
+    traceHttpRequest(request.headers, () =>
+      routeHttpRequest(serving, request, response, streams),
+    );
+  });
   const keepAlive = startKeepAlive(streams, options.keepAliveMs ?? 15_000);
+  let closed = false;
   server.once('close', () => {
+    closed = true;
     clearInterval(keepAlive);
     options.legacy?.close();
   });
   return {
     url: endpointUrl(server, options.path),
     server,
-    close: () => close(server),
+    close: () => (closed ? Promise.resolve() : close(server)),
+    stopAccepting: () => {
+      if (server.listening) server.close();
+      server.closeIdleConnections();
+    },
+    settle: (graceMs) => settle(server, { inFlight, streams }, graceMs),
   };
+}
+
+/**
+ * Wait until every POST being answered has its answer, or `graceMs` has passed (false then). A
+ * POST that became a stream (subscriptions/listen) is not waited for: it ends when streams close.
+ * Connections that go idle meanwhile are closed, so keep-alive clients reconnect elsewhere.
+ */
+function settle(
+  server: http.Server,
+  open: { inFlight: Set<http.ServerResponse>; streams: SseStreams },
+  graceMs: number,
+): Promise<boolean> {
+  const pending = (): number =>
+    [...open.inFlight].filter((response) => !open.streams.has(response)).length;
+  return new Promise<boolean>((resolve) => {
+    const check = (): void => {
+      server.closeIdleConnections();
+      if (pending() > 0) return;
+      clearInterval(poll);
+      clearTimeout(timer);
+      resolve(true);
+    };
+    const poll = setInterval(check, 50);
+    const timer = setTimeout(() => {
+      clearInterval(poll);
+      resolve(false);
+    }, graceMs);
+    check();
+  });
 }
 
 /** Bind, then resolve the security (it may name the bound URL) before any request is accepted. */
@@ -77,7 +122,9 @@ function listen(
  */
 function close(server: http.Server): Promise<void> {
   return new Promise<void>((resolve) => {
-    server.close(() => resolve());
+    // After stopAccepting the server is no longer listening: wait for its 'close' instead.
+    if (server.listening) server.close();
+    server.once('close', () => resolve());
     server.closeIdleConnections();
     const sweep = setInterval(() => server.closeIdleConnections(), 100);
     const cut = setTimeout(() => server.closeAllConnections(), 2000);

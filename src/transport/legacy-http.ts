@@ -75,7 +75,10 @@ export interface LegacyHttpOptions {
 }
 
 /** The 2025-11-25 sessions' route on the shared endpoint (legacy digest §10.2). */
-export type LegacyHttp = HttpEraRoute;
+export interface LegacyHttp extends HttpEraRoute {
+  /** Issue 35: sessions this process holds now (pgmcp_legacy_sessions). */
+  readonly held: number;
+}
 
 /** One session as this process holds it: state, requests in flight, the GET stream if here. */
 interface Held {
@@ -246,6 +249,10 @@ class LegacyHttpSessions implements LegacyHttp {
         'Conflict: this session already has a GET stream open.',
       );
     else this.#openStream(entry, principal, response);
+  }
+
+  get held(): number {
+    return this.#held.size;
   }
 
   close(): void {

@@ -101,7 +101,7 @@ describe('pgmcp/layers', () => {
               from: 'app',
               to: 'cli',
               allowed:
-                'errors.ts, leading-statement.ts, log.ts, version.ts, auth, protocol, db, config, resources, tools, prompts, notifications, transport',
+                'errors.ts, leading-statement.ts, log.ts, version.ts, observability, auth, protocol, db, config, resources, tools, prompts, notifications, transport',
             },
           },
         ],
@@ -153,7 +153,7 @@ describe('pgmcp/layers', () => {
               from: 'db',
               to: 'resources',
               allowed:
-                'errors.ts, leading-statement.ts, auth, log.ts, version.ts',
+                'errors.ts, leading-statement.ts, auth, log.ts, version.ts, observability',
             },
           },
         ],

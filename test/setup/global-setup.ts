@@ -1,6 +1,7 @@
 // Vitest global setup: one fresh test database for the run, migrated and seeded with the same
 // files production uses. Source, in order: TEST_DATABASE_URL; a Docker daemon (testcontainers)
 // answering a 1 s ping; else an embedded PostgreSQL on a free port.
+import { spawnSync } from 'node:child_process';
 import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -45,9 +46,35 @@ function dockerAnswers(): Promise<boolean> {
   });
 }
 
+/**
+ * The metrics test checks the exposition with promtool (Debian's prometheus package). Where it is
+ * missing and this process may install Debian packages (root, apt-get), it is installed once, so
+ * `npm test` passes on a fresh machine; elsewhere that test fails and says how to install it.
+ */
+function ensurePromtool(): void {
+  const found = spawnSync('promtool', ['--version'], { stdio: 'ignore' });
+  if (found.error === undefined) return;
+  if (process.getuid?.() !== 0) return;
+  if (
+    spawnSync('apt-get', ['--version'], { stdio: 'ignore' }).error !== undefined
+  )
+    return;
+  process.stderr.write(
+    'installing promtool (Debian package prometheus) for the metrics test\n',
+  );
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  spawnSync('apt-get', ['update'], { stdio: 'ignore', env });
+  spawnSync(
+    'apt-get',
+    ['install', '-y', '--no-install-recommends', 'prometheus'],
+    { stdio: 'ignore', env },
+  );
+}
+
 export default async function setup(
   project: TestProject,
 ): Promise<() => Promise<void>> {
+  ensurePromtool();
   const teardown: (() => Promise<void>)[] = [];
   let baseUrl = process.env['TEST_DATABASE_URL'];
   let source = 'TEST_DATABASE_URL';
