@@ -32,7 +32,7 @@ const BELOW_APP = [
 const LAYERS = {
   'errors.ts': [],
   'leading-statement.ts': [],
-  'version.ts': ['protocol'],
+  'version.ts': [],
   'log.ts': [],
   // Issue 35: metrics and traces; every folder below app/ may record into it.
   observability: ['version.ts'],

@@ -2,7 +2,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Implementation } from './protocol/index.js';
 
 /** Repository root (package.json, migrations/, seeds/), found from src/ or dist/src/ alike. */
 export const PROJECT_ROOT = findProjectRoot(
@@ -13,7 +12,12 @@ const packageJson = JSON.parse(
   readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8'),
 ) as { version: string };
 
-export const SERVER_INFO: Implementation = Object.freeze({
+/** The server's name, title and version: protocol/'s Implementation, declared here as a leaf. */
+export const SERVER_INFO: {
+  readonly name: string;
+  readonly title: string;
+  readonly version: string;
+} = Object.freeze({
   name: 'pgmcp',
   title: 'pgmcp: PostgreSQL resources for agents',
   version: packageJson.version,

@@ -407,13 +407,10 @@ function identityStep(
     "set_config('role', coalesce($1, current_user), true) as role, set_config('request.jwt.claims', $2, true) as claims, set_config('statement_timeout', coalesce($3, current_setting('statement_timeout')), true) as statement_timeout";
   const traced = tracedApplicationName();
   // Each variant is its own prepared statement: untraced calls run exactly the plain one.
-  const name = limited
-    ? traced === undefined
-      ? 'pgmcp_tool_identity_limited'
-      : 'pgmcp_tool_identity_limited_traced'
-    : traced === undefined
-      ? 'pgmcp_tool_identity'
-      : 'pgmcp_tool_identity_traced';
+  const { name } =
+    TOOL_IDENTITY[
+      `${limited ? 'limited' : 'plain'}${traced === undefined ? '' : 'Traced'}`
+    ];
   const parts = [
     ...(limited
       ? [
@@ -427,6 +424,14 @@ function identityStep(
   ];
   return { name, text: `select ${parts.join(', ')}`, values };
 }
+
+/** The identity statement's prepared names, one per shape (docs/statements.md lists them). */
+const TOOL_IDENTITY = {
+  plain: { name: 'pgmcp_tool_identity' },
+  limited: { name: 'pgmcp_tool_identity_limited' },
+  plainTraced: { name: 'pgmcp_tool_identity_traced' },
+  limitedTraced: { name: 'pgmcp_tool_identity_limited_traced' },
+} as const;
 
 /** Send `statements` as one pipeline (db/implicit-transaction.ts) on the session's connection. */
 async function pipelined(
