@@ -6,12 +6,13 @@ import {
   METRICS,
   traceRequest,
 } from '../observability/index.js';
-import type {
-  Dispatcher,
-  DispatchOutcome,
-  InboundMessage,
-  LegacyAdapter,
-  TransportContext,
+import {
+  metaTraceparent,
+  type Dispatcher,
+  type DispatchOutcome,
+  type InboundMessage,
+  type LegacyAdapter,
+  type TransportContext,
 } from '../protocol/index.js';
 
 const MODERN = '2026-07-28';
@@ -163,19 +164,6 @@ function targetOf(message: InboundMessage): string | undefined {
     return undefined;
   const name = message.params?.['name'];
   return typeof name === 'string' && name.length <= 128 ? name : undefined;
-}
-
-/** params._meta.traceparent, when it is a well-formed W3C one. */
-function metaTraceparent(message: InboundMessage): string | undefined {
-  const meta = message.params?.['_meta'];
-  const value =
-    typeof meta === 'object' && meta !== null
-      ? (meta as Record<string, unknown>)['traceparent']
-      : undefined;
-  return typeof value === 'string' &&
-    /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/.test(value)
-    ? value
-    : undefined;
 }
 
 function traceIdOf(traceparent: string | undefined): string | null {

@@ -106,7 +106,7 @@ export interface RequestLogFields {
 }
 
 /** The request's `_meta.traceparent` when it is a well-formed W3C one (anything else is not logged). */
-function traceOf(message: InboundMessage): string | undefined {
+export function metaTraceparent(message: InboundMessage): string | undefined {
   const meta = message.params?.['_meta'];
   const value =
     typeof meta === 'object' && meta !== null
@@ -303,7 +303,10 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     try {
       return await dispatchRequest(message, id, transport);
     } catch (error) {
-      return fail(error, id, { requestId: id, traceparent: traceOf(message) });
+      return fail(error, id, {
+        requestId: id,
+        traceparent: metaTraceparent(message),
+      });
     }
   }
 

@@ -10,6 +10,7 @@ export {
   type RequestContext,
   type RequestLogFields,
   type TransportContext,
+  metaTraceparent,
 } from './dispatch.js';
 export { type LeadingStatement } from '../leading-statement.js';
 export {
