@@ -91,7 +91,20 @@ const LAYERS = {
     'version.ts',
     'observability',
   ],
-  app: BELOW_APP,
+  // Issue 33: the 2025-11-25 era at the edge. It reaches the modern core through the folders' public
+  // API; only app/ imports it (wire-legacy.ts), so no modern folder names a legacy type.
+  legacy: [
+    'errors.ts',
+    'leading-statement.ts',
+    'auth',
+    'protocol',
+    'notifications',
+    'transport',
+    'log.ts',
+    'version.ts',
+    'observability',
+  ],
+  app: [...BELOW_APP, 'legacy'],
   'server.ts': [...BELOW_APP, 'app'],
   cli: [...BELOW_APP, 'app', 'server.ts'],
   'main.ts': [...BELOW_APP, 'app', 'server.ts', 'cli'],

@@ -190,7 +190,7 @@ async function startServer(
     allowedOrigins: [],
     authenticate: () => LOGIN_PRINCIPAL,
     log: () => undefined,
-    legacy: app.legacyHttp,
+    otherEra: app.otherEraHttp,
   });
   return { app, server };
 }

@@ -11,7 +11,7 @@ import { createApp, type App } from '../src/app/index.js';
 import { loadConfig } from '../src/config/index.js';
 import type { DatabaseHandle } from '../src/db/index.js';
 import type { Logger } from '../src/log.js';
-import type { HttpTransport, LegacyHttp } from '../src/transport/index.js';
+import type { HttpEraRoute, HttpTransport } from '../src/transport/index.js';
 import { catalogSource } from '../src/resources/index.js';
 import type { Dispatcher } from '../src/protocol/index.js';
 import type {
@@ -41,7 +41,7 @@ export interface LegacyBenchContext {
   /** Serve `dispatcher` with `legacy` sessions over HTTP, tokens verified (serve.ts). */
   readonly serve: (
     dispatcher: Dispatcher,
-    legacy: LegacyHttp,
+    legacy: HttpEraRoute | undefined,
   ) => Promise<HttpTransport>;
   /** The list workload of the request-path figures (spread keyset pages)... */
   readonly listWorkload: Workload;
@@ -165,7 +165,7 @@ export async function legacyBenchmarks(
   // Sessions a previous run left behind count against the role's cap.
   await context.admin.query('delete from pgmcp.legacy_sessions');
   const app = await legacyApp(context);
-  const server = await context.serve(app.dispatcher, app.legacyHttp);
+  const server = await context.serve(app.dispatcher, app.otherEraHttp);
   try {
     Object.assign(results, await throughput(context, server.url));
     results['legacy_notify_latency_1000_subscribers'] = await subscribers(

@@ -8,7 +8,7 @@ import type { Dispatcher } from '../src/protocol/index.js';
 import {
   startHttpTransport,
   type HttpTransport,
-  type LegacyHttp,
+  type HttpEraRoute,
 } from '../src/transport/index.js';
 import type { TokenIssuer } from './token-issuer.js';
 
@@ -19,8 +19,8 @@ export interface ServeOptions {
   /** The database whose roles the tokens name (the role checker asks it). */
   readonly db: DatabaseHandle;
   readonly logger: Logger;
-  /** 2025-11-25 sessions beside 2026-07-28 (the app's `legacyHttp`); absent: modern only. */
-  readonly legacy?: LegacyHttp;
+  /** 2025-11-25 sessions beside 2026-07-28 (the app's `otherEraHttp`); absent: modern only. */
+  readonly legacy?: HttpEraRoute | undefined;
 }
 
 /** Serve `dispatcher` with the server's default token and role-decision caches. */
@@ -53,6 +53,6 @@ export function serve(options: ServeOptions): Promise<HttpTransport> {
     allowedOrigins: [],
     authenticate,
     log: () => undefined,
-    legacy: options.legacy,
+    otherEra: options.legacy,
   });
 }

@@ -241,9 +241,7 @@ function observeApp(app: App, started: Started): void {
   const db = started.requestDb ?? started.open.db;
   observeSources({
     changeLogBytes: () => changeLogBytes(db),
-    legacySessions: () => app.legacyHttp.held,
-    openStreams: () => app.legacySubscriptions.census(),
-    queuedBytes: () => app.legacySubscriptions.census().pendingBytes,
+    ...app.gauges,
   });
 }
 

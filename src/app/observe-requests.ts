@@ -11,12 +11,10 @@ import {
   type Dispatcher,
   type DispatchOutcome,
   type InboundMessage,
-  type LegacyAdapter,
   type TransportContext,
 } from '../protocol/index.js';
 
 const MODERN = '2026-07-28';
-const LEGACY = '2025-11-25';
 
 /** Refusals that are a configured limit, counted in pgmcp_limits_hit_total by their key. */
 const LIMIT_KEYS = new Set([
@@ -57,7 +55,7 @@ export function observeModern(
     parse: (value) => dispatcher.parse(value),
     fail: (error, id) => dispatcher.fail(error, id),
     dispatch: (message, transport) =>
-      runObserved({ message, transport, logger, era: MODERN }, () =>
+      observeRequest({ message, transport, logger, era: MODERN }, () =>
         dispatcher.dispatch(message, transport),
       ),
     ...(dispatcher.answer === undefined
@@ -69,23 +67,8 @@ export function observeModern(
   };
 }
 
-/** `legacy` with every request observed as 2025-11-25 traffic of its session. */
-export function observeLegacy(
-  legacy: LegacyAdapter,
-  logger: Logger,
-): LegacyAdapter {
-  return {
-    handle: (message, session, transport) =>
-      runObserved(
-        { message, transport, logger, era: LEGACY, sessionId: session.id },
-        () => legacy.handle(message, session, transport),
-      ),
-    fail: (error, id) => legacy.fail(error, id),
-  };
-}
-
 /** One request: the span around `dispatch`, the histogram and the access log after it. */
-async function runObserved(
+export async function observeRequest(
   request: {
     readonly message: InboundMessage;
     readonly transport: TransportContext;

@@ -18,7 +18,6 @@ import {
   type CollectionConfig,
 } from '../resources/index.js';
 import {
-  createLineChannel,
   startHttpTransport,
   startStdioTransport,
   type HttpTransport,
@@ -190,8 +189,8 @@ export async function startTransports(
     const stdio = startStdioTransport({
       input: process.stdin,
       output: process.stdout,
-      // Both eras on stdio (issue 14): the process is the legacy session.
-      dispatcher: app.stdioDispatcher(createLineChannel(process.stdout)),
+      // Every era the app serves on stdio (issue 14: both, the process one 2025-11-25 session).
+      dispatcher: app.stdioDispatcher(process.stdout),
       principal: tokenlessPrincipal(config),
       maxMessageBytes: config.maxBodyBytes,
     });
@@ -213,8 +212,8 @@ export async function startTransports(
     keepAliveMs: config.live.keepAliveMs,
     ready: () => readiness(health),
     log: (line) => logger.warn(line),
-    // Issue 14: 2025-11-25 sessions on the same endpoint.
-    legacy: app.legacyHttp,
+    // Issue 14: 2025-11-25 sessions on the same endpoint, when that era is wired.
+    otherEra: app.otherEraHttp,
   });
   return { http, stdio: undefined };
 }

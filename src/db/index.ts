@@ -144,7 +144,8 @@ export {
   setExposed,
 } from './row-statements.js';
 export {
-  createLegacySessionStore,
-  type LegacySessionRow,
-  type LegacySessionStore,
-} from './legacy-sessions.js';
+  createClientSessionStore,
+  type ClientSessionCheck,
+  type ClientSessionRow,
+  type ClientSessionStore,
+} from './client-sessions.js';

@@ -136,7 +136,7 @@ async function runQuery<TArgs, TRow>(
 }
 
 /**
- * The request's transaction: the transport's leading statement if it has one (a legacy session's
+ * The request's transaction: the transport's leading statement if it has one (a session's
  * check), the identity when the request has a role, then the statement; text rows come back as
  * the driver's own field arrays, which pg's Query would copy into objects.
  */

@@ -69,8 +69,8 @@ export interface ChangesTable {
   changed_at: ColumnType<Date, never, never>;
 }
 
-/** Legacy (2025-11-25) HTTP sessions (migration 0012); the login reads only the keys and expiry. */
-export interface LegacySessionsTable {
+/** Client sessions by id (migration 0012); the login reads only the keys and expiry. */
+export interface ClientSessionsTable {
   id_hash: Buffer;
   principal_hash: Buffer;
   role: string | null;
@@ -85,7 +85,7 @@ export interface LegacySessionsTable {
 
 export interface Database {
   'pgmcp.changes': ChangesTable;
-  'pgmcp.legacy_sessions': LegacySessionsTable;
+  'pgmcp.legacy_sessions': ClientSessionsTable;
   'pgmcp.prompts': PromptsTable;
   'pgmcp.resources': ResourcesTable;
   'pgmcp.resource_templates': ResourceTemplatesTable;

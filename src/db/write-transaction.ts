@@ -1,4 +1,4 @@
-// Writes the server's login makes beside requests (audit rows, legacy sessions): each in its own
+// Writes the server's login makes beside requests (audit rows, client sessions): each in its own
 // read-write transaction, since the pool's sessions default to read-only.
 import type pg from 'pg';
 import { ImplicitTransaction } from './implicit-transaction.js';

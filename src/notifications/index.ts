@@ -33,7 +33,7 @@ export {
   type StreamRegistryOptions,
 } from './stream-registry.js';
 export { createListenMethod, type ListenDependencies } from './listen.js';
-export { LegacySubscriptions } from './legacy-subscriptions.js';
+export { StreamQueue } from './stream-queue.js';
 
 /** A database whose change log feeds the streams (resources/' CatalogSource is one). */
 export interface ChangeSource {

@@ -62,12 +62,12 @@ export class StreamQueue {
 
   constructor(
     readonly principal: Principal,
-    // Listen streams and legacy sessions (issue 14) differ only in these messages.
+    // Listen streams and other eras' subscribers (issue 14) differ only in these messages.
     readonly messages: FanoutMessages,
     readonly uris: readonly string[],
     readonly listChanged: boolean,
     readonly sink: StreamSink,
-    /** Whether it hears notifications/prompts/list_changed (asked for, or a legacy session). */
+    /** Whether it hears notifications/prompts/list_changed (asked for, or always, as an era offers). */
     readonly promptsListChanged = false,
   ) {
     this.roleKey = roleKey(principal);

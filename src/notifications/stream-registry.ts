@@ -43,19 +43,19 @@ export class StreamRegistry {
     return this.#streams.size;
   }
 
-  /** Issue 35: open streams, how many speak `legacy`'s messages, and their unwritten bytes. */
-  census(legacy: FanoutMessages): {
+  /** Issue 35: open streams, how many speak `messages`, and their unwritten bytes. */
+  census(messages?: FanoutMessages): {
     open: number;
-    legacy: number;
+    speaking: number;
     pendingBytes: number;
   } {
-    let legacyCount = 0;
+    let speaking = 0;
     let pendingBytes = 0;
     for (const stream of this.#streams) {
-      if (stream.messages === legacy) legacyCount += 1;
+      if (stream.messages === messages) speaking += 1;
       pendingBytes += stream.sink.pendingBytes;
     }
-    return { open: this.#streams.size, legacy: legacyCount, pendingBytes };
+    return { open: this.#streams.size, speaking, pendingBytes };
   }
 
   /** What ends a stream whose client stopped reading (the queue's backpressure). */

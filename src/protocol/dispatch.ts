@@ -6,16 +6,20 @@ import { ProtocolError } from '../errors.js';
 import type { LeadingStatement } from '../leading-statement.js';
 import type { ConsentOutcome, InputParams } from './input-required.js';
 import {
-  META_CLIENT_CAPABILITIES,
-  META_PROTOCOL_VERSION,
-  META_SERVER_INFO,
-  SUPPORTED_VERSIONS,
+  describeIssues,
+  parseMessage,
+  truncate,
+  validateMetaShape,
+  validateVersion,
+} from './message-checks.js';
+import { Results } from './results.js';
+import {
   type Implementation,
   type InboundMessage,
   type RequestId,
   type RequestMeta,
 } from './wire.js';
-import { KeptResult, RawJson, serializeMessage } from './raw-json.js';
+import { KeptResult, type RawJson } from './raw-json.js';
 import {
   readNoticeOptions,
   RequestNotices,
@@ -91,8 +95,8 @@ export interface Dispatcher {
   /** Build the error outcome for something thrown before dispatch (parse errors, header checks). */
   fail(error: unknown, id?: RequestId): DispatchOutcome;
   /**
-   * A JSON-RPC response from the client, to a request this server sent it (a legacy session's
-   * elicitation/create): settles it. Absent where the server sends the client no requests.
+   * A JSON-RPC response from the client, to a request this server sent it (an elicitation/create
+   * of a 2025-11-25 session): settles it. Absent where the server sends the client no requests.
    */
   answer?(value: unknown): void;
   /** The client can send nothing more (stdin ended): stop waiting for its answers. */
@@ -137,7 +141,7 @@ export interface TransportContext {
    */
   readonly notify?: NoticeSink | undefined;
   /**
-   * A statement the transport needs run for this request (legacy HTTP: the session check), sent
+   * A statement the transport needs run for this request (an HTTP session's check), sent
    * first in the request's first transaction, in the same round trip; `settle` gets its rows.
    */
   readonly leadingStatement?: LeadingStatement | undefined;
@@ -191,62 +195,6 @@ function failure(
       ? { jsonrpc: '2.0', error: wire.error }
       : { jsonrpc: '2.0', id, error: wire.error };
   return { kind: 'response', response, httpStatus: wire.httpStatus };
-}
-
-/**
- * Results as they go out: resultType first, the server's _meta last. A constant method's result
- * and a kept result are serialized once.
- */
-class Results {
-  // Keyed by handler identity, whatever its params type.
-  readonly #constant = new Map<MethodHandler<unknown>, RawJson>();
-  // A kept result's serialization, while its handler keeps handing it out.
-  readonly #kept = new WeakMap<KeptResult, RawJson>();
-  // The same on every result: serialize it once.
-  readonly #meta: RawJson;
-
-  constructor(serverInfo: DispatcherOptions['serverInfo']) {
-    this.#meta = new RawJson(
-      JSON.stringify({ [META_SERVER_INFO]: serverInfo }),
-    );
-  }
-
-  constantOf(method: MethodHandler<unknown>): RawJson | undefined {
-    return this.#constant.get(method);
-  }
-
-  complete(
-    payload: Readonly<Record<string, unknown>>,
-  ): Record<string, unknown> {
-    return { resultType: 'complete', ...payload, _meta: this.#meta };
-  }
-
-  keepConstant(
-    method: MethodHandler<unknown>,
-    payload: Readonly<Record<string, unknown>>,
-  ): RawJson {
-    const serialized = this.#serialized(payload);
-    this.#constant.set(method, serialized);
-    return serialized;
-  }
-
-  kept(result: KeptResult): RawJson {
-    let serialized = this.#kept.get(result);
-    if (serialized === undefined) {
-      serialized = this.#serialized(result.payload);
-      this.#kept.set(result, serialized);
-    }
-    return serialized;
-  }
-
-  #serialized(payload: Readonly<Record<string, unknown>>): RawJson {
-    return new RawJson(
-      serializeMessage({ result: this.complete(payload) }).slice(
-        '{"result":'.length,
-        -1,
-      ),
-    );
-  }
 }
 
 /** Build the dispatcher: the single place requests become results or wire errors. */
@@ -314,47 +262,6 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     parse: parseMessage,
     dispatch,
     fail: (error, id) => fail(error, id),
-  };
-}
-
-/**
- * Validate one parsed JSON value as a JSON-RPC message. Hand-written rather than zod: this runs on
- * every message, and a plain check costs a fraction of a schema parse on the hot path. Params and
- * results keep their zod schemas.
- */
-function parseMessage(value: unknown): InboundMessage {
-  if (Array.isArray(value)) {
-    throw new ProtocolError(
-      'BATCH_NOT_SUPPORTED',
-      'JSON-RPC batches are not supported; send one message per request.',
-    );
-  }
-  const invalid = (problem: string): never => {
-    throw new ProtocolError(
-      'INVALID_REQUEST',
-      `Invalid JSON-RPC request: ${problem}.`,
-    );
-  };
-  if (typeof value !== 'object' || value === null)
-    return invalid('expected a JSON object');
-  const record = value as Record<string, unknown>;
-  const { id, method, params } = record;
-  if (record['jsonrpc'] !== '2.0') invalid('jsonrpc must be "2.0"');
-  if (id !== undefined && typeof id !== 'string' && !Number.isSafeInteger(id))
-    invalid('id must be a string or an integer');
-  if (typeof method !== 'string' || method === '')
-    return invalid('method must be a non-empty string');
-  if (
-    params !== undefined &&
-    (typeof params !== 'object' || params === null || Array.isArray(params))
-  ) {
-    invalid('params must be an object');
-  }
-  return {
-    jsonrpc: '2.0',
-    id: id as RequestId | undefined,
-    method,
-    params: params as Record<string, unknown> | undefined,
   };
 }
 
@@ -450,53 +357,4 @@ class HandlerContext implements RequestContext {
   get aborted(): boolean {
     return this.#transport.aborted ?? this.#transport.signal.aborted;
   }
-}
-
-/** Check the required request `_meta` keys are present and well-typed (spec §3.2). */
-function validateMetaShape(value: unknown): RequestMeta {
-  if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
-    const meta = value as Record<string, unknown>;
-    const capabilities = meta[META_CLIENT_CAPABILITIES];
-    if (
-      typeof meta[META_PROTOCOL_VERSION] === 'string' &&
-      typeof capabilities === 'object' &&
-      capabilities !== null &&
-      !Array.isArray(capabilities)
-    ) {
-      return meta as RequestMeta;
-    }
-  }
-  throw new ProtocolError(
-    'MISSING_META',
-    // Also the answer to a 2025-11-25 request sent before initialize (legacy digest §10.1 step 5).
-    'Missing or invalid params._meta: 2026-07-28 requests must carry io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities; a 2025-11-25 client sends initialize first.',
-  );
-}
-
-/** Refuse versions we do not serve with -32022 and the list we do (spec §3.4). */
-function validateVersion(meta: RequestMeta): void {
-  const requested = meta[META_PROTOCOL_VERSION];
-  if (!SUPPORTED_VERSIONS.includes(requested)) {
-    throw new ProtocolError(
-      'UNSUPPORTED_PROTOCOL_VERSION',
-      'Unsupported protocol version.',
-      {
-        data: { supported: [...SUPPORTED_VERSIONS], requested },
-      },
-    );
-  }
-}
-
-function describeIssues(error: z.ZodError): string {
-  return error.issues
-    .slice(0, 3)
-    .map((issue) => {
-      const path = issue.path.map(String).join('.');
-      return path === '' ? issue.message : `${path}: ${issue.message}`;
-    })
-    .join('; ');
-}
-
-function truncate(text: string): string {
-  return text.length > 100 ? `${text.slice(0, 100)}…` : text;
 }

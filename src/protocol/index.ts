@@ -12,6 +12,7 @@ export {
   type TransportContext,
   metaTraceparent,
 } from './dispatch.js';
+export { isJsonRpcResponse } from './message-checks.js';
 export { type LeadingStatement } from '../leading-statement.js';
 export {
   META_LOG_LEVEL,
@@ -35,6 +36,8 @@ export {
   CompleteParamsSchema,
   EmptyParamsSchema,
   GetPromptParamsSchema,
+  META_CLIENT_CAPABILITIES,
+  META_PROTOCOL_VERSION,
   PROTOCOL_VERSION,
   PaginatedParamsSchema,
   CallToolParamsSchema,
@@ -54,20 +57,6 @@ export {
   type RequestId,
   type ResourceTemplate,
 } from './wire.js';
-export {
-  createLegacyAdapter,
-  hasModernClaim,
-  isJsonRpcResponse,
-  isModernVersion,
-  type LegacyAdapter,
-  type LegacyAdapterOptions,
-} from './legacy-era.js';
-export {
-  LEGACY_VERSIONS,
-  LegacyNotificationMessages,
-  LegacySession,
-  type LegacyHandshake,
-} from './legacy-state.js';
 export { LOG_LEVELS, type LogLevel } from './log-levels.js';
 export {
   clientCanAnswer,
@@ -83,7 +72,6 @@ export {
   type InputRequest,
   type InputRequiredResult,
 } from './input-required.js';
-export { createEraDispatcher } from './era-dispatcher.js';
 export {
   streamedResponse,
   type RequestStreamControl,

@@ -52,8 +52,8 @@ export const ListenParamsSchema = z.object({
 export type ListenParams = z.infer<typeof ListenParamsSchema>;
 
 /**
- * The messages the fan-out writes to one subscriber: a listen stream's (SubscriptionMessages) or a
- * legacy session's (LegacyNotificationMessages, which has no final message to send).
+ * The messages the fan-out writes to one subscriber: a listen stream's (SubscriptionMessages) or
+ * another era's subscriber's (one may have no final message to send).
  */
 export interface FanoutMessages {
   updated(uriJson: string): string;

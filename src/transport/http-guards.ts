@@ -13,7 +13,7 @@ export interface GuardOptions {
   readonly allowedHosts: readonly string[];
   readonly allowedOrigins: readonly string[];
   /** Issue 14: set when 2025-11-25 sessions are served (GET and DELETE are theirs, routed first). */
-  readonly legacy?: object | undefined;
+  readonly otherEra?: object | undefined;
 }
 
 type Guard = (
@@ -71,7 +71,7 @@ export const checkMethod: Guard = (request, options) =>
         key: 'HTTP_METHOD_NOT_ALLOWED',
         message: 'Method not allowed: the MCP endpoint accepts POST only.',
         headers: {
-          Allow: options.legacy === undefined ? 'POST' : 'GET, POST, DELETE',
+          Allow: options.otherEra === undefined ? 'POST' : 'GET, POST, DELETE',
         },
       };
 

@@ -23,8 +23,8 @@ interface HttpTransportBase {
   /** How often an open SSE stream gets a keep-alive comment. */
   readonly keepAliveMs?: number;
   readonly log: (line: string) => void;
-  /** Issue 14: 2025-11-25 sessions beside 2026-07-28 on the same endpoint (legacy-http.ts). */
-  readonly legacy?: HttpEraRoute;
+  /** Issue 14: another era's requests beside 2026-07-28 on the same endpoint (2025-11-25 sessions). */
+  readonly otherEra?: HttpEraRoute;
 }
 
 /**

@@ -58,12 +58,12 @@ async function handle(
     send(response, 404, { error: 'not found', endpoint: options.path });
     return;
   }
-  // Issue 14: GET and DELETE belong to legacy sessions (the modern era answers 405 to both).
+  // Issue 14: GET and DELETE belong to another era's sessions (the modern era answers 405 to both).
   if (
-    options.legacy !== undefined &&
+    options.otherEra !== undefined &&
     (request.method === 'GET' || request.method === 'DELETE')
   ) {
-    await serveLegacyStream(options, options.legacy, request, response);
+    await serveOtherEraStream(options, options.otherEra, request, response);
     return;
   }
   const refusal = firstRefusal(request, options);
@@ -85,19 +85,19 @@ async function handle(
     useMetadataUrl(response, options.protectedResource.metadataUrl);
   const message = await readMessage(options, request, response, principal);
   if (message === undefined) return;
-  // Issue 14: a POST without the 2026-07-28 claim that initializes or names a session is legacy.
-  if (options.legacy?.claims(message, request) === true) {
-    await options.legacy.post(message, principal, request, response);
+  // Issue 14: a POST the other era claims (2025-11-25: no 2026-07-28 claim, a session) is its own.
+  if (options.otherEra?.claims(message, request) === true) {
+    await options.otherEra.post(message, principal, request, response);
     return;
   }
   const context = new HttpRequestContext(principal, request, response);
   await dispatchAndAnswer(options, context, message, response, streams);
 }
 
-/** A legacy session's GET (its notification stream) or DELETE (its end): Host/Origin, then auth. */
-async function serveLegacyStream(
+/** The other era's GET (a session's notification stream) or DELETE (its end): Host/Origin, then auth. */
+async function serveOtherEraStream(
   options: ServingOptions,
-  legacy: HttpEraRoute,
+  era: HttpEraRoute,
   request: http.IncomingMessage,
   response: http.ServerResponse,
 ): Promise<void> {
@@ -107,7 +107,7 @@ async function serveLegacyStream(
     return;
   }
   const principal = await authenticate(options, request, response);
-  if (principal !== undefined) await legacy.other(principal, request, response);
+  if (principal !== undefined) await era.other(principal, request, response);
 }
 
 /** The request's principal, or undefined once a 401/403 (with its challenge) has been sent. */
@@ -163,14 +163,14 @@ async function readMessage(
     });
     return undefined;
   }
-  // Issue 14: a legacy client may POST a JSON-RPC response in its session (legacy digest §5.2);
+  // Issue 14: a 2025-11-25 client may POST a JSON-RPC response in its session (its digest §5.2);
   // without a session it is refused below like any other message without a method (400, -32600).
   if (
-    options.legacy !== undefined &&
+    options.otherEra !== undefined &&
     request.headers['mcp-session-id'] !== undefined &&
     isJsonRpcResponse(value)
   ) {
-    await options.legacy.postResponse(value, principal, request, response);
+    await options.otherEra.postResponse(value, principal, request, response);
     return undefined;
   }
   try {

@@ -45,7 +45,7 @@ export async function startHttpTransport(
   server.once('close', () => {
     closed = true;
     clearInterval(keepAlive);
-    options.legacy?.close();
+    options.otherEra?.close();
   });
   return {
     url: endpointUrl(server, options.path),

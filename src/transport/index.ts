@@ -10,11 +10,7 @@ export {
   type StdioTransport,
   type StdioTransportOptions,
 } from './stdio-transport.js';
-export { createLineChannel } from './line-channel.js';
-export {
-  createLegacyHttp,
-  type LegacyHttp,
-  type LegacyHttpOptions,
-  type LegacySessionRecord,
-  type LegacySessionRecords,
-} from './legacy-http.js';
+export type { HttpEraRoute } from './http-options.js';
+export { AnsweredRequest } from './http-request-context.js';
+export { send } from './http-responses.js';
+export { SSE_HEADERS } from './sse-stream.js';

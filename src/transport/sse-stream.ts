@@ -3,7 +3,7 @@
 import type http from 'node:http';
 import type { ResponseStream, StreamSink } from '../protocol/index.js';
 
-/** The headers of every SSE response, modern streams and legacy sessions' GET streams alike. */
+/** The headers of every SSE response, listen streams and sessions' GET streams alike. */
 export const SSE_HEADERS: readonly string[] = [
   'Content-Type',
   'text/event-stream',

@@ -74,7 +74,7 @@ export class StdioSession {
       );
       return;
     }
-    // A JSON-RPC response (a legacy client answering a server request, legacy digest §10.1 step 1)
+    // A JSON-RPC response (a 2025-11-25 client answering a server request, its digest §10.1 step 1)
     // settles the request it answers; a response is never answered.
     if (isJsonRpcResponse(value)) {
       this.options.dispatcher.answer?.(value);

@@ -7,7 +7,6 @@ import { ProtocolError } from '../../src/errors.js';
 import type { PublishedChange } from '../../src/notifications/index.js';
 import {
   deliverChanges,
-  LegacySubscriptions,
   StreamRegistry,
   subscriptionKeys,
   type Authorize,
@@ -15,10 +14,10 @@ import {
 } from '../../src/notifications/index.js';
 import { StreamQueue } from '../../src/notifications/stream-queue.js';
 import {
-  LegacySession,
   SubscriptionMessages,
   type StreamSink,
 } from '../../src/protocol/index.js';
+import { LegacySession, LegacySubscriptions } from '../../src/legacy/index.js';
 import { SERVER_INFO } from '../../src/version.js';
 import { match } from '../setup/matchers.js';
 

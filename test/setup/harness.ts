@@ -202,7 +202,7 @@ export async function startTestServer(
     protectedResource: options.protectedResource,
     ready: feed === undefined ? undefined : () => feed.readiness(),
     log: (line) => logger.warn(line),
-    legacy: app.legacyHttp,
+    otherEra: app.otherEraHttp,
   });
   return {
     url: http.url,

@@ -76,7 +76,7 @@ describe('http guards', () => {
   it('name GET and DELETE in Allow when legacy sessions are served (they are routed before the guards)', () => {
     const refusal = firstRefusal(request('PUT', good), {
       ...options,
-      legacy: {},
+      otherEra: {},
     });
     expect(refusal?.key).toBe('HTTP_METHOD_NOT_ALLOWED');
     expect(refusal?.headers).toEqual({ Allow: 'GET, POST, DELETE' });

@@ -1,8 +1,9 @@
 // One connection, both eras (legacy digest §10.1): a Dispatcher that decides per message whether
 // it is 2026-07-28 (the envelope claim) or 2025-11-25, for a transport that is its own session.
-import type { Dispatcher } from './dispatch.js';
-import { hasModernClaim, type LegacyAdapter } from './legacy-era.js';
-import type { LegacySession } from './legacy-state.js';
+import type { Dispatcher } from '../../protocol/index.js';
+import type { LegacySession } from '../session/legacy-session.js';
+import type { LegacyAdapter } from './legacy-adapter.js';
+import { hasModernClaim } from './legacy-codec.js';
 
 /**
  * Wrap `modern` so that messages without the 2026-07-28 claim are served as `session`'s legacy

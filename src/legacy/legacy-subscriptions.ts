@@ -3,13 +3,12 @@
 // may read, from the same change log, in the 2025-11-25 form.
 import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
+import { StreamQueue, type StreamRegistry } from '../notifications/index.js';
+import type { StreamSink } from '../protocol/index.js';
 import {
   LegacyNotificationMessages,
   type LegacySession,
-  type StreamSink,
-} from '../protocol/index.js';
-import { StreamQueue } from './stream-queue.js';
-import type { StreamRegistry } from './stream-registry.js';
+} from './session/legacy-session.js';
 
 /** The readable subset of `uris`, normalized, in the caller's request transaction (resources/). */
 export type ReadableUris = (
@@ -55,13 +54,13 @@ export class LegacySubscriptions {
     if (session.ready) this.attach(session, principal);
   }
 
-  /** Harmless for a URI not subscribed. */
   /** Issue 35: open streams by era and their unwritten bytes (the registry's, legacy ones named). */
   census(): { modern: number; legacy: number; pendingBytes: number } {
-    const { open, legacy, pendingBytes } = this.streams.census(MESSAGES);
-    return { modern: open - legacy, legacy, pendingBytes };
+    const { open, speaking, pendingBytes } = this.streams.census(MESSAGES);
+    return { modern: open - speaking, legacy: speaking, pendingBytes };
   }
 
+  /** Harmless for a URI not subscribed. */
   unsubscribe(session: LegacySession, uri: string): void {
     const keys = this.#keysOf(session);
     const key = keys.get(uri);

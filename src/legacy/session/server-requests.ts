@@ -3,9 +3,8 @@
 // own stream, answered by a JSON-RPC response the client sends back in the same session, matched
 // by id. One registry per session, so an answer can only settle a request of its own session.
 import { randomUUID } from 'node:crypto';
-import { ProtocolError } from '../errors.js';
-import { serializeMessage } from './raw-json.js';
-import type { NoticeSink } from './request-notices.js';
+import { ProtocolError } from '../../errors.js';
+import { serializeMessage, type NoticeSink } from '../../protocol/index.js';
 
 /** One outgoing request: where it goes, when to give up. */
 export interface ServerRequest {

@@ -1,6 +1,6 @@
-// Legacy (2025-11-25) HTTP sessions in pgmcp.legacy_sessions (migrations/0012), written by the
-// server's login through SECURITY DEFINER functions (each request's check reads the keys and expiry
-// directly), so every replica on the database shares them.
+// Sessions a client holds by id across requests, stored in pgmcp.legacy_sessions (migrations/0012)
+// and written by the server's login through SECURITY DEFINER functions (each request's check reads
+// the keys and expiry directly), so every replica on the database shares them.
 import { hash } from 'node:crypto';
 import { sql } from 'kysely';
 import { principalIdentity, type Principal } from '../auth/index.js';
@@ -11,14 +11,14 @@ import { writeOneStatement } from './write-transaction.js';
 import { toDatabaseError } from './sqlstate.js';
 
 /** What a session row holds besides its keys (both are SHA-256 digests, never the id itself). */
-export interface LegacySessionRow {
+export interface ClientSessionRow {
   readonly protocolVersion: string;
   readonly clientInfo: unknown;
   readonly clientCapabilities: unknown;
   readonly logLevel: string | null;
 }
 
-export interface LegacySessionKeys {
+export interface ClientSessionKeys {
   readonly idHash: Buffer;
   readonly principalHash: Buffer;
 }
@@ -33,10 +33,10 @@ async function write<TRow>(
 }
 
 /** Store a new session; false when `role` already holds `maxPerRole` live sessions. */
-export async function openLegacySession(
+export async function openClientSession(
   db: DatabaseHandle,
-  keys: LegacySessionKeys,
-  session: LegacySessionRow & {
+  keys: ClientSessionKeys,
+  session: ClientSessionRow & {
     readonly role: string | null;
     readonly idleSeconds: number;
     readonly maxPerRole: number;
@@ -60,11 +60,11 @@ export async function openLegacySession(
 }
 
 /** The live session of these keys, its idle expiry renewed; undefined when unknown or expired. */
-export async function touchLegacySession(
+export async function touchClientSession(
   db: DatabaseHandle,
-  keys: LegacySessionKeys,
+  keys: ClientSessionKeys,
   idleSeconds: number,
-): Promise<LegacySessionRow | undefined> {
+): Promise<ClientSessionRow | undefined> {
   const rows = await write<{
     protocol_version: string;
     client_info: unknown;
@@ -79,13 +79,13 @@ export async function touchLegacySession(
   return row === undefined ? undefined : sessionRowOf(row);
 }
 
-/** A session row's columns as a LegacySessionRow. */
+/** A session row's columns as a ClientSessionRow. */
 function sessionRowOf(row: {
   protocol_version: string;
   client_info: unknown;
   client_capabilities: unknown;
   log_level: string | null;
-}): LegacySessionRow {
+}): ClientSessionRow {
   return {
     protocolVersion: row.protocol_version,
     clientInfo: row.client_info,
@@ -102,11 +102,11 @@ interface FoundRow {
   renew_due: boolean;
 }
 
-type Found = LegacySessionRow & { readonly renewDue: boolean };
+type Found = ClientSessionRow & { readonly renewDue: boolean };
 
-/** The statement findLegacySession runs (also sent first in a request's transaction). */
+/** The statement findClientSession runs (also sent first in a request's transaction). */
 function findStatement(
-  keys: LegacySessionKeys,
+  keys: ClientSessionKeys,
   renewBelowSeconds: number,
 ): { name: string; text: string; values: unknown[] } {
   return {
@@ -127,9 +127,9 @@ function foundOf(rows: readonly unknown[]): Found | undefined {
  * The live session of these keys, read without writing; `renewDue` when its expiry is less than
  * `renewBelowSeconds` away. undefined when unknown, expired or another principal's.
  */
-export async function findLegacySession(
+export async function findClientSession(
   db: DatabaseHandle,
-  keys: LegacySessionKeys,
+  keys: ClientSessionKeys,
   renewBelowSeconds: number,
 ): Promise<Found | undefined> {
   try {
@@ -174,10 +174,10 @@ const CHECK = prepare(
  */
 function checkInRequest(
   db: DatabaseHandle,
-  keys: LegacySessionKeys,
+  keys: ClientSessionKeys,
   renewBelowSeconds: number,
   lease: number,
-): LegacySessionCheck {
+): ClientSessionCheck {
   const values = CHECK.values({
     idHash: keys.idHash,
     principalHash: keys.principalHash,
@@ -199,7 +199,7 @@ function checkInRequest(
     const renew = await due();
     if (renew === null) return false;
     // Renewal re-checks liveness: a session ended meanwhile is not brought back.
-    return !renew || (await touchLegacySession(db, keys, lease)) !== undefined;
+    return !renew || (await touchClientSession(db, keys, lease)) !== undefined;
   };
   // Asked once per notice and once before the answer: checked (and renewed) once.
   let live: Promise<boolean> | undefined;
@@ -216,9 +216,9 @@ function checkInRequest(
   };
 }
 
-export async function setLegacySessionLevel(
+export async function setClientSessionLevel(
   db: DatabaseHandle,
-  keys: LegacySessionKeys,
+  keys: ClientSessionKeys,
   level: string,
 ): Promise<void> {
   await write(db, 'select pgmcp.set_legacy_session_level($1, $2, $3)', [
@@ -229,9 +229,9 @@ export async function setLegacySessionLevel(
 }
 
 /** End a session; false when it was unknown, expired or another principal's. */
-export async function closeLegacySession(
+export async function closeClientSession(
   db: DatabaseHandle,
-  keys: LegacySessionKeys,
+  keys: ClientSessionKeys,
 ): Promise<boolean> {
   const rows = await write<{ closed: boolean }>(
     db,
@@ -242,28 +242,28 @@ export async function closeLegacySession(
 }
 
 /** Sessions by their client-held id, bound to a principal; what the HTTP transport is given. */
-export interface LegacySessionStore {
+export interface ClientSessionStore {
   /** False when the principal's role already holds its cap of live sessions. */
   open(
     id: string,
     principal: Principal,
-    session: Omit<LegacySessionRow, 'logLevel'>,
+    session: Omit<ClientSessionRow, 'logLevel'>,
   ): Promise<boolean>;
   touch(
     id: string,
     principal: Principal,
-  ): Promise<LegacySessionRow | undefined>;
+  ): Promise<ClientSessionRow | undefined>;
   /**
    * The same as `touch`, for a request whose handler runs a request transaction: `statement` goes
    * first in that transaction's round trip (runRequestQuery), and `result` is the session from the
    * rows it brought back, or read on its own when the request ran no statement.
    */
-  check(id: string, principal: Principal): LegacySessionCheck;
+  check(id: string, principal: Principal): ClientSessionCheck;
   setLevel(id: string, principal: Principal, level: string): Promise<void>;
   close(id: string, principal: Principal): Promise<boolean>;
 }
 
-export interface LegacySessionCheck {
+export interface ClientSessionCheck {
   readonly statement: LeadingStatement;
   /** Whether the session is live and this principal's; its expiry pushed back when due. */
   result(): Promise<boolean>;
@@ -277,15 +277,15 @@ const ID_HASHES_KEPT = 10_000;
  * the caller's identity (auth's principalIdentity: the role with the token's issuer and subject,
  * so a fresh token of the same caller keeps the session; without a subject, the token's own).
  */
-export function createLegacySessionStore(
+export function createClientSessionStore(
   db: DatabaseHandle,
   limits: { readonly idleSeconds: number; readonly maxPerRole: number },
-): LegacySessionStore {
+): ClientSessionStore {
   // Every request of a session hashes the same id and principal: each digest is made once (the
   // principal is the token cache's object for a token; ids are kept as the held sessions keep them).
   const idHashes = new Map<string, Buffer>();
   const principalHashes = new WeakMap<Principal, Buffer>();
-  const keys = (id: string, principal: Principal): LegacySessionKeys => {
+  const keys = (id: string, principal: Principal): ClientSessionKeys => {
     let idHash = idHashes.get(id);
     if (idHash === undefined) {
       if (idHashes.size >= ID_HASHES_KEPT) idHashes.clear();
@@ -306,15 +306,15 @@ export function createLegacySessionStore(
   const lease = Math.ceil(limits.idleSeconds * 1.5);
   const renewed = async (
     found: Found | undefined,
-    sessionKeys: LegacySessionKeys,
-  ): Promise<LegacySessionRow | undefined> =>
+    sessionKeys: ClientSessionKeys,
+  ): Promise<ClientSessionRow | undefined> =>
     found === undefined || !found.renewDue
       ? found
       : // Renewal re-checks liveness: a session ended meanwhile is not brought back.
-        touchLegacySession(db, sessionKeys, lease);
+        touchClientSession(db, sessionKeys, lease);
   return {
     open: (id, principal, session) =>
-      openLegacySession(db, keys(id, principal), {
+      openClientSession(db, keys(id, principal), {
         ...session,
         logLevel: null,
         role: principal.role,
@@ -324,14 +324,14 @@ export function createLegacySessionStore(
     touch: async (id, principal) => {
       const sessionKeys = keys(id, principal);
       return renewed(
-        await findLegacySession(db, sessionKeys, limits.idleSeconds),
+        await findClientSession(db, sessionKeys, limits.idleSeconds),
         sessionKeys,
       );
     },
     check: (id, principal) =>
       checkInRequest(db, keys(id, principal), limits.idleSeconds, lease),
     setLevel: (id, principal, level) =>
-      setLegacySessionLevel(db, keys(id, principal), level),
-    close: (id, principal) => closeLegacySession(db, keys(id, principal)),
+      setClientSessionLevel(db, keys(id, principal), level),
+    close: (id, principal) => closeClientSession(db, keys(id, principal)),
   };
 }

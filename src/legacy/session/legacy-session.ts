@@ -2,9 +2,12 @@
 // client info and capabilities, log level, subscribed URIs and the channel notifications go out on.
 // The same object serves a stdio process and an HTTP session; transports own the channel.
 import { ServerRequests } from './server-requests.js';
-import type { StreamSink } from './stream.js';
-import type { Implementation } from './wire.js';
-import { LOG_LEVELS, type LogLevel } from './log-levels.js';
+import {
+  LOG_LEVELS,
+  type Implementation,
+  type LogLevel,
+  type StreamSink,
+} from '../../protocol/index.js';
 
 /** The legacy versions `initialize` accepts, newest first; the first is the fallback answer. */
 export const LEGACY_VERSIONS: readonly string[] = [
