@@ -48,10 +48,10 @@ export function wireLegacyEra(options: AppOptions, core: EraCore): EraWiring {
     serverInfo: SERVER_INFO,
     capabilities: LEGACY_CAPABILITIES,
     instructions: INSTRUCTIONS,
-    subscribe: (session, uri, principal, signal) => {
+    subscribe: (session, uri, caller) => {
       // resources/subscribe is the legacy adapter's own method: the resources scope guards it too.
-      scopes.checkMethod(principal, 'resources/subscribe');
-      return subscriptions.subscribe(session, uri, principal, signal);
+      scopes.checkMethod(caller.principal, 'resources/subscribe');
+      return subscriptions.subscribe(session, uri, caller);
     },
     unsubscribe: (session, uri) => subscriptions.unsubscribe(session, uri),
     attach: (session, principal) => subscriptions.attach(session, principal),

@@ -168,6 +168,12 @@ const CHECK = prepare(
       .where('expires_at', '>', sql<Date>`now()`),
 );
 
+/** When a check pushes a session's expiry back (below this many seconds left), and how far. */
+interface CheckTiming {
+  readonly renewBelowSeconds: number;
+  readonly lease: number;
+}
+
 /**
  * A held session's check (CHECK) as a request's leading statement, read on its own if the request
  * ran no statement; when due, the expiry is pushed `lease` seconds ahead.
@@ -175,8 +181,7 @@ const CHECK = prepare(
 function checkInRequest(
   db: DatabaseHandle,
   keys: ClientSessionKeys,
-  renewBelowSeconds: number,
-  lease: number,
+  { renewBelowSeconds, lease }: CheckTiming,
 ): ClientSessionCheck {
   const values = CHECK.values({
     idHash: keys.idHash,
@@ -304,6 +309,7 @@ export function createClientSessionStore(
   // at most one UPDATE per half idle time per session, and a session always outlives its last
   // request by at least the idle time (by at most 1.5× it).
   const lease = Math.ceil(limits.idleSeconds * 1.5);
+  const timing = { renewBelowSeconds: limits.idleSeconds, lease };
   const renewed = async (
     found: Found | undefined,
     sessionKeys: ClientSessionKeys,
@@ -328,8 +334,7 @@ export function createClientSessionStore(
         sessionKeys,
       );
     },
-    check: (id, principal) =>
-      checkInRequest(db, keys(id, principal), limits.idleSeconds, lease),
+    check: (id, principal) => checkInRequest(db, keys(id, principal), timing),
     setLevel: (id, principal, level) =>
       setClientSessionLevel(db, keys(id, principal), level),
     close: (id, principal) => closeClientSession(db, keys(id, principal)),

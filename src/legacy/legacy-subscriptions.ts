@@ -17,6 +17,12 @@ export type ReadableUris = (
   signal: AbortSignal,
 ) => Promise<string[]>;
 
+/** Who subscribes, and the cancel of the request that asked. */
+export interface SubscribeCaller {
+  readonly principal: Principal;
+  readonly signal: AbortSignal;
+}
+
 const MESSAGES = new LegacyNotificationMessages();
 
 /** Which legacy sessions of this process are registered with the stream registry. */
@@ -35,8 +41,7 @@ export class LegacySubscriptions {
   async subscribe(
     session: LegacySession,
     uri: string,
-    principal: Principal,
-    signal: AbortSignal,
+    { principal, signal }: SubscribeCaller,
   ): Promise<void> {
     const [key] = await this.readable([uri], principal, signal);
     if (key === undefined)

@@ -184,8 +184,7 @@ function noticesFor(
 function failure(
   logError: DispatcherOptions['logError'],
   error: unknown,
-  id?: RequestId,
-  fields?: RequestLogFields,
+  { id, fields }: { id?: RequestId; fields?: RequestLogFields },
 ): DispatchOutcome {
   const wire = toWireError(error, (message, cause) =>
     logError(message, cause, fields),
@@ -202,7 +201,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const results = new Results(options.serverInfo);
 
   const fail = (error: unknown, id?: RequestId, fields?: RequestLogFields) =>
-    failure(options.logError, error, id, fields);
+    failure(options.logError, error, { id, fields });
 
   async function dispatchRequest(
     message: InboundMessage,
@@ -218,15 +217,12 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       method.constant === true || method.constantFor?.(params) === true;
     const cached = constant ? results.constantOf(method) : undefined;
     if (cached !== undefined) return respond(id, cached);
-    const notices = noticesFor(meta, transport);
+    const ctx = new HandlerContext(id, meta, transport);
     let payload;
     try {
-      payload = await method.handle(
-        params,
-        new HandlerContext(id, meta, transport, notices),
-      );
+      payload = await method.handle(params, ctx);
     } finally {
-      notices.close();
+      ctx.notices.close();
     }
     if (payload instanceof StreamingResult)
       return { kind: 'stream', id, stream: payload.stream };
@@ -317,6 +313,8 @@ function respond(
  */
 class HandlerContext implements RequestContext {
   readonly principal: Principal;
+  /** Progress and log notices; most requests share one that sends nothing (noticesFor). */
+  readonly notices: RequestNotices;
   readonly #transport: TransportContext;
   #leading: LeadingStatement | undefined;
 
@@ -324,8 +322,8 @@ class HandlerContext implements RequestContext {
     readonly id: RequestId,
     readonly meta: RequestMeta,
     transport: TransportContext,
-    readonly notices: RequestNotices,
   ) {
+    this.notices = noticesFor(meta, transport);
     this.principal = transport.principal;
     this.#transport = transport;
     this.#leading = transport.leadingStatement;

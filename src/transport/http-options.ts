@@ -27,6 +27,13 @@ interface HttpTransportBase {
   readonly otherEra?: HttpEraRoute;
 }
 
+/** One HTTP request being answered: who sent it, and its two ends. */
+export interface HttpExchange {
+  readonly principal: Principal;
+  readonly request: http.IncomingMessage;
+  readonly response: http.ServerResponse;
+}
+
 /**
  * Another protocol era served on the same endpoint: the requests it claims, and GET and DELETE,
  * which the 2026-07-28 era does not use. The router knows no method of it.
@@ -34,25 +41,11 @@ interface HttpTransportBase {
 export interface HttpEraRoute {
   /** Whether a parsed POST belongs to this era. */
   claims(message: InboundMessage, request: http.IncomingMessage): boolean;
-  post(
-    message: InboundMessage,
-    principal: Principal,
-    request: http.IncomingMessage,
-    response: http.ServerResponse,
-  ): Promise<void>;
+  post(message: InboundMessage, exchange: HttpExchange): Promise<void>;
   /** A JSON-RPC response POSTed by the client (with a session id). */
-  postResponse(
-    value: unknown,
-    principal: Principal,
-    request: http.IncomingMessage,
-    response: http.ServerResponse,
-  ): Promise<void>;
+  postResponse(value: unknown, exchange: HttpExchange): Promise<void>;
   /** GET or DELETE on the endpoint. */
-  other(
-    principal: Principal,
-    request: http.IncomingMessage,
-    response: http.ServerResponse,
-  ): Promise<void>;
+  other(exchange: HttpExchange): Promise<void>;
   close(): void;
 }
 

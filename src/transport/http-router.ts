@@ -29,14 +29,18 @@ import {
 import { openSseStream, type SseStreams } from './sse-stream.js';
 import { serveWellKnown } from './well-known.js';
 
+/** One request as the router serves it: the endpoint's options, its two ends, the open streams. */
+export interface RoutedRequest {
+  readonly options: ServingOptions;
+  readonly request: http.IncomingMessage;
+  readonly response: http.ServerResponse;
+  readonly streams: SseStreams;
+}
+
 /** Serve one request; a handler failure is logged and answered 500 (or the socket cut). */
-export function routeHttpRequest(
-  options: ServingOptions,
-  request: http.IncomingMessage,
-  response: http.ServerResponse,
-  streams: SseStreams,
-): void {
-  handle(options, request, response, streams).catch((error: unknown) => {
+export function routeHttpRequest(routed: RoutedRequest): void {
+  const { options, response } = routed;
+  handle(routed).catch((error: unknown) => {
     options.log(
       `http handler failed: ${error instanceof Error ? error.message : String(error)}`,
     );
@@ -46,12 +50,8 @@ export function routeHttpRequest(
   });
 }
 
-async function handle(
-  options: ServingOptions,
-  request: http.IncomingMessage,
-  response: http.ServerResponse,
-  streams: SseStreams,
-): Promise<void> {
+async function handle(routed: RoutedRequest): Promise<void> {
+  const { options, request, response } = routed;
   const path = (request.url ?? '/').split('?', 1)[0] ?? '/';
   if (serveWellKnown(options, path, response)) return;
   if (path !== options.path) {
@@ -63,7 +63,7 @@ async function handle(
     options.otherEra !== undefined &&
     (request.method === 'GET' || request.method === 'DELETE')
   ) {
-    await serveOtherEraStream(options, options.otherEra, request, response);
+    await serveOtherEraStream(routed, options.otherEra);
     return;
   }
   const refusal = firstRefusal(request, options);
@@ -83,31 +83,31 @@ async function handle(
   if (principal === undefined) return;
   if (options.protectedResource !== undefined)
     useMetadataUrl(response, options.protectedResource.metadataUrl);
-  const message = await readMessage(options, request, response, principal);
+  const message = await readMessage(routed, principal);
   if (message === undefined) return;
   // Issue 14: a POST the other era claims (2025-11-25: no 2026-07-28 claim, a session) is its own.
   if (options.otherEra?.claims(message, request) === true) {
-    await options.otherEra.post(message, principal, request, response);
+    await options.otherEra.post(message, { principal, request, response });
     return;
   }
   const context = new HttpRequestContext(principal, request, response);
-  await dispatchAndAnswer(options, context, message, response, streams);
+  await dispatchAndAnswer(routed, context, message);
 }
 
 /** The other era's GET (a session's notification stream) or DELETE (its end): Host/Origin, then auth. */
 async function serveOtherEraStream(
-  options: ServingOptions,
+  routed: RoutedRequest,
   era: HttpEraRoute,
-  request: http.IncomingMessage,
-  response: http.ServerResponse,
 ): Promise<void> {
+  const { options, request, response } = routed;
   const refusal = checkHostAndOrigin(request, options);
   if (refusal !== undefined) {
     refuse(options.dispatcher, response, refusal);
     return;
   }
   const principal = await authenticate(options, request, response);
-  if (principal !== undefined) await era.other(principal, request, response);
+  if (principal !== undefined)
+    await era.other({ principal, request, response });
 }
 
 /** The request's principal, or undefined once a 401/403 (with its challenge) has been sent. */
@@ -141,11 +141,10 @@ async function authenticate(
 
 /** The body parsed as one JSON-RPC message, or undefined once the refusal has been sent. */
 async function readMessage(
-  options: ServingOptions,
-  request: http.IncomingMessage,
-  response: http.ServerResponse,
+  routed: RoutedRequest,
   principal: Principal,
 ): Promise<InboundMessage | undefined> {
+  const { options, request, response } = routed;
   const body = await readBody(request, options.maxBodyBytes);
   if (body === 'too-large') {
     METRICS.limitsHit.inc({ limit: 'PAYLOAD_TOO_LARGE' });
@@ -170,7 +169,11 @@ async function readMessage(
     request.headers['mcp-session-id'] !== undefined &&
     isJsonRpcResponse(value)
   ) {
-    await options.otherEra.postResponse(value, principal, request, response);
+    await options.otherEra.postResponse(value, {
+      principal,
+      request,
+      response,
+    });
     return undefined;
   }
   try {
@@ -183,12 +186,11 @@ async function readMessage(
 
 /** Dispatch, then answer: a JSON response, 202 for a notification, or an SSE stream. */
 async function dispatchAndAnswer(
-  options: ServingOptions,
+  routed: RoutedRequest,
   context: HttpRequestContext,
   message: InboundMessage,
-  response: http.ServerResponse,
-  streams: SseStreams,
 ): Promise<void> {
+  const { options, response, streams } = routed;
   // The client closing the connection before the answer is the cancel (spec §13).
   response.on('close', () => {
     if (!response.writableFinished) context.cancel();

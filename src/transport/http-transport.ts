@@ -37,7 +37,7 @@ export async function startHttpTransport(
       response.once('close', () => inFlight.delete(response));
     }
     traceHttpRequest(request.headers, () =>
-      routeHttpRequest(serving, request, response, streams),
+      routeHttpRequest({ options: serving, request, response, streams }),
     );
   });
   const keepAlive = startKeepAlive(streams, options.keepAliveMs ?? 15_000);

@@ -10,7 +10,7 @@ export {
   type StdioTransport,
   type StdioTransportOptions,
 } from './stdio-transport.js';
-export type { HttpEraRoute } from './http-options.js';
+export type { HttpEraRoute, HttpExchange } from './http-options.js';
 export { AnsweredRequest } from './http-request-context.js';
 export { send } from './http-responses.js';
 export { SSE_HEADERS } from './sse-stream.js';

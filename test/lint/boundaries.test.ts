@@ -67,6 +67,16 @@ describe('pgmcp/layers', () => {
         filename: file('src/resources/example.ts'),
         options,
       },
+      {
+        code: "import { createLegacyAdapter } from '../legacy/index.js';",
+        filename: file('src/app/wire-legacy.ts'),
+        options,
+      },
+      {
+        code: "import { createDispatcher } from '../../protocol/index.js';",
+        filename: file('src/legacy/era/example.ts'),
+        options,
+      },
       // The top, in order: main.ts → cli/ → server.ts → app/.
       {
         code: "import { COMMANDS } from './cli/index.js';",
@@ -101,7 +111,7 @@ describe('pgmcp/layers', () => {
               from: 'app',
               to: 'cli',
               allowed:
-                'errors.ts, leading-statement.ts, log.ts, version.ts, observability, auth, protocol, db, config, resources, tools, prompts, notifications, transport',
+                'errors.ts, leading-statement.ts, log.ts, version.ts, observability, auth, protocol, db, config, resources, tools, prompts, notifications, transport, legacy',
             },
           },
         ],
@@ -109,6 +119,44 @@ describe('pgmcp/layers', () => {
       {
         code: "import { COMMANDS } from '../cli/index.js';",
         filename: file('src/db/example.ts'),
+        options,
+        errors: upward,
+      },
+      // Issue 33: the 2025-11-25 era is at the edge; only app/ imports it, no modern folder does.
+      ...[
+        'protocol',
+        'transport',
+        'notifications',
+        'db',
+        'resources',
+        'tools',
+        'prompts',
+        'auth',
+        'config',
+        'observability',
+        'cli',
+      ].map((folder) => ({
+        code: "import { LegacySession } from '../legacy/index.js';",
+        filename: file(`src/${folder}/example.ts`),
+        options,
+        errors: upward,
+      })),
+      {
+        code: "import { LegacySession } from './legacy/index.js';",
+        filename: file('src/server.ts'),
+        options,
+        errors: upward,
+      },
+      // The legacy folder reaches the store only through what app/ hands it, and never app/ itself.
+      {
+        code: "import { createClientSessionStore } from '../db/index.js';",
+        filename: file('src/legacy/example.ts'),
+        options,
+        errors: upward,
+      },
+      {
+        code: "import { createApp } from '../../app/index.js';",
+        filename: file('src/legacy/http/example.ts'),
         options,
         errors: upward,
       },
@@ -215,6 +263,12 @@ describe('pgmcp/folder-index', () => {
       {
         code: "export { createDatabase } from './db/pool.js';",
         filename: file('src/example.ts'),
+        options,
+        errors: [{ messageId: 'deep' }],
+      },
+      {
+        code: "import { createLegacyAdapter } from '../legacy/era/legacy-adapter.js';",
+        filename: file('src/app/wire-legacy.ts'),
         options,
         errors: [{ messageId: 'deep' }],
       },

@@ -235,12 +235,12 @@ describe('the fan-out', () => {
       session.ready = true;
       const principal: Principal = { role: 'support', claims: {} };
       const signal = new AbortController().signal;
-      await legacy.subscribe(session, 'notes:///a/1', principal, signal);
+      await legacy.subscribe(session, 'notes:///a/1', { principal, signal });
       await publish([change('notes:///a/2', 'created')]);
       expect(sink.listChanges()).toBe(1);
       await publish([change('notes:///a/3', 'created')]);
       // Re-registers the session with one more URI while a list_changed waits for its interval.
-      await legacy.subscribe(session, 'notes:///a/4', principal, signal);
+      await legacy.subscribe(session, 'notes:///a/4', { principal, signal });
       await publish([change('notes:///a/5', 'created')]);
       expect(sink.listChanges()).toBe(1);
       vi.advanceTimersByTime(1000);

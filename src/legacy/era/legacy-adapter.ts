@@ -12,6 +12,7 @@ import {
   type LogLevel,
   type TransportContext,
 } from '../../protocol/index.js';
+import type { SubscribeCaller } from '../legacy-subscriptions.js';
 import type { LegacySession } from '../session/legacy-session.js';
 import {
   asModern,
@@ -39,12 +40,11 @@ export interface LegacyAdapterOptions {
   readonly serverInfo: Implementation;
   readonly capabilities: Record<string, unknown>;
   readonly instructions: string;
-  /** Check `uri` is readable by `principal` (else RESOURCE_NOT_FOUND) and start delivering it. */
+  /** Check `uri` is readable by the caller (else RESOURCE_NOT_FOUND) and start delivering it. */
   readonly subscribe: (
     session: LegacySession,
     uri: string,
-    principal: Principal,
-    signal: AbortSignal,
+    caller: SubscribeCaller,
   ) => Promise<void>;
   readonly unsubscribe: (session: LegacySession, uri: string) => void;
   /** The session can now hear list_changed (initialized with a channel). */
@@ -236,12 +236,10 @@ class LegacyEraAdapter implements LegacyAdapter {
     const params = message.params ?? {};
     switch (message.method) {
       case 'resources/subscribe':
-        await this.options.subscribe(
-          session,
-          stringParam(params, 'uri'),
-          transport.principal,
-          transport.signal,
-        );
+        await this.options.subscribe(session, stringParam(params, 'uri'), {
+          principal: transport.principal,
+          signal: transport.signal,
+        });
         session.log('debug', { subscribed: params['uri'] });
         return {};
       case 'resources/unsubscribe':

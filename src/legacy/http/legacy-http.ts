@@ -10,7 +10,7 @@ import {
   serializeMessage,
   type InboundMessage,
 } from '../../protocol/index.js';
-import type { HttpEraRoute } from '../../transport/index.js';
+import type { HttpEraRoute, HttpExchange } from '../../transport/index.js';
 import type { LegacyAdapter } from '../era/legacy-adapter.js';
 import { hasModernClaim, isModernVersion } from '../era/legacy-codec.js';
 import { LEGACY_VERSIONS, LegacySession } from '../session/legacy-session.js';
@@ -79,12 +79,8 @@ class LegacyHttpSessions implements LegacyHttp {
     );
   }
 
-  async post(
-    message: InboundMessage,
-    principal: Principal,
-    request: http.IncomingMessage,
-    response: http.ServerResponse,
-  ): Promise<void> {
+  async post(message: InboundMessage, exchange: HttpExchange): Promise<void> {
+    const { principal, request, response } = exchange;
     const id = header(request, 'mcp-session-id');
     if (id === undefined) {
       if (message.method === 'initialize' && message.id !== undefined)
@@ -105,29 +101,22 @@ class LegacyHttpSessions implements LegacyHttp {
     const held = this.#held.get(id);
     if (held !== undefined && checksInRequest(message, held.session)) {
       if (!this.#refusesVersion(request, response))
-        await this.#inSession(
-          held,
-          message,
-          principal,
-          response,
+        await this.#inSession(held, message, {
+          exchange,
           sse,
-          this.#options.records.check(id, principal),
-        );
+          check: this.#options.records.check(id, principal),
+        });
       return;
     }
-    const entry = await this.#sessionOf(id, principal, request, response);
+    const entry = await this.#sessionOf(id, exchange);
     if (entry !== undefined)
-      await this.#inSession(entry, message, principal, response, sse);
+      await this.#inSession(entry, message, { exchange, sse });
   }
 
-  async postResponse(
-    value: unknown,
-    principal: Principal,
-    request: http.IncomingMessage,
-    response: http.ServerResponse,
-  ): Promise<void> {
+  async postResponse(value: unknown, exchange: HttpExchange): Promise<void> {
+    const { request, response } = exchange;
     const id = header(request, 'mcp-session-id') ?? '';
-    const entry = await this.#sessionOf(id, principal, request, response);
+    const entry = await this.#sessionOf(id, exchange);
     if (entry === undefined) return;
     // Only this session's own waits can be settled. An answer to nothing awaited here (late, or
     // to a request another replica sent) is accepted and dropped; that replica's wait times out.
@@ -138,9 +127,7 @@ class LegacyHttpSessions implements LegacyHttp {
   /** The session a request names, else undefined once the refusal (400, 404) has been sent. */
   async #sessionOf(
     id: string,
-    principal: Principal,
-    request: http.IncomingMessage,
-    response: http.ServerResponse,
+    { principal, request, response }: HttpExchange,
   ): Promise<Held | undefined> {
     if (this.#refusesVersion(request, response)) return undefined;
     const entry = await this.#held.resume(id, principal);
@@ -179,11 +166,8 @@ class LegacyHttpSessions implements LegacyHttp {
   }
 
   /** GET (the session's stream) or DELETE (end the session). */
-  async other(
-    principal: Principal,
-    request: http.IncomingMessage,
-    response: http.ServerResponse,
-  ): Promise<void> {
+  async other(exchange: HttpExchange): Promise<void> {
+    const { principal, request, response } = exchange;
     request.resume();
     const id = header(request, 'mcp-session-id');
     if (id === undefined) {
@@ -195,10 +179,10 @@ class LegacyHttpSessions implements LegacyHttp {
       return;
     }
     if (request.method === 'DELETE') {
-      await this.#delete(id, principal, request, response);
+      await this.#delete(id, exchange);
       return;
     }
-    const entry = await this.#sessionOf(id, principal, request, response);
+    const entry = await this.#sessionOf(id, exchange);
     if (entry === undefined) return;
     if (entry.stream !== undefined)
       this.#refuse(
@@ -217,15 +201,10 @@ class LegacyHttpSessions implements LegacyHttp {
     this.#held.close();
   }
 
-  #refuse(
-    response: http.ServerResponse,
-    key: ErrorKey,
-    message: string,
-    id?: InboundMessage['id'],
-  ): void {
+  #refuse(response: http.ServerResponse, key: ErrorKey, message: string): void {
     sendOutcome(
       response,
-      this.#options.adapter.fail(new ProtocolError(key, message), id),
+      this.#options.adapter.fail(new ProtocolError(key, message)),
     );
   }
 
@@ -248,7 +227,7 @@ class LegacyHttpSessions implements LegacyHttp {
     return true;
   }
 
-  /** The live session `id` of `principal` (renewed), held here; undefined for anyone else's. */
+  /** initialize without a session: a new one, stored for every replica, its id in Mcp-Session-Id. */
   async #initialize(
     message: InboundMessage,
     principal: Principal,
@@ -287,12 +266,11 @@ class LegacyHttpSessions implements LegacyHttp {
       return;
     }
     if (!opened) {
-      this.#refuse(
-        response,
+      const refusal = new ProtocolError(
         'TOO_MANY_SESSIONS',
         'Too many open sessions for this role; end one (DELETE) or wait for one to expire.',
-        message.id,
       );
+      sendOutcome(response, this.#options.adapter.fail(refusal, message.id));
       return;
     }
     this.#held.add(id, session);
@@ -304,8 +282,7 @@ class LegacyHttpSessions implements LegacyHttp {
   async #notification(
     entry: Held,
     message: InboundMessage,
-    principal: Principal,
-    response: http.ServerResponse,
+    { principal, response }: HttpExchange,
   ): Promise<void> {
     if (message.method === 'notifications/cancelled') {
       // A legacy client cancels explicitly; unknown or finished ids are ignored (§8.4).
@@ -327,13 +304,17 @@ class LegacyHttpSessions implements LegacyHttp {
   async #inSession(
     entry: Held,
     message: InboundMessage,
-    principal: Principal,
-    response: http.ServerResponse,
-    sse: boolean,
-    check?: SessionCheck,
+    turn: {
+      readonly exchange: HttpExchange;
+      /** Answer as SSE (answersWithSse). */
+      readonly sse: boolean;
+      readonly check?: SessionCheck;
+    },
   ): Promise<void> {
+    const { exchange, sse, check } = turn;
+    const { principal, response } = exchange;
     if (message.id === undefined) {
-      await this.#notification(entry, message, principal, response);
+      await this.#notification(entry, message, exchange);
       return;
     }
     const key = keyOf(message.id);
@@ -385,9 +366,7 @@ class LegacyHttpSessions implements LegacyHttp {
 
   async #delete(
     id: string,
-    principal: Principal,
-    request: http.IncomingMessage,
-    response: http.ServerResponse,
+    { principal, request, response }: HttpExchange,
   ): Promise<void> {
     if (this.#refusesVersion(request, response)) return;
     if (!(await this.#options.records.close(id, principal))) {
