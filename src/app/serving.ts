@@ -113,14 +113,19 @@ async function checkSensitive(
   }
 }
 
+/** What a server's app is built over besides the config: its database, sources and logger. */
+export interface AppParts {
+  readonly db: DatabaseHandle;
+  readonly sources: readonly CatalogSource[];
+  readonly cursorSecret: string;
+  readonly logger: Logger;
+  readonly roleDecisions: RoleChecker;
+}
+
 /** createApp's options for a server per config. */
 export function appOptions(
   config: Config,
-  db: DatabaseHandle,
-  sources: readonly CatalogSource[],
-  cursorSecret: string,
-  logger: Logger,
-  roleDecisions: RoleChecker,
+  { db, sources, cursorSecret, logger, roleDecisions }: AppParts,
 ): AppOptions {
   return {
     db,
@@ -161,9 +166,8 @@ export function createRoleDecisions(
 /** Start the change path (one feed per source), pushed onto `feeds` once started (the caller stops it). */
 export async function startChangeFeeds(
   app: App,
-  sources: readonly CatalogSource[],
   feeds: ChangeFeed[],
-  logger: Logger,
+  { sources, logger }: { sources: readonly CatalogSource[]; logger: Logger },
 ): Promise<void> {
   feeds.push(await app.startChangePath());
   logger.info(
@@ -181,9 +185,11 @@ export interface Transports {
 export async function startTransports(
   config: Config,
   app: App,
-  canAssume: RoleChecker,
-  health: ServingHealth,
-  logger: Logger,
+  {
+    canAssume,
+    health,
+    logger,
+  }: { canAssume: RoleChecker; health: ServingHealth; logger: Logger },
 ): Promise<Transports> {
   if (config.stdio) {
     const stdio = startStdioTransport({
