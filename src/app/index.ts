@@ -1,7 +1,8 @@
 // Composition root: the only folder that wires modules together. It opens the databases
 // (open-database.ts, request-databases.ts) and from the config and those databases builds the
-// sources, the dispatcher (create-app.ts), authentication (authenticate.ts), the change feeds and
-// the transports (serving.ts); server.ts runs them in order, and the CLI's commands open
+// sources, the dispatcher and its method table (create-app.ts, method-table.ts, a wire-*.ts per
+// feature; the 2025-11-25 era in wire-legacy.ts), authentication (authenticate.ts), the change
+// feeds and the transports (serving.ts); server.ts runs them in order, and the CLI's commands open
 // databases and ask for the token settings here.
 export {
   createApp,

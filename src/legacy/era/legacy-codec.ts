@@ -1,7 +1,7 @@
 // The 2025-11-25 wire beside the 2026-07-28 one (legacy digest §6.4, §10): which era a message is,
 // a legacy request as the shared handlers expect it, and a modern answer in 2025-11-25 form (no
 // resultType, ttlMs, cacheScope; the legacy error codes and HTTP statuses).
-import { JSONRPC } from '../../errors.js';
+import { JSONRPC, ProtocolError } from '../../errors.js';
 import {
   META_CLIENT_CAPABILITIES,
   META_LOG_LEVEL,
@@ -14,7 +14,6 @@ import {
   type JsonRpcResponse,
   type TransportContext,
 } from '../../protocol/index.js';
-import { ProtocolError } from '../../errors.js';
 import type { LegacySession } from '../session/legacy-session.js';
 
 /** Result fields 2025-11-25 does not have (legacy digest §6.4). */
@@ -35,6 +34,7 @@ export function isModernVersion(version: string): boolean {
   return SUPPORTED_VERSIONS.includes(version) || version >= PROTOCOL_VERSION;
 }
 
+/** A successful answer to a session's own method. */
 export function ok(
   id: NonNullable<InboundMessage['id']>,
   result: Record<string, unknown>,
