@@ -2,6 +2,8 @@
 // and handlers (era/), a session's state and its requests to the client (session/), HTTP sessions
 // (http/), the stdio line channel and subscriptions on the shared fan-out. Only the composition
 // root imports it (app/wire-legacy.ts); without this folder and that file the server is modern-only.
+// Its sessions' rows stay in db/ (client-sessions.ts: SQL and the pool are db/'s alone, by lint),
+// behind an era-free API that app/ hands in as LegacySessionRecords; this folder never imports db/.
 export {
   createLegacyAdapter,
   type LegacyAdapter,
