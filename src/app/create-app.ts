@@ -6,11 +6,8 @@ import {
   type ScopePolicy,
 } from '../auth/index.js';
 import type { Config } from '../config/index.js';
-import {
-  createLegacySessionStore,
-  LIST_PROMPTS_PAGE,
-  type DatabaseHandle,
-} from '../db/index.js';
+import { createLegacySessionStore, type DatabaseHandle } from '../db/index.js';
+import { LIST_PROMPTS_PAGE } from '../prompts/index.js';
 import { ProtocolError } from '../errors.js';
 import type { Logger } from '../log.js';
 import {

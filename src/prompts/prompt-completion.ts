@@ -1,6 +1,7 @@
 // completion/complete for prompt arguments (spec §9, ref/prompt): tags of the stored resources the
 // role can read, or tables and views it can see, as each argument's `complete` says.
-import { RESOURCE_TAGS, runRequestQuery } from '../db/index.js';
+import { runRequestQuery } from '../db/index.js';
+import { RESOURCE_TAGS } from './statements/prompt-statements.js';
 import { ProtocolError } from '../errors.js';
 import type { RequestContext } from '../protocol/index.js';
 import type { PromptDependencies } from './prompt-dependencies.js';

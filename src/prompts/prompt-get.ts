@@ -1,6 +1,7 @@
 // prompts/get (spec §8.2): one stored prompt the caller's role can read, its arguments checked
 // against the stored declaration, its messages rendered as the caller. Not cacheable.
-import { GET_PROMPT, runRequestQuery } from '../db/index.js';
+import { runRequestQuery } from '../db/index.js';
+import { GET_PROMPT } from './statements/prompt-statements.js';
 import { ProtocolError } from '../errors.js';
 import {
   createMethod,

@@ -1,7 +1,8 @@
 // A stored prompt's message templates → PromptMessages for one caller: {{argument}} placeholders
 // replaced by the values given, and pgmcp:links / pgmcp:embed contents rendered as the caller's
 // role, so links and embedded resources are only ever ones it can read (docs/prompts.md).
-import { runRequestQuery, TAGGED_RESOURCES } from '../db/index.js';
+import { runRequestQuery } from '../db/index.js';
+import { TAGGED_RESOURCES } from './statements/prompt-statements.js';
 import { ProtocolError } from '../errors.js';
 import type { RequestContext } from '../protocol/index.js';
 import type { PromptDependencies } from './prompt-dependencies.js';

@@ -1,6 +1,7 @@
 // Tables a prompt names or links: resolved in the catalog the caller's role can see (pg_catalog
 // privileges, the configured scope), never from what the caller typed alone.
-import { runRequestQuery, VISIBLE_TABLES } from '../db/index.js';
+import { runRequestQuery } from '../db/index.js';
+import { VISIBLE_TABLES } from './statements/prompt-statements.js';
 import { ProtocolError } from '../errors.js';
 import type { RequestContext } from '../protocol/index.js';
 import type { PromptDependencies } from './prompt-dependencies.js';

@@ -3,7 +3,8 @@
 // the caller's request transaction, so a relation the role holds no privilege on reads exactly
 // like one that does not exist.
 import type { Principal } from '../auth/index.js';
-import { DESCRIBE_RELATION, runRequestQuery } from '../db/index.js';
+import { runRequestQuery } from '../db/index.js';
+import { DESCRIBE_RELATION } from './statements/catalog-statements.js';
 import {
   isDatabaseAddress,
   parseCatalogUri,
@@ -17,12 +18,12 @@ import {
   withValueHints,
 } from './relation-content.js';
 import { readSchema } from './schema-directory.js';
+import { readRow } from './rows.js';
 import {
   inScope,
   isSensitiveTable,
-  readRow,
   type CatalogSource,
-} from './rows.js';
+} from './catalog-source.js';
 
 /** The source a pg:// URI's authority names, if any is configured under that name. */
 export function sourceOf(

@@ -1,13 +1,10 @@
 // completion/complete (spec §9) for resource-template arguments: suggest the values a variable
 // takes in the stored resources the caller can read, matching what was typed and the arguments
 // already chosen. A prompt reference goes to the prompts' completion that app/ hands in.
-import {
-  CATALOG_NAMES,
-  LIST_COLLECTION_ROWS,
-  runRequestQuery,
-  TEMPLATE_COMPLETION_CANDIDATES,
-  type DatabaseHandle,
-} from '../db/index.js';
+import { runRequestQuery, type DatabaseHandle } from '../db/index.js';
+import { CATALOG_NAMES } from './statements/catalog-statements.js';
+import { LIST_COLLECTION_ROWS } from './statements/row-statements.js';
+import { TEMPLATE_COMPLETION_CANDIDATES } from './statements/completion-statements.js';
 import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
 import {
@@ -19,7 +16,11 @@ import {
 } from '../protocol/index.js';
 import { parseUriTemplate, type UriTemplate } from './uri-template.js';
 import { prefixUpperBound } from './uri.js';
-import { findCollection, inScope, type CatalogSource } from './rows.js';
+import {
+  findCollection,
+  inScope,
+  type CatalogSource,
+} from './catalog-source.js';
 import { encodeRowKey } from './catalog-uri.js';
 
 /** At most this many values in one answer (the spec's cap). */

@@ -4,11 +4,8 @@
 // are remembered, per caller and URI until they expire, for listen streams (hasConsent).
 import type { Principal } from '../auth/index.js';
 import { createHash } from 'node:crypto';
-import {
-  useConsentState,
-  writeAudit,
-  type DatabaseHandle,
-} from '../db/index.js';
+import { writeAudit, type DatabaseHandle } from '../db/index.js';
+import { useConsentState } from './statements/consent-states.js';
 import { ProtocolError } from '../errors.js';
 import {
   collectAnswers,

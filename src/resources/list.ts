@@ -2,7 +2,8 @@
 // then their tables and views) in name order, then the rows of listed collections in key order;
 // one keyset page per call under one cursor design.
 import type { Principal } from '../auth/index.js';
-import { LIST_CATALOG_PAGE, LIST_RESOURCES_PAGE } from '../db/index.js';
+import { LIST_CATALOG_PAGE } from './statements/catalog-statements.js';
+import { LIST_RESOURCES_PAGE } from './statements/resource-statements.js';
 import { ProtocolError } from '../errors.js';
 import {
   createMethod,
@@ -16,12 +17,8 @@ import { cacheHints } from './cache-hints.js';
 import { catalogUri } from './catalog-uri.js';
 import { decodeAfterId, keysetPage, type ListDependencies } from './keyset.js';
 import { renderResource } from './render.js';
-import {
-  listRows,
-  LOOKAHEAD_TTL_MS,
-  type CatalogSource,
-  type RowsPosition,
-} from './rows.js';
+import { listRows, type RowsPosition } from './rows.js';
+import { LOOKAHEAD_TTL_MS, type CatalogSource } from './catalog-source.js';
 
 const COLLECTION = 'resources';
 /**

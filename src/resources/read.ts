@@ -1,13 +1,12 @@
 // resources/read: one stored resource by URI, or a file: directory with its immediate children.
 import type { Principal } from '../auth/index.js';
+import { runRequestQuery, type DatabaseHandle } from '../db/index.js';
 import {
   COLUMN,
   READ_DIRECTORY,
   READ_RESOURCE,
-  runRequestQuery,
-  type DatabaseHandle,
   type ResourceContentRow,
-} from '../db/index.js';
+} from './statements/resource-statements.js';
 import { ProtocolError } from '../errors.js';
 import {
   createMethod,
@@ -22,7 +21,7 @@ import { cacheHints } from './cache-hints.js';
 import { isCatalogUri } from './catalog-uri.js';
 import { isSensitiveRowUri, readCatalog } from './catalog.js';
 import type { ConsentGate } from './consent.js';
-import type { CatalogSource } from './rows.js';
+import type { CatalogSource } from './catalog-source.js';
 import { renderContents } from './render.js';
 import {
   isDirectoryUri,

@@ -2,14 +2,15 @@
 // alikes grouped and partitions under their table, each entry's representative described, within
 // a byte budget; the rest continues at pg://{database}/{schema}?after={name}, itself readable.
 import type { Principal } from '../auth/index.js';
+import { runRequestQuery, type PreparedQuery } from '../db/index.js';
 import {
   DESCRIBE_NAMED_RELATIONS,
   DESCRIBE_SCHEMA,
+} from './statements/catalog-statements.js';
+import {
   DIRECTORY_ENTRIES,
-  runRequestQuery,
   type DirectoryEntry,
-  type PreparedQuery,
-} from '../db/index.js';
+} from './statements/directory-statements.js';
 import {
   catalogUri,
   schemaPageUri,
@@ -22,7 +23,7 @@ import {
   withValueHints,
   type DescribedRelation,
 } from './relation-content.js';
-import type { CatalogSource } from './rows.js';
+import type { CatalogSource } from './catalog-source.js';
 
 /** A schema read's budget when the config file sets none (catalog.directoryBytes). */
 export const DEFAULT_DIRECTORY_BYTES = 64 * 1024;

@@ -9,7 +9,7 @@ import {
 } from '../db/index.js';
 import { isCatalogUri } from './catalog-uri.js';
 import { readCatalog } from './catalog.js';
-import type { CatalogSource } from './rows.js';
+import type { CatalogSource } from './catalog-source.js';
 import {
   isDirectoryUri,
   prefixUpperBound,

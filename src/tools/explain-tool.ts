@@ -7,8 +7,8 @@ import {
   createAuditedRunner,
   createCallLimits,
   inspectAudited,
-  type SqlToolDependencies,
 } from './sql-audit.js';
+import type { SqlToolDependencies } from './sql-tool-dependencies.js';
 import { askSqlConsent } from './sql-consent.js';
 import { defineTool, textResult, type Tool } from './tool.js';
 

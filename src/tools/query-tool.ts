@@ -10,8 +10,8 @@ import {
   createAuditedRunner,
   createCallLimits,
   inspectAudited,
-  type SqlToolDependencies,
 } from './sql-audit.js';
+import type { SqlToolDependencies } from './sql-tool-dependencies.js';
 import { askSqlConsent } from './sql-consent.js';
 import { defineTool, textResult, toolError, type Tool } from './tool.js';
 

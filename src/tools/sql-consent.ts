@@ -8,7 +8,7 @@ import {
 } from '../db/index.js';
 import type { InputParams, RequestContext } from '../protocol/index.js';
 import type { GuardVerdict } from './sql-guard/index.js';
-import type { SqlToolDependencies } from './sql-audit.js';
+import type { SqlToolDependencies } from './sql-tool-dependencies.js';
 import type { InputRequiredResult } from './tool.js';
 
 /**

@@ -7,7 +7,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSelftest } from '../../src/cli/selftest-checks.js';
 import { SEEDS_DIRECTORY } from '../../src/config/index.js';
-import { commitProbeResource, loadSeed } from '../../src/db/index.js';
+import { loadSeed } from '../../src/db/index.js';
+import { commitProbeResource } from '../../src/cli/statements/probe-resource.js';
 import { PROJECT_ROOT } from '../../src/version.js';
 import {
   startTestServer,
