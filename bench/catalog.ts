@@ -246,13 +246,11 @@ async function contextSize(
   uri: string,
   role: string,
 ): Promise<Size> {
-  const contents = await readCatalog(
-    [source],
-    uri,
-    { role, claims: {} },
-    { aborted: false },
-    { maxEntries: 500 },
-  );
+  const contents = await readCatalog([source], uri, {
+    principal: { role, claims: {} },
+    cancellation: { aborted: false },
+    options: { maxEntries: 500 },
+  });
   const bytes = contents.reduce(
     (sum, content) =>
       sum +
@@ -272,7 +270,11 @@ async function prepareDemoDatabase(
   await admin.connect();
   try {
     if (!(await seedLoaded(admin, 'demo'))) {
-      await loadSeed(admin, SEEDS_DIRECTORY, 'demo', () => undefined);
+      await loadSeed(
+        admin,
+        { seedsDirectory: SEEDS_DIRECTORY, dataset: 'demo' },
+        () => undefined,
+      );
       await admin.query('analyze');
     }
   } finally {

@@ -725,8 +725,7 @@ async function prepareDatabase(
     logger.info('seeding 1,000,000 resources (once per bench database)');
     await loadSeed(
       admin,
-      SEEDS_DIRECTORY,
-      'bench',
+      { seedsDirectory: SEEDS_DIRECTORY, dataset: 'bench' },
       createProgress('seed bench'),
     );
     await admin.query('analyze pgmcp.resources');

@@ -102,7 +102,7 @@ export async function startServer(
         ),
       stop,
       drain() {
-        draining ??= drainServer(config, transports, started, logger).then(
+        draining ??= drainServer(config, transports, { started, logger }).then(
           stop,
         );
         return draining;
@@ -163,13 +163,11 @@ async function serve(
     serving: true,
     extension,
   });
-  const transports = await startTransports(
-    config,
-    app,
-    roleDecisions,
-    { feeds: started.feeds, draining: () => started.draining },
+  const transports = await startTransports(config, app, {
+    canAssume: roleDecisions,
+    health: { feeds: started.feeds, draining: () => started.draining },
     logger,
-  );
+  });
   return { app, transports };
 }
 
@@ -204,17 +202,16 @@ async function prepareApp(
   );
   const roleDecisions = createRoleDecisions(config, requestDb);
   const app = createApp({
-    ...appOptions(
-      config,
-      requestDb,
+    ...appOptions(config, {
+      db: requestDb,
       sources,
       cursorSecret,
       logger,
       roleDecisions,
-    ),
+    }),
     extension,
   });
-  await startChangeFeeds(app, sources, started.feeds, logger);
+  await startChangeFeeds(app, { sources, feeds: started.feeds }, logger);
   return { app, roleDecisions };
 }
 
@@ -254,8 +251,7 @@ function observeApp(app: App, started: Started): void {
 async function drainServer(
   config: Config,
   transports: Transports,
-  started: Started,
-  logger: Logger,
+  { started, logger }: { readonly started: Started; readonly logger: Logger },
 ): Promise<void> {
   const { drainDelayMs, shutdownGraceMs } = config.operations;
   started.draining = true;

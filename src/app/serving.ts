@@ -113,14 +113,20 @@ async function checkSensitive(
   }
 }
 
+/** What a server's app is built from besides its config: the request pools, the sources, the log. */
+export interface AppParts {
+  readonly db: DatabaseHandle;
+  readonly sources: readonly CatalogSource[];
+  /** The cursor secret from the state folder, used unless the config names cursor secrets. */
+  readonly cursorSecret: string;
+  readonly logger: Logger;
+  readonly roleDecisions: RoleChecker;
+}
+
 /** createApp's options for a server per config. */
 export function appOptions(
   config: Config,
-  db: DatabaseHandle,
-  sources: readonly CatalogSource[],
-  cursorSecret: string,
-  logger: Logger,
-  roleDecisions: RoleChecker,
+  { db, sources, cursorSecret, logger, roleDecisions }: AppParts,
 ): AppOptions {
   return {
     db,
@@ -161,8 +167,13 @@ export function createRoleDecisions(
 /** Start the change path (one feed per source), pushed onto `feeds` once started (the caller stops it). */
 export async function startChangeFeeds(
   app: App,
-  sources: readonly CatalogSource[],
-  feeds: ChangeFeed[],
+  {
+    sources,
+    feeds,
+  }: {
+    readonly sources: readonly CatalogSource[];
+    readonly feeds: ChangeFeed[];
+  },
   logger: Logger,
 ): Promise<void> {
   feeds.push(await app.startChangePath());
@@ -181,9 +192,15 @@ export interface Transports {
 export async function startTransports(
   config: Config,
   app: App,
-  canAssume: RoleChecker,
-  health: ServingHealth,
-  logger: Logger,
+  {
+    canAssume,
+    health,
+    logger,
+  }: {
+    readonly canAssume: RoleChecker;
+    readonly health: ServingHealth;
+    readonly logger: Logger;
+  },
 ): Promise<Transports> {
   if (config.stdio) {
     const stdio = startStdioTransport({

@@ -46,9 +46,9 @@ export async function completePromptArgument(
       cut,
       argument.value.length - typed.length,
     );
-    found = (await visibleTables(deps, ctx, typed, MAX_VALUES + 1)).map(
-      (table) => `${before}${spacing}${table.schema}.${table.relation}`,
-    );
+    found = (
+      await visibleTables(deps, ctx, { prefix: typed, limit: MAX_VALUES + 1 })
+    ).map((table) => `${before}${spacing}${table.schema}.${table.relation}`);
   }
   const values = found.slice(0, MAX_VALUES);
   return {

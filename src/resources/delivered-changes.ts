@@ -61,7 +61,7 @@ export function deliveredChanges(
     return [
       {
         seq: change.seq,
-        uri: rowUri(source.name, schema, table, key),
+        uri: rowUri(source.name, { schema, table }, key),
         kind: change.kind,
         listed: collection.list,
         sensitive: isSensitiveTable(source, schema, table),

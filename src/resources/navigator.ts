@@ -46,7 +46,10 @@ export async function readNavigator(
   const generation = source.navigators.generation;
   const contents = await renderNavigator(source, request, format);
   if (contents[0] !== undefined)
-    source.navigators.set(role, format, contents[0], generation);
+    source.navigators.set(role, format, {
+      page: contents[0],
+      generation,
+    });
   return contents;
 }
 

@@ -140,30 +140,27 @@ async function find(
 ): Promise<Found> {
   if (isCatalogUri(uri))
     return {
-      contents: await readCatalog(
-        deps.sources,
-        uri,
-        reader.principal,
-        reader.cancellation,
-        {
+      contents: await readCatalog(deps.sources, uri, {
+        principal: reader.principal,
+        cancellation: reader.cancellation,
+        options: {
           maxEntries: deps.maxDirectoryEntries,
           pageSize: deps.pageSize,
           changeRetentionSeconds: deps.changeRetentionSeconds,
         },
-      ),
+      }),
       sensitive: isSensitiveRowUri(deps.sources, uri),
     };
   return isDirectoryUri(uri)
     ? readDirectory(deps, uri, reader)
-    : readOne(deps, uri, reader.principal, reader.cancellation);
+    : readOne(deps, uri, reader);
 }
 
 /** One stored resource, or none. */
 async function readOne(
   deps: ReadDependencies,
   uri: string,
-  principal: Principal,
-  cancellation: { readonly aborted: boolean },
+  { principal, cancellation }: Reader,
 ): Promise<Found> {
   const rows = await runRequestQuery(
     deps.db,

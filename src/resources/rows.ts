@@ -13,18 +13,28 @@ import { findCollection, type CatalogSource } from './catalog-source.js';
 import { encodeRowKey, rowUri } from './catalog-uri.js';
 import { keysetPage } from './keyset.js';
 
+/** A row's URI, and the collection and primary key it names. */
+export interface RowAddress {
+  readonly uri: string;
+  readonly schema: string;
+  readonly table: string;
+  readonly key: readonly string[];
+}
+
 /**
  * The contents JSON of one row, or none: no such collection, no such row, or one the role may not
  * see. A key value that does not convert to its column's type is INVALID_PARAMS (-32602).
  */
 export async function readRow(
   source: CatalogSource,
-  uri: string,
-  schema: string,
-  table: string,
-  key: readonly string[],
-  principal: Principal,
-  cancellation: { readonly aborted: boolean },
+  { uri, schema, table, key }: RowAddress,
+  {
+    principal,
+    cancellation,
+  }: {
+    readonly principal: Principal;
+    readonly cancellation: { readonly aborted: boolean };
+  },
 ): Promise<string[]> {
   if (findCollection(source, schema, table) === undefined) return [];
   const rows = await runRequestQuery(
@@ -43,11 +53,13 @@ export async function readRow(
 function renderRow(
   source: CatalogSource,
   collection: CollectionConfig,
-  key: readonly string[],
-  title: string | null,
+  {
+    key,
+    title,
+  }: { readonly key: readonly string[]; readonly title: string | null },
 ): string {
   const resource: Record<string, string> = {
-    uri: rowUri(source.name, collection.schema, collection.table, key),
+    uri: rowUri(source.name, collection, key),
     name: `${collection.schema}.${collection.table}/${encodeRowKey(key)}`,
     mimeType: 'application/json',
   };
@@ -71,8 +83,10 @@ export interface RowsPosition {
 export async function listRows(
   source: CatalogSource,
   ctx: { readonly principal: Principal; readonly aborted: boolean },
-  from: RowsPosition | undefined,
-  room: number,
+  {
+    from,
+    room,
+  }: { readonly from: RowsPosition | undefined; readonly room: number },
 ): Promise<{ items: string[]; next: RowsPosition | undefined }> {
   const listed = source.collections.filter((collection) => collection.list);
   let index = 0;
@@ -89,20 +103,17 @@ export async function listRows(
   const items: string[] = [];
   for (; index < listed.length; index += 1, after = null) {
     const collection = listed[index] as CollectionConfig;
-    const { page, more } = await keysetPage(
-      source.db,
-      ctx,
-      LIST_COLLECTION_ROWS,
-      {
+    const { page, more } = await keysetPage(source.db, ctx, {
+      query: LIST_COLLECTION_ROWS,
+      position: {
         schema: collection.schema,
         table: collection.table,
         after,
         titleColumn: collection.titleColumn ?? null,
       },
-      room - items.length,
-    );
-    for (const row of page)
-      items.push(renderRow(source, collection, row.key, row.title));
+      room: room - items.length,
+    });
+    for (const row of page) items.push(renderRow(source, collection, row));
     if (more) {
       const last = page.at(-1);
       return {

@@ -38,6 +38,13 @@ interface Shown {
   readonly content: string | undefined;
 }
 
+/** A schema read: its URI, the address parsed from it, and how many entries a page may show. */
+export interface SchemaRead {
+  readonly uri: string;
+  readonly address: CatalogAddress;
+  readonly maxEntries: number;
+}
+
 /**
  * A schema as a directory: its entry (summary, this page's entries, the continuation), then the
  * description of each entry's representative, all within the budget; none when the role cannot
@@ -45,13 +52,11 @@ interface Shown {
  */
 export async function readSchema(
   source: CatalogSource,
-  uri: string,
-  address: CatalogAddress,
+  { uri, address, maxEntries }: SchemaRead,
   request: {
     readonly principal: Principal;
     readonly cancellation: { readonly aborted: boolean };
   },
-  maxEntries: number,
 ): Promise<string[]> {
   const run = <TArgs, TRow>(query: PreparedQuery<TArgs, TRow>, args: TArgs) =>
     runRequestQuery(
@@ -89,15 +94,17 @@ export async function readSchema(
         }),
   );
   await withValueHints(source, relations, request);
-  const shown = fitEntries(source, page, relations, {
-    budget,
-    format: address.format,
-  });
+  const shown = fitEntries(
+    source,
+    { page, relations },
+    {
+      budget,
+      format: address.format,
+    },
+  );
   const last = shown.at(-1)?.entry.name ?? '';
   const more = shown.length < page.length || entries.length > limit;
-  const next = more
-    ? schemaPageUri(source.name, schema, last, address.format)
-    : undefined;
+  const next = more ? schemaPageUri(source.name, address, last) : undefined;
   const listing = { summary: found.comment ?? '', shown, next };
   return [
     schemaEntry(uri, address, { ...listing, database: source.name }),
@@ -108,8 +115,13 @@ export async function readSchema(
 /** The page's entries, each with its description, while they fit the budget (at least one). */
 function fitEntries(
   source: CatalogSource,
-  page: readonly DirectoryEntry[],
-  relations: readonly DescribedRelation[],
+  {
+    page,
+    relations,
+  }: {
+    readonly page: readonly DirectoryEntry[];
+    readonly relations: readonly DescribedRelation[];
+  },
   { budget, format }: { budget: number; format: 'markdown' | 'json' },
 ): Shown[] {
   const byName = new Map(relations.map((entry) => [entry.facts.name, entry]));

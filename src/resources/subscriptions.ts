@@ -45,8 +45,10 @@ export async function readableUris(
     normalized.filter(isCatalogUri).map(async (uri) => {
       if (
         (
-          await readCatalog(sources, uri, principal, signal, {
-            maxEntries: 1,
+          await readCatalog(sources, uri, {
+            principal,
+            cancellation: signal,
+            options: { maxEntries: 1 },
           })
         ).length > 0
       )

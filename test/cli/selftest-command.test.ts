@@ -60,7 +60,11 @@ beforeAll(async () => {
     await admin.query(
       `do $$ begin if not exists (select from pg_roles where rolname = 'pgmcp_test_nobody') then create role pgmcp_test_nobody nologin; end if; end $$`,
     );
-    await loadSeed(admin, SEEDS_DIRECTORY, 'demo', () => undefined);
+    await loadSeed(
+      admin,
+      { seedsDirectory: SEEDS_DIRECTORY, dataset: 'demo' },
+      () => undefined,
+    );
   });
   server = await startTestServer({
     databaseUrl,

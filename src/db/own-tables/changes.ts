@@ -71,9 +71,15 @@ interface PageRow {
  */
 export async function readChangePage(
   db: DatabaseHandle,
-  horizon: bigint,
-  after: ChangePosition | undefined,
-  limit: number,
+  {
+    horizon,
+    after,
+    limit,
+  }: {
+    readonly horizon: bigint;
+    readonly after: ChangePosition | undefined;
+    readonly limit: number;
+  },
 ): Promise<ChangePage> {
   const values = [
     horizon.toString(),

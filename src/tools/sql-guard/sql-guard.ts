@@ -208,7 +208,7 @@ async function resolve(
       dynamic: false,
     };
     for (const fn of found.functions)
-      inspectFunction(options, reach, fn, pending);
+      inspectFunction(options, { reach, next: pending }, fn);
   }
   const reached = [...reach.relations.values()];
   return {
@@ -231,9 +231,8 @@ async function resolve(
  */
 function inspectFunction(
   options: SqlGuardOptions,
-  reach: Reach,
+  { reach, next }: { readonly reach: Reach; readonly next: UsedNames },
   fn: ReachedFunction,
-  next: UsedNames,
 ): void {
   if (reach.functions.has(fn.oid)) return;
   reach.functions.set(fn.oid, fn);
