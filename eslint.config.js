@@ -205,10 +205,11 @@ export default tseslint.config(
       ],
     },
   })),
-  // No pool, client or SQL text outside db/.
+  // No pool, client or SQL text outside db/ and the features' statements/ folders (a feature's SQL
+  // lives beside it, built with db/'s statement toolkit; drivers stay in db/).
   {
     files: ['src/**/*.ts'],
-    ignores: ['src/db/**'],
+    ignores: ['src/db/**', 'src/*/statements/**'],
     rules: {
       'no-restricted-syntax': [
         'error',
@@ -219,23 +220,25 @@ export default tseslint.config(
         {
           selector: "MemberExpression[property.name='pool']",
           message:
-            'The pool is used only in src/db/: call a db/ function (runRequestQuery, …).',
+            'The pool is used only in src/db/ and statements/ folders: call a db/ function (runRequestQuery, …) or a statement.',
         },
         {
           selector:
             'CallExpression[callee.property.name=/^(query|connect|connectAdmin)$/]',
           message:
-            'Statements run only in src/db/: add a function there and call it.',
+            "Statements run only in src/db/ and statements/ folders: add a function to the feature's statements/ and call it.",
         },
         {
           selector:
             'Literal[value=/^\\s*(select|insert|update|delete|with|create|alter|drop|grant|revoke|begin|set)\\s/i]',
-          message: 'SQL text lives in src/db/.',
+          message:
+            "SQL text lives in src/db/ or the feature's statements/ folder.",
         },
         {
           selector:
             'TemplateElement[value.raw=/^\\s*(select|insert|update|delete|with|create|alter|drop|grant|revoke|begin|set)\\s/i]',
-          message: 'SQL text lives in src/db/.',
+          message:
+            "SQL text lives in src/db/ or the feature's statements/ folder.",
         },
       ],
     },

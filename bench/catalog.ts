@@ -11,18 +11,18 @@ import { createApp } from '../src/app/index.js';
 import { loadConfig } from '../src/config/index.js';
 import {
   createDatabase,
-  LIST_CATALOG_PAGE,
   loadSeed,
   runMigrations,
   seedLoaded,
   type DatabaseHandle,
 } from '../src/db/index.js';
+import { LIST_CATALOG_PAGE } from '../src/resources/statements/catalog-statements.js';
 import type { Logger } from '../src/log.js';
 import { catalogUri, databaseUri } from '../src/resources/catalog-uri.js';
 import { readCatalog } from '../src/resources/catalog.js';
 import { catalogSource } from '../src/resources/index.js';
 import { DEFAULT_NAVIGATOR_BYTES } from '../src/resources/navigator.js';
-import type { CatalogSource } from '../src/resources/rows.js';
+import type { CatalogSource } from '../src/resources/catalog-source.js';
 import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../src/config/index.js';
 import { alternate } from './alternate.js';
 import type { LoadCaller, LoadRunner, Run, Workload } from './load.js';
@@ -246,13 +246,11 @@ async function contextSize(
   uri: string,
   role: string,
 ): Promise<Size> {
-  const contents = await readCatalog(
-    [source],
-    uri,
-    { role, claims: {} },
-    { aborted: false },
-    { maxEntries: 500 },
-  );
+  const contents = await readCatalog([source], uri, {
+    principal: { role, claims: {} },
+    cancellation: { aborted: false },
+    options: { maxEntries: 500 },
+  });
   const bytes = contents.reduce(
     (sum, content) =>
       sum +
@@ -272,7 +270,11 @@ async function prepareDemoDatabase(
   await admin.connect();
   try {
     if (!(await seedLoaded(admin, 'demo'))) {
-      await loadSeed(admin, SEEDS_DIRECTORY, 'demo', () => undefined);
+      await loadSeed(
+        admin,
+        { seedsDirectory: SEEDS_DIRECTORY, dataset: 'demo' },
+        () => undefined,
+      );
       await admin.query('analyze');
     }
   } finally {

@@ -61,8 +61,8 @@ const DURATION_MS = Number(process.env['BENCH_DURATION_MS'] ?? 2000);
 const WARMUP_MS = 500;
 // Background load moves both sides of a comparison: each alternates baseline and pgmcp this many
 // times and reports the median of the per-round ratios. On two shared cores single rounds of the
-// same two workloads spread by ±30% (2025-11-25 against 2026-07-28 reads: 0.68 to 1.14), so five:
-// a median of three still lands on an outlier often.
+// same two workloads spread widely (docs/benchmarks.md), so five: a median of three still lands on
+// an outlier often.
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 5);
 const PAGE_SIZE = 100;
 // The database the bench seeds on a BENCH_DATABASE_URL / TEST_DATABASE_URL server (one per checkout
@@ -725,8 +725,7 @@ async function prepareDatabase(
     logger.info('seeding 1,000,000 resources (once per bench database)');
     await loadSeed(
       admin,
-      SEEDS_DIRECTORY,
-      'bench',
+      { seedsDirectory: SEEDS_DIRECTORY, dataset: 'bench' },
       createProgress('seed bench'),
     );
     await admin.query('analyze pgmcp.resources');

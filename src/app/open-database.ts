@@ -139,8 +139,7 @@ export async function prepareDatabase(
       logger.info(`loading dataset ${dataset}`);
       await loadSeed(
         client,
-        SEEDS_DIRECTORY,
-        dataset,
+        { seedsDirectory: SEEDS_DIRECTORY, dataset },
         createProgress(`seed ${dataset}`),
       );
     }

@@ -29,7 +29,7 @@ export function searchableCollections(
               columns: searchable,
               titleColumn,
               rowUri: (key: readonly string[]) =>
-                rowUri(source.name, schema, table, key),
+                rowUri(source.name, { schema, table }, key),
               rowName: (key: readonly string[]) =>
                 `${schema}.${table}/${encodeRowKey(key)}`,
             },

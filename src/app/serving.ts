@@ -3,12 +3,11 @@
 import type { Config } from '../config/index.js';
 import {
   createRoleChecker,
-  currentDatabaseName,
-  inspectCollection,
-  missingSensitiveEntries,
   type DatabaseHandle,
   type RoleChecker,
 } from '../db/index.js';
+import { currentDatabaseName, inspectCollection } from '../resources/index.js';
+import { missingSensitiveEntries } from '../tools/index.js';
 import { ConfigError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { type ChangeFeed } from '../notifications/index.js';

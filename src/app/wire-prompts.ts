@@ -1,6 +1,6 @@
 // The prompts feature wired: prompts/list pages kept per role, prompts/get of stored prompts and
 // of the extension's, and what prompts/ renders with.
-import { LIST_PROMPTS_PAGE } from '../db/index.js';
+import { LIST_PROMPTS_PAGE } from '../prompts/index.js';
 import {
   createKeysetListMethod,
   catalogUri,

@@ -1,10 +1,7 @@
 // pgmcp expose / unexpose <schema.table>: install or remove a table's change capture.
 import { loadConfig, type Config } from '../config/index.js';
-import {
-  setExposed,
-  withAdminClient,
-  type DatabaseHandle,
-} from '../db/index.js';
+import { withAdminClient, type DatabaseHandle } from '../db/index.js';
+import { setExposed } from '../resources/index.js';
 import { ConfigError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { namedDatabase, openDatabase } from '../app/index.js';

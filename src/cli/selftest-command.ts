@@ -3,7 +3,7 @@
 // when all pass.
 import { tokenlessPrincipal } from '../app/index.js';
 import { loadConfig, type Config, type ConfigFlags } from '../config/index.js';
-import { commitProbeResource } from '../db/index.js';
+import { commitProbeResource } from './statements/probe-resource.js';
 import type { Logger } from '../log.js';
 import { startApp } from '../server.js';
 import {

@@ -38,7 +38,7 @@ import {
   type Cancellation,
 } from './request-transaction.js';
 import { jsonMemberValues } from './json-members.js';
-import { toDatabaseError } from './sqlstate.js';
+import { toDatabaseError } from './connection/sqlstate.js';
 import {
   costRefusal,
   limitSettings,

@@ -5,10 +5,10 @@ import { hash } from 'node:crypto';
 import { sql } from 'kysely';
 import { principalIdentity, type Principal } from '../auth/index.js';
 import type { DatabaseHandle } from './pool.js';
-import { builder, prepare } from './prepared.js';
+import { builder, prepare } from './connection/prepared.js';
 import type { LeadingStatement } from '../leading-statement.js';
-import { writeOneStatement } from './write-transaction.js';
-import { toDatabaseError } from './sqlstate.js';
+import { writeOneStatement } from './connection/write-transaction.js';
+import { toDatabaseError } from './connection/sqlstate.js';
 
 /** What a session row holds besides its keys (both are SHA-256 digests, never the id itself). */
 export interface ClientSessionRow {

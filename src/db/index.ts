@@ -1,12 +1,16 @@
-// Public surface of db/: pools, the request transaction, prepared queries, migrations, seeds.
+// Public surface of db/: pools, the request transaction, migrations, seeds, pgmcp's own tables, and
+// the statement toolkit the features' statements/ folders build on (prepared statements, the
+// compile-only Kysely builder and its sql tag, the table types, clients and write transactions).
 export {
   createDatabase,
   type DatabaseHandle,
   type DatabaseOptions,
   type SessionConfig,
 } from './pool.js';
-export { withAdminClient, type AdminClient } from './admin-client.js';
-export { commitProbeResource } from './probe-resource.js';
+export {
+  withAdminClient,
+  type AdminClient,
+} from './connection/admin-client.js';
 export { runRequestQuery, type Cancellation } from './request-transaction.js';
 export {
   explainSql,
@@ -22,59 +26,46 @@ export {
   trackAuditedCall,
   writeAudit,
   type AuditEntry,
-} from './audit-log.js';
+} from './own-tables/audit-log.js';
 export {
   loginMaySetTempFileLimit,
   statementDeadline,
   type StatementLimits,
 } from './statement-limits.js';
-export { useConsentState } from './consent-states.js';
 export {
-  missingSensitiveEntries,
-  resolveGuardNames,
-  type GuardCatalog,
-  type GuardLookup,
-  type QualifiedName,
-  type ReachedFunction,
-  type SensitiveEntry,
-} from './sql-guard-statements.js';
+  builder,
+  pipelined,
+  prepare,
+  type PreparedQuery,
+} from './connection/prepared.js';
+export { sql } from 'kysely';
+export type { Database } from './connection/schema.js';
+export { writeOneStatement } from './connection/write-transaction.js';
 export {
-  SEARCH_CATALOG,
-  SEARCH_COLLECTION_ROWS,
-  SEARCH_RESOURCES,
-  type CatalogMatchRow,
-  type SearchMatchRow,
-} from './search-statements.js';
-export {
-  LIST_RESOURCES_PAGE,
-  LIST_TEMPLATES_PAGE,
-  READ_DIRECTORY,
-  READ_RESOURCE,
-  type ResourceContentRow,
-  type ResourceListingRow,
-  COLUMN,
-  type TemplateListingRow,
-} from './queries.js';
-export { type PreparedQuery } from './prepared.js';
+  HIDDEN_SCHEMAS,
+  IN_SCOPE,
+  RELATION_PRIVILEGE,
+  VISIBLE_RELATION,
+} from './catalog-visibility.js';
 export {
   MigrationChangedError,
   migrationChecksum,
   runMigrations,
   type MigrationReport,
-} from './migrate.js';
+} from './setup/migrate.js';
 export {
   listDatasets,
   loadSeed,
   seedLoaded,
   type SeedProgress,
-} from './seed.js';
-export { loadSharedSecret } from './secrets.js';
-export { toDatabaseError } from './sqlstate.js';
+} from './setup/seed.js';
+export { loadSharedSecret } from './own-tables/secrets.js';
+export { toDatabaseError } from './connection/sqlstate.js';
 export {
   EmbeddedPostgresError,
   startEmbeddedPostgres,
   type EmbeddedPostgres,
-} from './embedded.js';
+} from './setup/embedded.js';
 export {
   AUTHENTICATOR_ROLE,
   authenticatorLogin,
@@ -91,7 +82,7 @@ export {
   ROLE_REFUSALS,
   type LoginFacts,
   type RoleVerdict,
-} from './login.js';
+} from './connection/login.js';
 export {
   CHANGES_SINCE,
   type PulledChangeRow,
@@ -106,43 +97,7 @@ export {
   type DatabaseHistory,
   type ChangePosition,
   type ChangeRow,
-} from './changes.js';
-export { TEMPLATE_COMPLETION_CANDIDATES } from './completion-statements.js';
-export {
-  CATALOG_NAMES,
-  currentDatabaseName,
-  DESCRIBE_NAMED_RELATIONS,
-  DESCRIBE_RELATION,
-  DESCRIBE_SCHEMA_RELATIONS,
-  LIST_CATALOG_PAGE,
-  DESCRIBE_SCHEMA,
-  SAMPLE_VALUES,
-  VISIBLE_TABLES,
-  type SampledColumn,
-} from './catalog-statements.js';
-export {
-  GET_PROMPT,
-  LIST_PROMPTS_PAGE,
-  RESOURCE_TAGS,
-  TAGGED_RESOURCES,
-  type PromptListingRow,
-} from './prompt-statements.js';
-export {
-  DIRECTORY_ENTRIES,
-  type DirectoryEntry,
-} from './directory-statements.js';
-export {
-  NAVIGATOR,
-  type NavigatorFacts,
-  type NavigatorGroup,
-  type NavigatorSchema,
-} from './navigator-statements.js';
-export {
-  inspectCollection,
-  LIST_COLLECTION_ROWS,
-  READ_COLLECTION_ROW,
-  setExposed,
-} from './row-statements.js';
+} from './own-tables/changes.js';
 export {
   createClientSessionStore,
   type ClientSessionCheck,

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { ProtocolError } from '../errors.js';
 import { METRICS, observePool } from '../observability/index.js';
 import { RequestPipelines } from './request-pipeline.js';
-import { toDatabaseError } from './sqlstate.js';
+import { toDatabaseError } from './connection/sqlstate.js';
 import {
   installedPipelineDriver,
   pipelineDriverProblem,
@@ -62,7 +62,7 @@ export interface DatabaseOptions {
   /**
    * Longest any statement on these sessions waits for a lock (lock_timeout), so a caller holding a
    * lock pgmcp needs cannot stall pgmcp's own work; past it the statement fails with 55P03, which
-   * maps to UNAVAILABLE (db/sqlstate.ts). Default 2000; 0: no bound.
+   * maps to UNAVAILABLE (db/connection/sqlstate.ts). Default 2000; 0: no bound.
    */
   readonly lockTimeoutMs?: number;
 }
@@ -83,7 +83,7 @@ export interface DatabaseHandle {
   readonly feed: DatabaseHandle;
   /** The session statement timeout of the request pool (PGMCP_STATEMENT_TIMEOUT_MS). */
   readonly statementTimeoutMs: number;
-  /** Where audit rows go: db/audit-log.ts. */
+  /** Where audit rows go: db/own-tables/audit-log.ts. */
   readonly audit: AuditChannel;
   /** A fresh read-write client for migrations, seeds and start-up work; the caller ends it. */
   connectAdmin(): Promise<pg.Client>;
@@ -118,7 +118,7 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
     max: options.poolSize,
     // Bounds both the wait in pg-pool's queue for a busy pool and the opening of a new connection.
     // A waiter that times out is taken off the queue (no client is handed to it later), so the
-    // pool recovers once the load falls; the error maps to POOL_EXHAUSTED (db/sqlstate.ts).
+    // pool recovers once the load falls; the error maps to POOL_EXHAUSTED (db/connection/sqlstate.ts).
     connectionTimeoutMillis: options.poolWaitMs ?? 5000,
     application_name: 'pgmcp',
     // Session defaults, set once per connection at start-up: every request statement is read-only
@@ -127,7 +127,7 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
     // keyset pages and lookups by key, whose plan does not depend on the values. Left to choose,
     // PostgreSQL plans a statement with a LIMIT parameter again on every execution (it prices
     // the generic plan as if the limit were 10% of the table), which for the resources list
-    // (db/queries.ts) costs more than running it. No JIT and no parallel workers: a generic plan
+    // (resources/statements/resource-statements.ts) costs more than running it. No JIT and no parallel workers: a generic plan
     // is priced for parameters it cannot see, which can cross jit_above_cost (compiling on every
     // execution) or choose a parallel scan (starting workers on every execution). No request
     // statement runs long enough to gain from either. Figures: docs/benchmarks.md "History".

@@ -15,8 +15,8 @@ import {
 } from './implicit-transaction.js';
 import type { RequestPipelines } from './request-pipeline.js';
 import { connectClient, PIPELINE, type DatabaseHandle } from './pool.js';
-import type { PreparedQuery } from './prepared.js';
-import { toDatabaseError } from './sqlstate.js';
+import type { PreparedQuery } from './connection/prepared.js';
+import { toDatabaseError } from './connection/sqlstate.js';
 
 const SET_IDENTITY = {
   name: 'pgmcp_set_identity',

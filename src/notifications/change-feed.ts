@@ -139,12 +139,11 @@ class ChangeLogReader {
     let after: ChangePosition | undefined;
     let nextHorizon: bigint | undefined;
     for (;;) {
-      const page = await readChangePage(
-        this.#options.db,
-        this.#horizon,
+      const page = await readChangePage(this.#options.db, {
+        horizon: this.#horizon,
         after,
-        pageSize,
-      );
+        limit: pageSize,
+      });
       if (nextHorizon === undefined) {
         const changed = historyChange(this.#history, this.#horizon, page);
         this.#history = page.history;

@@ -5,6 +5,7 @@ import type { ChangeRow } from '../db/index.js';
 export { PROMPTS_COLLECTION, renderPrompt } from './prompt-list.js';
 export { createGetPromptMethod } from './prompt-get.js';
 export { completePromptArgument } from './prompt-completion.js';
+export { LIST_PROMPTS_PAGE } from './statements/prompt-statements.js';
 export {
   DEFAULT_PROMPT_LIMITS,
   type PromptDependencies,

@@ -1,6 +1,7 @@
 // completion/complete for prompt arguments (spec §9, ref/prompt): tags of the stored resources the
 // role can read, or tables and views it can see, as each argument's `complete` says.
-import { RESOURCE_TAGS, runRequestQuery } from '../db/index.js';
+import { runRequestQuery } from '../db/index.js';
+import { RESOURCE_TAGS } from './statements/prompt-statements.js';
 import { ProtocolError } from '../errors.js';
 import type { RequestContext } from '../protocol/index.js';
 import type { PromptDependencies } from './prompt-dependencies.js';
@@ -45,9 +46,9 @@ export async function completePromptArgument(
       cut,
       argument.value.length - typed.length,
     );
-    found = (await visibleTables(deps, ctx, typed, MAX_VALUES + 1)).map(
-      (table) => `${before}${spacing}${table.schema}.${table.relation}`,
-    );
+    found = (
+      await visibleTables(deps, ctx, { prefix: typed, limit: MAX_VALUES + 1 })
+    ).map((table) => `${before}${spacing}${table.schema}.${table.relation}`);
   }
   const values = found.slice(0, MAX_VALUES);
   return {

@@ -1,6 +1,7 @@
 // prompts/get (spec §8.2): one stored prompt the caller's role can read, its arguments checked
 // against the stored declaration, its messages rendered as the caller. Not cacheable.
-import { GET_PROMPT, runRequestQuery } from '../db/index.js';
+import { runRequestQuery } from '../db/index.js';
+import { GET_PROMPT } from './statements/prompt-statements.js';
 import { ProtocolError } from '../errors.js';
 import {
   createMethod,
@@ -112,20 +113,21 @@ export function createGetPromptMethod(
       const values = argumentValues(prompt, params.arguments ?? {});
       let messages;
       try {
-        messages = await renderMessages(deps, ctx, prompt.messages, values);
+        messages = await renderMessages(deps, ctx, {
+          templates: prompt.messages,
+          values,
+        });
       } catch (error) {
         if (!(error instanceof ConsentNeeded)) throw error;
         // Bound to the prompt, its arguments and the resource: the state fits this request only.
         const target = `prompt: ${prompt.name} ${JSON.stringify(params.arguments ?? {})} embeds ${error.uri}`;
         const outcome = await deps.consent(ctx, target, params);
         if (!outcome.granted) return outcome.result;
-        messages = await renderMessages(
-          deps,
-          ctx,
-          prompt.messages,
+        messages = await renderMessages(deps, ctx, {
+          templates: prompt.messages,
           values,
-          true,
-        );
+          consented: true,
+        });
       }
       return {
         ...(prompt.description === null

@@ -1,6 +1,6 @@
 // prompts/list (spec §8.1): what one listed prompt shows. The list itself is a keyset list method
 // over pgmcp.prompts (resources/ createKeysetListMethod, wired by app/), as the role reads it.
-import type { PromptListingRow } from '../db/index.js';
+import type { PromptListingRow } from './statements/prompt-statements.js';
 import type { StoredArgument } from './prompt-dependencies.js';
 
 /** The collection prompts/list cursors are bound to. */

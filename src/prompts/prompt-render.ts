@@ -1,7 +1,8 @@
 // A stored prompt's message templates → PromptMessages for one caller: {{argument}} placeholders
 // replaced by the values given, and pgmcp:links / pgmcp:embed contents rendered as the caller's
 // role, so links and embedded resources are only ever ones it can read (docs/prompts.md).
-import { runRequestQuery, TAGGED_RESOURCES } from '../db/index.js';
+import { runRequestQuery } from '../db/index.js';
+import { TAGGED_RESOURCES } from './statements/prompt-statements.js';
 import { ProtocolError } from '../errors.js';
 import type { RequestContext } from '../protocol/index.js';
 import type { PromptDependencies } from './prompt-dependencies.js';
@@ -62,9 +63,16 @@ function substitute(
 export async function renderMessages(
   deps: PromptDependencies,
   ctx: RequestContext,
-  templates: readonly MessageTemplate[],
-  values: ReadonlyMap<string, string>,
-  consented = false,
+  {
+    templates,
+    values,
+    consented = false,
+  }: {
+    readonly templates: readonly MessageTemplate[];
+    readonly values: ReadonlyMap<string, string>;
+    /** A person consented to embedding sensitive resources (the retry after asking). */
+    readonly consented?: boolean;
+  },
 ): Promise<PromptMessage[]> {
   const messages: PromptMessage[] = [];
   for (const template of templates) {
@@ -76,7 +84,7 @@ export async function renderMessages(
     else if (content.type === 'pgmcp:embed')
       messages.push({
         role,
-        content: await renderEmbed(deps, ctx, content, consented),
+        content: await renderEmbed(deps, ctx, { content, consented }),
       });
     else if (CONTENT_TYPES.has(content.type))
       messages.push({ role, content: checkUri(content) });
@@ -154,12 +162,10 @@ async function renderLinks(
     for (const name of named) tables.push(await resolveTable(deps, ctx, name));
   else
     tables.push(
-      ...(await tablesMentioned(
-        deps,
-        ctx,
-        stringField(content, 'match') ?? '',
-        MAX_MATCHED_TABLES,
-      )),
+      ...(await tablesMentioned(deps, ctx, {
+        question: stringField(content, 'match') ?? '',
+        limit: MAX_MATCHED_TABLES,
+      })),
     );
   return tables.map((table) => {
     const link: Content = {
@@ -202,8 +208,10 @@ export class ConsentNeeded extends Error {
 async function renderEmbed(
   deps: PromptDependencies,
   ctx: RequestContext,
-  content: Content,
-  consented: boolean,
+  {
+    content,
+    consented,
+  }: { readonly content: Content; readonly consented: boolean },
 ): Promise<Content> {
   const table = stringField(content, 'table');
   let uri = stringField(content, 'uri');

@@ -1,6 +1,7 @@
 // Tables a prompt names or links: resolved in the catalog the caller's role can see (pg_catalog
 // privileges, the configured scope), never from what the caller typed alone.
-import { runRequestQuery, VISIBLE_TABLES } from '../db/index.js';
+import { runRequestQuery } from '../db/index.js';
+import { VISIBLE_TABLES } from './statements/prompt-statements.js';
 import { ProtocolError } from '../errors.js';
 import type { RequestContext } from '../protocol/index.js';
 import type { PromptDependencies } from './prompt-dependencies.js';
@@ -19,8 +20,10 @@ const MAX_TABLES = 1000;
 export function visibleTables(
   deps: PromptDependencies,
   ctx: RequestContext,
-  prefix: string,
-  limit = MAX_TABLES,
+  {
+    prefix,
+    limit = MAX_TABLES,
+  }: { readonly prefix: string; readonly limit?: number },
 ): Promise<VisibleTable[]> {
   return runRequestQuery(deps.db, ctx.principal, ctx, VISIBLE_TABLES, {
     prefix,
@@ -41,7 +44,9 @@ export async function resolveTable(
 ): Promise<VisibleTable> {
   const wanted = name.trim();
   const qualified = wanted.includes('.');
-  const candidates = await visibleTables(deps, ctx, qualified ? wanted : '');
+  const candidates = await visibleTables(deps, ctx, {
+    prefix: qualified ? wanted : '',
+  });
   const matches = candidates.filter((table) =>
     qualified
       ? `${table.schema}.${table.relation}` === wanted
@@ -68,8 +73,7 @@ export async function resolveTable(
 export async function tablesMentioned(
   deps: PromptDependencies,
   ctx: RequestContext,
-  question: string,
-  limit: number,
+  { question, limit }: { readonly question: string; readonly limit: number },
 ): Promise<VisibleTable[]> {
   const words = new Set(question.toLowerCase().split(/[^\p{L}\p{N}_]+/u));
   const mentioned = (name: string): boolean => {
@@ -78,6 +82,6 @@ export async function tablesMentioned(
       words.has(lower) || (lower.endsWith('s') && words.has(lower.slice(0, -1)))
     );
   };
-  const tables = await visibleTables(deps, ctx, '');
+  const tables = await visibleTables(deps, ctx, { prefix: '' });
   return tables.filter((table) => mentioned(table.relation)).slice(0, limit);
 }

@@ -10,7 +10,8 @@ import {
 } from '../db/index.js';
 import { ProtocolError } from '../errors.js';
 import { databaseUri } from './catalog-uri.js';
-import { deliveredChanges, type CatalogSource } from './rows.js';
+import { deliveredChanges } from './delivered-changes.js';
+import { type CatalogSource } from './catalog-source.js';
 
 /**
  * Where a reader stands: `time` (epoch seconds) and `start` (snapshot xmin) when its chain of pages

@@ -138,8 +138,7 @@ export function decodeRowKey(segment: string): string[] | null {
 /** pg://{database}/{schema}/{table}/rows/{key}. */
 export function rowUri(
   database: string,
-  schema: string,
-  table: string,
+  { schema, table }: { readonly schema: string; readonly table: string },
   key: readonly string[],
 ): string {
   return `${catalogUri(database, schema, table)}/rows/${encodeRowKey(key)}`;
@@ -159,9 +158,11 @@ export function databaseUri(
 /** A schema read continuing after the entry `after` (?after=), optionally in JSON. */
 export function schemaPageUri(
   database: string,
-  schema: string,
+  {
+    schema,
+    format = 'markdown',
+  }: { readonly schema: string; readonly format?: 'markdown' | 'json' },
   after: string,
-  format: 'markdown' | 'json' = 'markdown',
 ): string {
   const uri = `${catalogUri(database, schema)}?${format === 'json' ? 'format=json&' : ''}after=${encodeURIComponent(after)}`;
   return uri;

@@ -3,7 +3,8 @@
 // the caller's request transaction, so a relation the role holds no privilege on reads exactly
 // like one that does not exist.
 import type { Principal } from '../auth/index.js';
-import { DESCRIBE_RELATION, runRequestQuery } from '../db/index.js';
+import { runRequestQuery } from '../db/index.js';
+import { DESCRIBE_RELATION } from './statements/catalog-statements.js';
 import {
   isDatabaseAddress,
   parseCatalogUri,
@@ -17,12 +18,12 @@ import {
   withValueHints,
 } from './relation-content.js';
 import { readSchema } from './schema-directory.js';
+import { readRow } from './rows.js';
 import {
   inScope,
   isSensitiveTable,
-  readRow,
   type CatalogSource,
-} from './rows.js';
+} from './catalog-source.js';
 
 /** The source a pg:// URI's authority names, if any is configured under that name. */
 export function sourceOf(
@@ -68,6 +69,13 @@ export function isSensitiveRowUri(
   );
 }
 
+/** Who reads a catalog resource, whether the request is still wanted, and the read's settings. */
+export interface CatalogRead {
+  readonly principal: Principal;
+  readonly cancellation: { readonly aborted: boolean };
+  readonly options: CatalogReadOptions;
+}
+
 /**
  * The contents JSON of one catalog resource, or none. A relation is one content; a schema is a
  * directory: a short summary, then one content per table and view the role can see in it (at
@@ -76,9 +84,7 @@ export function isSensitiveRowUri(
 export async function readCatalog(
   sources: readonly CatalogSource[],
   uri: string,
-  principal: Principal,
-  cancellation: { readonly aborted: boolean },
-  options: CatalogReadOptions,
+  { principal, cancellation, options }: CatalogRead,
 ): Promise<string[]> {
   const address = parseCatalogUri(uri);
   if (address === undefined) return [];
@@ -100,27 +106,27 @@ export async function readCatalog(
   if (relation !== undefined && address.rowKey !== undefined)
     return readRow(
       source,
-      uri,
-      schema,
-      relation,
-      address.rowKey,
-      principal,
-      cancellation,
+      { uri, schema, table: relation, key: address.rowKey },
+      { principal, cancellation },
     );
   if (!inScope(source.scope, schema)) return [];
   const request = { principal, cancellation };
   return relation === undefined
-    ? readSchema(source, uri, address, request, options.maxEntries)
-    : readRelation(source, address, relation, request);
+    ? readSchema(
+        source,
+        { uri, address, maxEntries: options.maxEntries },
+        request,
+      )
+    : readRelation(source, { ...address, relation }, request);
 }
 
 /** One relation's description; none when the role cannot see it. */
 async function readRelation(
   source: CatalogSource,
-  address: CatalogAddress,
-  relation: string,
+  address: CatalogAddress & { readonly relation: string },
   request: CatalogRequest,
 ): Promise<string[]> {
+  const { relation } = address;
   const rows = await runRequestQuery(
     source.db,
     request.principal,

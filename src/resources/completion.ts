@@ -1,13 +1,10 @@
 // completion/complete (spec §9) for resource-template arguments: suggest the values a variable
 // takes in the stored resources the caller can read, matching what was typed and the arguments
 // already chosen. A prompt reference goes to the prompts' completion that app/ hands in.
-import {
-  CATALOG_NAMES,
-  LIST_COLLECTION_ROWS,
-  runRequestQuery,
-  TEMPLATE_COMPLETION_CANDIDATES,
-  type DatabaseHandle,
-} from '../db/index.js';
+import { runRequestQuery, type DatabaseHandle } from '../db/index.js';
+import { CATALOG_NAMES } from './statements/catalog-statements.js';
+import { LIST_COLLECTION_ROWS } from './statements/row-statements.js';
+import { TEMPLATE_COMPLETION_CANDIDATES } from './statements/completion-statements.js';
 import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
 import {
@@ -19,7 +16,11 @@ import {
 } from '../protocol/index.js';
 import { parseUriTemplate, type UriTemplate } from './uri-template.js';
 import { prefixUpperBound } from './uri.js';
-import { findCollection, inScope, type CatalogSource } from './rows.js';
+import {
+  findCollection,
+  inScope,
+  type CatalogSource,
+} from './catalog-source.js';
 import { encodeRowKey } from './catalog-uri.js';
 
 /** At most this many values in one answer (the spec's cap). */
@@ -46,6 +47,11 @@ export interface CompletionDependencies {
 
 type Argument = { readonly name: string; readonly value: string };
 type Chosen = Readonly<Record<string, string>>;
+/** What is being completed: the argument, and the values of the others already chosen. */
+interface Asked {
+  readonly argument: Argument;
+  readonly chosen: Chosen;
+}
 type CompletionRequest = {
   readonly principal: Principal;
   readonly aborted: boolean;
@@ -63,8 +69,16 @@ export function createCompleteMethod(
       const template = templateOf(ref.uri, argument.name);
       const chosen = params.context?.arguments ?? {};
       if (CATALOG_TEMPLATES.has(ref.uri))
-        return completeCatalog(deps, ref.uri, argument, chosen, ctx);
-      return completeStored(deps, ref.uri, template, argument, chosen, ctx);
+        return completeCatalog(
+          deps,
+          { template: ref.uri, argument, chosen },
+          ctx,
+        );
+      return completeStored(
+        deps,
+        { uri: ref.uri, template, argument, chosen },
+        ctx,
+      );
     },
   });
 }
@@ -88,10 +102,12 @@ function templateOf(uri: string, variable: string): UriTemplate {
 /** Values of the argument in the stored URIs the role can read, agreeing with the arguments chosen. */
 async function completeStored(
   deps: CompletionDependencies,
-  uri: string,
-  template: UriTemplate,
-  argument: Argument,
-  chosen: Chosen,
+  {
+    uri,
+    template,
+    argument,
+    chosen,
+  }: Asked & { readonly uri: string; readonly template: UriTemplate },
   ctx: CompletionRequest,
 ): Promise<Record<string, unknown>> {
   const from = literalPrefix(template, argument, chosen);
@@ -110,7 +126,7 @@ async function completeStored(
   // A template the role cannot see is answered exactly like one that does not exist.
   if (row === undefined || !row.template_visible) throw invalidTemplate();
   return completionOf(
-    matchingValues(row.uris, template, argument.name, chosen),
+    matchingValues(row.uris, template, { argument, chosen }),
     argument.value,
     row.uris.length === MAX_CANDIDATES,
   );
@@ -120,9 +136,9 @@ async function completeStored(
 function matchingValues(
   uris: readonly string[],
   template: UriTemplate,
-  variable: string,
-  chosen: Chosen,
+  { argument, chosen }: Asked,
 ): string[] {
+  const variable = argument.name;
   const found: string[] = [];
   for (const uri of uris) {
     const values = template.match(uri);
@@ -181,9 +197,7 @@ function none(): Record<string, unknown> {
  */
 async function completeCatalog(
   deps: CompletionDependencies,
-  template: string,
-  argument: Argument,
-  chosen: Chosen,
+  { template, argument, chosen }: Asked & { readonly template: string },
   ctx: CompletionRequest,
 ): Promise<Record<string, unknown>> {
   // The template itself must be visible to the role, as for any other.
@@ -211,15 +225,14 @@ async function completeCatalog(
       : sources.find((entry) => entry.name === chosen['database']);
   if (source === undefined) return none();
   return rows
-    ? completeRowAddress(source, argument, chosen, ctx)
-    : completeCatalogName(source, argument, chosen['schema'], ctx);
+    ? completeRowAddress(source, { argument, chosen }, ctx)
+    : completeCatalogName(source, { argument, chosen }, ctx);
 }
 
 /** A row template's schema and table (the configured collections) or key (the first rows, by key). */
 async function completeRowAddress(
   source: CatalogSource,
-  argument: Argument,
-  chosen: Chosen,
+  { argument, chosen }: Asked,
   ctx: CompletionRequest,
 ): Promise<Record<string, unknown>> {
   const { collections } = source;
@@ -267,10 +280,10 @@ async function completeRowAddress(
 /** Schema names, or table and view names in the chosen schema, that the role can see (pg_catalog). */
 async function completeCatalogName(
   source: CatalogSource,
-  argument: Argument,
-  schema: string | undefined,
+  { argument, chosen }: Asked,
   ctx: CompletionRequest,
 ): Promise<Record<string, unknown>> {
+  const schema = chosen['schema'];
   const kind = argument.name as 'schema' | 'table';
   if (
     kind === 'table' &&

@@ -4,11 +4,8 @@
 // are remembered, per caller and URI until they expire, for listen streams (hasConsent).
 import type { Principal } from '../auth/index.js';
 import { createHash } from 'node:crypto';
-import {
-  useConsentState,
-  writeAudit,
-  type DatabaseHandle,
-} from '../db/index.js';
+import { writeAudit, type DatabaseHandle } from '../db/index.js';
+import { useConsentState } from './statements/consent-states.js';
 import { ProtocolError } from '../errors.js';
 import {
   collectAnswers,
@@ -77,9 +74,11 @@ export function createConsentGate(options: ConsentOptions): ConsentGate {
   const given = new ConsentLedger(now);
   const audit = (
     principal: Principal,
-    action: string,
-    target: string,
-    reason?: string,
+    {
+      action,
+      target,
+      reason,
+    }: { action: string; target: string; reason?: string },
   ) =>
     writeAudit(options.db, {
       role: principal.role,
@@ -95,7 +94,7 @@ export function createConsentGate(options: ConsentOptions): ConsentGate {
       const question = { [CONSENT_KEY]: ask(target) };
       if (params.requestState === undefined) {
         requireForm(ctx, question);
-        await audit(principal, 'consent-asked', target);
+        await audit(principal, { action: 'consent-asked', target });
         const state = states.sign(principal, request);
         return { granted: false, result: inputRequired(question, state) };
       }
@@ -113,10 +112,10 @@ export function createConsentGate(options: ConsentOptions): ConsentGate {
       const reason = answer.action === 'accept' ? reasonOf(answer) : undefined;
       await answerOnce(options.db, params.requestState, now() + expiryMs);
       if (reason === undefined) {
-        await audit(principal, 'consent-declined', target);
+        await audit(principal, { action: 'consent-declined', target });
         throw declined(target);
       }
-      await audit(principal, 'consent-given', target, reason);
+      await audit(principal, { action: 'consent-given', target, reason });
       given.remember(principal, target, now() + expiryMs);
       return { granted: true };
     },

@@ -17,14 +17,15 @@ export { TTL_MS } from './cache-hints.js';
 export { isDirectoryUri, validateResourceUri } from './uri.js';
 export { parseUriTemplate, type UriTemplate } from './uri-template.js';
 export { readableUris } from './subscriptions.js';
+export { currentDatabaseName } from './statements/catalog-statements.js';
+export { inspectCollection, setExposed } from './statements/row-statements.js';
 export { createCompleteMethod } from './completion.js';
 export {
   catalogSource,
-  deliveredChanges,
   isSensitiveTable,
   type CatalogSource,
-  type DeliveredChange,
-} from './rows.js';
+} from './catalog-source.js';
+export { deliveredChanges, type DeliveredChange } from './delivered-changes.js';
 export {
   type CatalogScope,
   type CollectionConfig,

@@ -52,6 +52,13 @@ export function decodeAfterId(
   return key;
 }
 
+/** A keyset page to read: the statement, the position after which it starts, how many rows fit. */
+export interface KeysetRequest<TArgs extends { limit: number }, TRow> {
+  readonly query: PreparedQuery<TArgs, TRow>;
+  readonly position: Omit<TArgs, 'limit'>;
+  readonly room: number;
+}
+
 /**
  * Up to `room` rows after a keyset position, as the request's role, and whether more follow: one
  * extra row is fetched to know, so the last page is known without a count.
@@ -59,9 +66,7 @@ export function decodeAfterId(
 export async function keysetPage<TArgs extends { limit: number }, TRow>(
   db: DatabaseHandle,
   ctx: { readonly principal: Principal; readonly aborted: boolean },
-  query: PreparedQuery<TArgs, TRow>,
-  position: Omit<TArgs, 'limit'>,
-  room: number,
+  { query, position, room }: KeysetRequest<TArgs, TRow>,
 ): Promise<{ page: TRow[]; more: boolean }> {
   const rows = await runRequestQuery(db, ctx.principal, ctx, query, {
     ...position,
@@ -102,13 +107,11 @@ export function createKeysetListMethod<TRow>(
     ctx: RequestContext,
     afterId: string,
   ): Promise<ListPage> => {
-    const { page, more } = await keysetPage(
-      deps.db,
-      ctx,
-      options.query,
-      { afterId },
-      deps.pageSize,
-    );
+    const { page, more } = await keysetPage(deps.db, ctx, {
+      query: options.query,
+      position: { afterId },
+      room: deps.pageSize,
+    });
     const last = page.at(-1);
     return {
       items: `[${page.map(options.render).join(',')}]`,
@@ -142,7 +145,7 @@ export function createKeysetListMethod<TRow>(
       );
       return options.memo === undefined
         ? await readResult(ctx, afterId)
-        : await memoized(options.memo, ctx, afterId, readResult);
+        : await memoized(options.memo, ctx, { afterId, read: readResult });
     },
   });
 }
@@ -151,11 +154,16 @@ export function createKeysetListMethod<TRow>(
 async function memoized(
   memo: RolePageMemo<KeptResult>,
   ctx: RequestContext,
-  afterId: string,
-  read: (
-    ctx: RequestContext,
-    afterId: string,
-  ) => Promise<Record<string, unknown>>,
+  {
+    afterId,
+    read,
+  }: {
+    readonly afterId: string;
+    readonly read: (
+      ctx: RequestContext,
+      afterId: string,
+    ) => Promise<Record<string, unknown>>;
+  },
 ): Promise<KeptResult> {
   const role = ctx.principal.role;
   const kept = memo.get(role, afterId);
@@ -165,6 +173,6 @@ async function memoized(
   if (kept !== undefined) return kept;
   const generation = memo.generation;
   const answer = new KeptResult(await read(ctx, afterId));
-  memo.set(role, afterId, answer, generation);
+  memo.set(role, afterId, { page: answer, generation });
   return answer;
 }

@@ -2,7 +2,8 @@
 // then their tables and views) in name order, then the rows of listed collections in key order;
 // one keyset page per call under one cursor design.
 import type { Principal } from '../auth/index.js';
-import { LIST_CATALOG_PAGE, LIST_RESOURCES_PAGE } from '../db/index.js';
+import { LIST_CATALOG_PAGE } from './statements/catalog-statements.js';
+import { LIST_RESOURCES_PAGE } from './statements/resource-statements.js';
 import { ProtocolError } from '../errors.js';
 import {
   createMethod,
@@ -16,12 +17,8 @@ import { cacheHints } from './cache-hints.js';
 import { catalogUri } from './catalog-uri.js';
 import { decodeAfterId, keysetPage, type ListDependencies } from './keyset.js';
 import { renderResource } from './render.js';
-import {
-  listRows,
-  LOOKAHEAD_TTL_MS,
-  type CatalogSource,
-  type RowsPosition,
-} from './rows.js';
+import { listRows, type RowsPosition } from './rows.js';
+import { LOOKAHEAD_TTL_MS, type CatalogSource } from './catalog-source.js';
 
 const COLLECTION = 'resources';
 /**
@@ -134,21 +131,24 @@ type Step =
   | { readonly next: (string | number)[] }
   | { readonly position: Position | undefined };
 
+/** A page being filled: the request, the room left on it, and the items so far. */
+interface PageFill {
+  readonly deps: ListSources;
+  readonly ctx: ListRequest;
+  readonly room: number;
+  readonly items: string[];
+}
+
 /** Stored resources after `position.afterId`, each rendered from its listing columns' text. */
 async function storedPhase(
-  deps: ListSources,
-  ctx: ListRequest,
+  { deps, ctx, room, items }: PageFill,
   position: Position & { phase: 'stored' },
-  room: number,
-  items: string[],
 ): Promise<Step> {
-  const { page, more } = await keysetPage(
-    deps.db,
-    ctx,
-    LIST_RESOURCES_PAGE,
-    { afterId: position.afterId },
+  const { page, more } = await keysetPage(deps.db, ctx, {
+    query: LIST_RESOURCES_PAGE,
+    position: { afterId: position.afterId },
     room,
-  );
+  });
   for (const row of page) items.push(renderResource(row));
   const last = page.at(-1);
   if (more && last !== undefined) return { next: [last[0]] };
@@ -157,11 +157,8 @@ async function storedPhase(
 
 /** One database's catalog entries after `position`; then its rows. */
 async function catalogPhase(
-  deps: ListSources,
-  ctx: ListRequest,
+  { deps, ctx, room, items }: PageFill,
   position: Position & { phase: 'catalog' },
-  room: number,
-  items: string[],
 ): Promise<Step> {
   const source = deps.sources[position.source] as CatalogSource;
   const rowsStart: Step = {
@@ -173,18 +170,16 @@ async function catalogPhase(
   const known = room === 0 ? source.lookahead.get(role) : undefined;
   if (known !== undefined && known.until > Date.now())
     return known.any ? { next: [CATALOG, source.name, '', ''] } : rowsStart;
-  const { page, more } = await keysetPage(
-    source.db,
-    ctx,
-    LIST_CATALOG_PAGE,
-    {
+  const { page, more } = await keysetPage(source.db, ctx, {
+    query: LIST_CATALOG_PAGE,
+    position: {
       afterSchema: position.schema,
       afterRelation: position.relation,
       include: source.scope.include,
       exclude: source.scope.exclude,
     },
     room,
-  );
+  });
   for (const row of page) items.push(renderCatalogEntry(source.name, row));
   if (room === 0)
     source.lookahead.set(role, {
@@ -198,14 +193,14 @@ async function catalogPhase(
 
 /** One database's listed collection rows after `position`; then the next database's catalog. */
 async function rowsPhase(
-  deps: ListSources,
-  ctx: ListRequest,
+  { deps, ctx, room, items }: PageFill,
   position: Position & { phase: 'rows' },
-  room: number,
-  items: string[],
 ): Promise<Step> {
   const source = deps.sources[position.source] as CatalogSource;
-  const listed = await listRows(source, ctx, position.rows, room);
+  const listed = await listRows(source, ctx, {
+    from: position.rows,
+    room,
+  });
   items.push(...listed.items);
   if (listed.next === undefined)
     return { position: catalogStart(deps.sources, position.source + 1) };
@@ -221,20 +216,14 @@ async function rowsPhase(
 }
 
 /** Runs the phase `position` is in. */
-function runPhase(
-  deps: ListSources,
-  ctx: ListRequest,
-  position: Position,
-  room: number,
-  items: string[],
-): Promise<Step> {
+function runPhase(fill: PageFill, position: Position): Promise<Step> {
   switch (position.phase) {
     case 'stored':
-      return storedPhase(deps, ctx, position, room, items);
+      return storedPhase(fill, position);
     case 'catalog':
-      return catalogPhase(deps, ctx, position, room, items);
+      return catalogPhase(fill, position);
     case 'rows':
-      return rowsPhase(deps, ctx, position, room, items);
+      return rowsPhase(fill, position);
   }
 }
 
@@ -260,7 +249,7 @@ export function createListResourcesMethod(
       // no room left, a phase still looks one row ahead, so the last page has no cursor.
       while (position !== undefined && next === undefined) {
         const room = deps.pageSize - items.length;
-        const step = await runPhase(deps, ctx, position, room, items);
+        const step = await runPhase({ deps, ctx, room, items }, position);
         if ('next' in step) next = step.next;
         else position = step.position;
       }

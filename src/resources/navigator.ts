@@ -1,16 +1,16 @@
 // The navigator (pg://{database}): a compact overview of what the role may see of a database,
 // kept under a byte budget whatever the catalog's size, saying what it left out and where to find it.
 import type { Principal } from '../auth/index.js';
+import { runRequestQuery } from '../db/index.js';
 import {
   NAVIGATOR,
-  runRequestQuery,
   type NavigatorFacts,
   type NavigatorGroup,
   type NavigatorSchema,
-} from '../db/index.js';
+} from './statements/navigator-statements.js';
 import { catalogUri, databaseUri } from './catalog-uri.js';
 import { dataBlock, DATA_NOTICE } from './data-block.js';
-import type { CatalogSource } from './rows.js';
+import type { CatalogSource } from './catalog-source.js';
 
 /** The navigator's budget when the config file sets none (catalog.navigatorBytes). */
 export const DEFAULT_NAVIGATOR_BYTES = 16 * 1024;
@@ -46,7 +46,10 @@ export async function readNavigator(
   const generation = source.navigators.generation;
   const contents = await renderNavigator(source, request, format);
   if (contents[0] !== undefined)
-    source.navigators.set(role, format, contents[0], generation);
+    source.navigators.set(role, format, {
+      page: contents[0],
+      generation,
+    });
   return contents;
 }
 

@@ -1,13 +1,12 @@
 // resources/read: one stored resource by URI, or a file: directory with its immediate children.
 import type { Principal } from '../auth/index.js';
+import { runRequestQuery, type DatabaseHandle } from '../db/index.js';
 import {
   COLUMN,
   READ_DIRECTORY,
   READ_RESOURCE,
-  runRequestQuery,
-  type DatabaseHandle,
   type ResourceContentRow,
-} from '../db/index.js';
+} from './statements/resource-statements.js';
 import { ProtocolError } from '../errors.js';
 import {
   createMethod,
@@ -22,7 +21,7 @@ import { cacheHints } from './cache-hints.js';
 import { isCatalogUri } from './catalog-uri.js';
 import { isSensitiveRowUri, readCatalog } from './catalog.js';
 import type { ConsentGate } from './consent.js';
-import type { CatalogSource } from './rows.js';
+import type { CatalogSource } from './catalog-source.js';
 import { renderContents } from './render.js';
 import {
   isDirectoryUri,
@@ -141,30 +140,27 @@ async function find(
 ): Promise<Found> {
   if (isCatalogUri(uri))
     return {
-      contents: await readCatalog(
-        deps.sources,
-        uri,
-        reader.principal,
-        reader.cancellation,
-        {
+      contents: await readCatalog(deps.sources, uri, {
+        principal: reader.principal,
+        cancellation: reader.cancellation,
+        options: {
           maxEntries: deps.maxDirectoryEntries,
           pageSize: deps.pageSize,
           changeRetentionSeconds: deps.changeRetentionSeconds,
         },
-      ),
+      }),
       sensitive: isSensitiveRowUri(deps.sources, uri),
     };
   return isDirectoryUri(uri)
     ? readDirectory(deps, uri, reader)
-    : readOne(deps, uri, reader.principal, reader.cancellation);
+    : readOne(deps, uri, reader);
 }
 
 /** One stored resource, or none. */
 async function readOne(
   deps: ReadDependencies,
   uri: string,
-  principal: Principal,
-  cancellation: { readonly aborted: boolean },
+  { principal, cancellation }: Reader,
 ): Promise<Found> {
   const rows = await runRequestQuery(
     deps.db,

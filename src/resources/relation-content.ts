@@ -1,12 +1,12 @@
-// A relation's description as a resource content: its facts from pg_catalog (db/catalog-statements.ts),
+// A relation's description as a resource content: its facts from pg_catalog (resources/statements/catalog-statements.ts),
 // value hints added (pg_stats, or a sample read as the caller under row-level security), as JSON
 // or described for an LLM in Markdown (describe-markdown.ts).
 import type { Principal } from '../auth/index.js';
+import { runRequestQuery } from '../db/index.js';
 import {
-  runRequestQuery,
   SAMPLE_VALUES,
   type SampledColumn,
-} from '../db/index.js';
+} from './statements/catalog-statements.js';
 import { catalogUri } from './catalog-uri.js';
 import { renderMarkdown } from './describe-markdown.js';
 import type {
@@ -14,7 +14,7 @@ import type {
   RelationFacts,
   ValueHints,
 } from './relation-facts.js';
-import type { CatalogSource } from './rows.js';
+import type { CatalogSource } from './catalog-source.js';
 
 /** A relation as DESCRIBE_RELATION returned it, under the configured name. */
 export interface DescribedRelation {

@@ -1,4 +1,4 @@
-// What pgmcp knows of one relation: the facts DESCRIBE_RELATION returns (db/catalog-statements.ts)
+// What pgmcp knows of one relation: the facts DESCRIBE_RELATION returns (resources/statements/catalog-statements.ts)
 // and the value hints added to its columns. relation-content.ts builds them, describe-markdown.ts
 // renders them.
 
@@ -25,7 +25,7 @@ export interface ValueHints {
   readonly sampledRows?: number;
 }
 
-/** The facts DESCRIBE_RELATION returns (db/catalog-statements.ts), value hints added. */
+/** The facts DESCRIBE_RELATION returns (resources/statements/catalog-statements.ts), value hints added. */
 export interface RelationFacts {
   database: string;
   schema: string;

@@ -3,7 +3,7 @@ import {
   COLUMN,
   type ResourceContentRow,
   type ResourceListingRow,
-} from '../db/index.js';
+} from './statements/resource-statements.js';
 
 // Characters JSON.stringify would escape (", \, controls) or may escape (lone surrogates: any
 // surrogate sends the string down the slow path, which handles pairs and lone ones alike).

@@ -66,8 +66,7 @@ export class RolePageMemo<TPage> {
   set(
     role: string | null,
     position: string,
-    page: TPage,
-    generation: number,
+    { page, generation }: { readonly page: TPage; readonly generation: number },
   ): void {
     if (
       !this.#on ||

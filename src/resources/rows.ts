@@ -2,106 +2,23 @@
 // (JSON; bytea as base64), read in the caller's request transaction so the table's own GRANTs and
 // row-level security decide; optionally listed after the catalog, keyset on the primary key.
 import type { Principal } from '../auth/index.js';
-import type {
-  CatalogScope,
-  CollectionConfig,
-  SensitiveTable,
-} from './collection-settings.js';
+import type { CollectionConfig } from './collection-settings.js';
+import { runRequestQuery } from '../db/index.js';
 import {
-  currentDatabaseName,
   LIST_COLLECTION_ROWS,
   READ_COLLECTION_ROW,
-  runRequestQuery,
-  type DatabaseHandle,
-} from '../db/index.js';
+} from './statements/row-statements.js';
 import { ProtocolError } from '../errors.js';
-import { catalogUri, encodeRowKey, rowUri } from './catalog-uri.js';
+import { findCollection, type CatalogSource } from './catalog-source.js';
+import { encodeRowKey, rowUri } from './catalog-uri.js';
 import { keysetPage } from './keyset.js';
-import { RolePageMemo } from './role-page-memo.js';
 
-/** One database's catalog and collections, under the URI authority it is configured with. */
-export interface CatalogSource {
-  /** The URI authority: pg://{name}/… */
-  readonly name: string;
-  /** What current_database() says there (the authority may be another name). */
-  readonly databaseName: string;
-  readonly db: DatabaseHandle;
-  readonly scope: CatalogScope;
-  readonly collections: readonly CollectionConfig[];
-  /** Tables of this database whose rows need a person's consent (consent.ts). */
-  readonly sensitive: readonly SensitiveTable[];
-  /**
-   * Per role: whether its catalog has any entry, as last seen, until when. The page that ends
-   * the stored resources needs only that (is there a next page?), and asking the catalog costs
-   * as much as the page itself. Cleared when the source's feed reports a schema change.
-   */
-  readonly lookahead: Map<
-    string,
-    { readonly any: boolean; readonly until: number }
-  >;
-  /** Navigators per role and format (navigator.ts); kept only while a change feed can clear them. */
-  readonly navigators: RolePageMemo<string>;
-}
-
-/** How long a remembered lookahead holds without a schema change (a database without event triggers). */
-export const LOOKAHEAD_TTL_MS = 30_000;
-
-/**
- * A database as a catalog source, named (its URI authority) `name` or, by default, by what
- * current_database() says; every schema and no collections unless configured.
- */
-export async function catalogSource(
-  db: DatabaseHandle,
-  options: {
-    name?: string | undefined;
-    scope?: CatalogScope;
-    collections?: readonly CollectionConfig[];
-    sensitive?: readonly SensitiveTable[];
-  } = {},
-): Promise<CatalogSource> {
-  const databaseName = await currentDatabaseName(db);
-  return {
-    name: options.name ?? databaseName,
-    databaseName,
-    db,
-    scope: options.scope ?? { include: null, exclude: [] },
-    collections: options.collections ?? [],
-    sensitive: options.sensitive ?? [],
-    lookahead: new Map(),
-    navigators: new RolePageMemo<string>({
-      maxEntries: 1000,
-      maxAgeMs: LOOKAHEAD_TTL_MS,
-    }),
-  };
-}
-
-/** Whether the catalog shows `schema` (config file "catalog"). */
-export function inScope(scope: CatalogScope, schema: string): boolean {
-  return (
-    (scope.include === null || scope.include.includes(schema)) &&
-    !scope.exclude.includes(schema)
-  );
-}
-
-/** Whether rows of `schema`.`table` need a person's consent (the table or any of its columns is marked). */
-export function isSensitiveTable(
-  source: CatalogSource,
-  schema: string,
-  table: string,
-): boolean {
-  return source.sensitive.some(
-    (entry) => entry.schema === schema && entry.table === table,
-  );
-}
-
-export function findCollection(
-  source: CatalogSource,
-  schema: string,
-  table: string,
-): CollectionConfig | undefined {
-  return source.collections.find(
-    (collection) => collection.schema === schema && collection.table === table,
-  );
+/** A row's URI, and the collection and primary key it names. */
+export interface RowAddress {
+  readonly uri: string;
+  readonly schema: string;
+  readonly table: string;
+  readonly key: readonly string[];
 }
 
 /**
@@ -110,12 +27,14 @@ export function findCollection(
  */
 export async function readRow(
   source: CatalogSource,
-  uri: string,
-  schema: string,
-  table: string,
-  key: readonly string[],
-  principal: Principal,
-  cancellation: { readonly aborted: boolean },
+  { uri, schema, table, key }: RowAddress,
+  {
+    principal,
+    cancellation,
+  }: {
+    readonly principal: Principal;
+    readonly cancellation: { readonly aborted: boolean };
+  },
 ): Promise<string[]> {
   if (findCollection(source, schema, table) === undefined) return [];
   const rows = await runRequestQuery(
@@ -134,11 +53,13 @@ export async function readRow(
 function renderRow(
   source: CatalogSource,
   collection: CollectionConfig,
-  key: readonly string[],
-  title: string | null,
+  {
+    key,
+    title,
+  }: { readonly key: readonly string[]; readonly title: string | null },
 ): string {
   const resource: Record<string, string> = {
-    uri: rowUri(source.name, collection.schema, collection.table, key),
+    uri: rowUri(source.name, collection, key),
     name: `${collection.schema}.${collection.table}/${encodeRowKey(key)}`,
     mimeType: 'application/json',
   };
@@ -162,8 +83,10 @@ export interface RowsPosition {
 export async function listRows(
   source: CatalogSource,
   ctx: { readonly principal: Principal; readonly aborted: boolean },
-  from: RowsPosition | undefined,
-  room: number,
+  {
+    from,
+    room,
+  }: { readonly from: RowsPosition | undefined; readonly room: number },
 ): Promise<{ items: string[]; next: RowsPosition | undefined }> {
   const listed = source.collections.filter((collection) => collection.list);
   let index = 0;
@@ -180,20 +103,17 @@ export async function listRows(
   const items: string[] = [];
   for (; index < listed.length; index += 1, after = null) {
     const collection = listed[index] as CollectionConfig;
-    const { page, more } = await keysetPage(
-      source.db,
-      ctx,
-      LIST_COLLECTION_ROWS,
-      {
+    const { page, more } = await keysetPage(source.db, ctx, {
+      query: LIST_COLLECTION_ROWS,
+      position: {
         schema: collection.schema,
         table: collection.table,
         after,
         titleColumn: collection.titleColumn ?? null,
       },
-      room - items.length,
-    );
-    for (const row of page)
-      items.push(renderRow(source, collection, row.key, row.title));
+      room: room - items.length,
+    });
+    for (const row of page) items.push(renderRow(source, collection, row));
     if (more) {
       const last = page.at(-1);
       return {
@@ -207,85 +127,4 @@ export async function listRows(
     }
   }
   return { items, next: undefined };
-}
-
-/** A logged change, as the change feed reads it (db ChangeRow plus detail). */
-export interface LoggedChange {
-  readonly seq: string;
-  readonly uri: string | null;
-  readonly kind: 'created' | 'updated' | 'deleted' | 'schema';
-  readonly detail: unknown;
-}
-
-/** A change as the fan-out delivers it: one URI (or none: only lists may have changed). */
-export interface DeliveredChange {
-  readonly seq: string;
-  readonly uri: string | null;
-  readonly kind: 'created' | 'updated' | 'deleted' | 'schema';
-  /** Whether the change can alter resources/list (false for rows of unlisted collections). */
-  readonly listed: boolean;
-  /** A row of a table marked sensitive: heard of only after the caller's consent (consent.ts). */
-  readonly sensitive?: boolean;
-}
-
-/**
- * What subscribers hear of a logged change: a stored resource's URI as logged; a row of an
- * exposed table as its row URI (when its table is a configured collection); a schema change as
- * the schema's and the table's catalog URIs, Markdown and JSON forms (within the catalog's
- * scope), plus the list. GRANT and REVOKE name no object: only lists may have changed.
- */
-export function deliveredChanges(
-  source: CatalogSource,
-  change: LoggedChange,
-): DeliveredChange[] {
-  if (change.uri !== null)
-    return [
-      { seq: change.seq, uri: change.uri, kind: change.kind, listed: true },
-    ];
-  const detail = (change.detail ?? {}) as {
-    schema?: unknown;
-    table?: unknown;
-    key?: unknown;
-  };
-  const schema = typeof detail.schema === 'string' ? detail.schema : undefined;
-  const table = typeof detail.table === 'string' ? detail.table : undefined;
-  if (change.kind !== 'schema') {
-    if (
-      schema === undefined ||
-      table === undefined ||
-      !Array.isArray(detail.key)
-    )
-      return [];
-    const collection = findCollection(source, schema, table);
-    if (collection === undefined) return [];
-    const key = detail.key.map(String);
-    return [
-      {
-        seq: change.seq,
-        uri: rowUri(source.name, schema, table, key),
-        kind: change.kind,
-        listed: collection.list,
-        sensitive: isSensitiveTable(source, schema, table),
-      },
-    ];
-  }
-  if (schema === undefined)
-    return [{ seq: change.seq, uri: null, kind: 'schema', listed: true }];
-  if (!inScope(source.scope, schema)) return [];
-  const uris = [
-    catalogUri(source.name, schema),
-    catalogUri(source.name, schema, undefined, 'json'),
-  ];
-  if (table !== undefined)
-    uris.push(
-      catalogUri(source.name, schema, table),
-      catalogUri(source.name, schema, table, 'json'),
-    );
-  return uris.map((uri, index) => ({
-    seq: change.seq,
-    uri,
-    kind: 'updated',
-    // One list_changed per change is enough.
-    listed: index === 0,
-  }));
 }

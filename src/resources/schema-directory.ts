@@ -2,14 +2,15 @@
 // alikes grouped and partitions under their table, each entry's representative described, within
 // a byte budget; the rest continues at pg://{database}/{schema}?after={name}, itself readable.
 import type { Principal } from '../auth/index.js';
+import { runRequestQuery, type PreparedQuery } from '../db/index.js';
 import {
   DESCRIBE_NAMED_RELATIONS,
   DESCRIBE_SCHEMA,
+} from './statements/catalog-statements.js';
+import {
   DIRECTORY_ENTRIES,
-  runRequestQuery,
   type DirectoryEntry,
-  type PreparedQuery,
-} from '../db/index.js';
+} from './statements/directory-statements.js';
 import {
   catalogUri,
   schemaPageUri,
@@ -22,7 +23,7 @@ import {
   withValueHints,
   type DescribedRelation,
 } from './relation-content.js';
-import type { CatalogSource } from './rows.js';
+import type { CatalogSource } from './catalog-source.js';
 
 /** A schema read's budget when the config file sets none (catalog.directoryBytes). */
 export const DEFAULT_DIRECTORY_BYTES = 64 * 1024;
@@ -37,6 +38,13 @@ interface Shown {
   readonly content: string | undefined;
 }
 
+/** A schema read: its URI, the address parsed from it, and how many entries a page may show. */
+export interface SchemaRead {
+  readonly uri: string;
+  readonly address: CatalogAddress;
+  readonly maxEntries: number;
+}
+
 /**
  * A schema as a directory: its entry (summary, this page's entries, the continuation), then the
  * description of each entry's representative, all within the budget; none when the role cannot
@@ -44,13 +52,11 @@ interface Shown {
  */
 export async function readSchema(
   source: CatalogSource,
-  uri: string,
-  address: CatalogAddress,
+  { uri, address, maxEntries }: SchemaRead,
   request: {
     readonly principal: Principal;
     readonly cancellation: { readonly aborted: boolean };
   },
-  maxEntries: number,
 ): Promise<string[]> {
   const run = <TArgs, TRow>(query: PreparedQuery<TArgs, TRow>, args: TArgs) =>
     runRequestQuery(
@@ -88,15 +94,17 @@ export async function readSchema(
         }),
   );
   await withValueHints(source, relations, request);
-  const shown = fitEntries(source, page, relations, {
-    budget,
-    format: address.format,
-  });
+  const shown = fitEntries(
+    source,
+    { page, relations },
+    {
+      budget,
+      format: address.format,
+    },
+  );
   const last = shown.at(-1)?.entry.name ?? '';
   const more = shown.length < page.length || entries.length > limit;
-  const next = more
-    ? schemaPageUri(source.name, schema, last, address.format)
-    : undefined;
+  const next = more ? schemaPageUri(source.name, address, last) : undefined;
   const listing = { summary: found.comment ?? '', shown, next };
   return [
     schemaEntry(uri, address, { ...listing, database: source.name }),
@@ -107,8 +115,13 @@ export async function readSchema(
 /** The page's entries, each with its description, while they fit the budget (at least one). */
 function fitEntries(
   source: CatalogSource,
-  page: readonly DirectoryEntry[],
-  relations: readonly DescribedRelation[],
+  {
+    page,
+    relations,
+  }: {
+    readonly page: readonly DirectoryEntry[];
+    readonly relations: readonly DescribedRelation[];
+  },
   { budget, format }: { budget: number; format: 'markdown' | 'json' },
 ): Shown[] {
   const byName = new Map(relations.map((entry) => [entry.facts.name, entry]));

@@ -9,7 +9,7 @@ import {
 } from '../db/index.js';
 import { isCatalogUri } from './catalog-uri.js';
 import { readCatalog } from './catalog.js';
-import type { CatalogSource } from './rows.js';
+import type { CatalogSource } from './catalog-source.js';
 import {
   isDirectoryUri,
   prefixUpperBound,
@@ -45,8 +45,10 @@ export async function readableUris(
     normalized.filter(isCatalogUri).map(async (uri) => {
       if (
         (
-          await readCatalog(sources, uri, principal, signal, {
-            maxEntries: 1,
+          await readCatalog(sources, uri, {
+            principal,
+            cancellation: signal,
+            options: { maxEntries: 1 },
           })
         ).length > 0
       )

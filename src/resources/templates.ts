@@ -1,5 +1,8 @@
 // resources/templates/list: stored RFC 6570 templates, paginated like every collection.
-import { LIST_TEMPLATES_PAGE, type TemplateListingRow } from '../db/index.js';
+import {
+  LIST_TEMPLATES_PAGE,
+  type TemplateListingRow,
+} from './statements/resource-statements.js';
 import type {
   MethodHandler,
   PaginatedParams,

@@ -7,8 +7,8 @@ import {
   createAuditedRunner,
   createCallLimits,
   inspectAudited,
-  type SqlToolDependencies,
 } from './sql-audit.js';
+import type { SqlToolDependencies } from './sql-tool-dependencies.js';
 import { askSqlConsent } from './sql-consent.js';
 import { defineTool, textResult, type Tool } from './tool.js';
 
@@ -70,7 +70,8 @@ export function createExplainTool(
         };
         // As query: the guard first, then consent (a plan can print constants a function read).
         const verdict = await inspectAudited(deps, audited, call);
-        const asked = await askSqlConsent(deps, ctx, input, {
+        const asked = await askSqlConsent(deps, ctx, {
+          input,
           action: 'explain',
           sql,
           params: params.map(asText),

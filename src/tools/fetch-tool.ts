@@ -62,7 +62,7 @@ export function createFetchTool(read: ReadResource): Tool {
     args: FetchArgsSchema,
     outputSchema: FETCH_OUTPUT_SCHEMA,
     async call({ id }, ctx, input) {
-      const result = await readUnlessSensitive(read, id, ctx, input);
+      const result = await readUnlessSensitive(read, { id, input }, ctx);
       // Sensitive data is read only after a person gave a reason: the read's question (and its
       // requestState) is fetch's, and the retry carries the answer back to the read.
       if (result === undefined)
@@ -103,9 +103,8 @@ export function createFetchTool(read: ReadResource): Tool {
  */
 async function readUnlessSensitive(
   read: ReadResource,
-  id: string,
+  { id, input }: { readonly id: string; readonly input: ToolInput },
   ctx: RequestContext,
-  input: ToolInput,
 ): Promise<Record<string, unknown> | undefined> {
   try {
     return await read(id, ctx, input);

@@ -17,8 +17,9 @@ export {
 export { createFetchTool, type ReadResource } from './fetch-tool.js';
 export { createQueryTool } from './query-tool.js';
 export { createExplainTool } from './explain-tool.js';
-export { type SqlToolDependencies } from './sql-audit.js';
+export { type SqlToolDependencies } from './sql-tool-dependencies.js';
 export { createSqlGuard, SQL_GUARD_DEFAULTS } from './sql-guard/index.js';
+export { missingSensitiveEntries } from './statements/sql-guard-statements.js';
 export {
   limitToolCalls,
   TOOL_LIMIT,

@@ -10,10 +10,16 @@ import {
   createAuditedRunner,
   createCallLimits,
   inspectAudited,
-  type SqlToolDependencies,
 } from './sql-audit.js';
+import type { SqlToolDependencies } from './sql-tool-dependencies.js';
 import { askSqlConsent } from './sql-consent.js';
-import { defineTool, textResult, toolError, type Tool } from './tool.js';
+import {
+  defineTool,
+  textResult,
+  toolError,
+  type Tool,
+  type ToolResult,
+} from './tool.js';
 
 export const QUERY_DEFAULT_ROWS = 500;
 export const QUERY_MAX_ROWS = 10_000;
@@ -73,6 +79,19 @@ const QUERY_OUTPUT_SCHEMA = {
 };
 
 /** The query tool. */
+/** A query's rows as the tool's result: a text table, and the structured rows. */
+function queryResult(result: SqlRows): ToolResult {
+  return textResult(table(result), {
+    columns: result.columns,
+    rows: result.rows,
+    row_count: result.rows.length,
+    truncated: result.truncated,
+    ...(result.truncatedBy === undefined
+      ? {}
+      : { truncated_reason: result.truncatedBy }),
+  });
+}
+
 export function createQueryTool(deps: SqlToolDependencies): Tool {
   const audited = createAuditedRunner(deps);
   const callLimits = createCallLimits(deps);
@@ -97,7 +116,8 @@ export function createQueryTool(deps: SqlToolDependencies): Tool {
         };
         // The guard refuses what pgmcp cannot vouch for (SqlStatementError), before anything runs.
         const verdict = await inspectAudited(deps, audited, call);
-        const asked = await askSqlConsent(deps, ctx, input, {
+        const asked = await askSqlConsent(deps, ctx, {
+          input,
           action: 'query',
           sql: args.sql,
           params: params.map(asText),
@@ -119,15 +139,7 @@ export function createQueryTool(deps: SqlToolDependencies): Tool {
             }),
           (rows) => rows.rows.length,
         );
-        return textResult(table(result), {
-          columns: result.columns,
-          rows: result.rows,
-          row_count: result.rows.length,
-          truncated: result.truncated,
-          ...(result.truncatedBy === undefined
-            ? {}
-            : { truncated_reason: result.truncatedBy }),
-        });
+        return queryResult(result);
       } catch (error) {
         if (error instanceof SqlStatementError) return sqlError(error);
         throw error;

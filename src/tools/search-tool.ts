@@ -3,13 +3,12 @@
 // (one text item holding {"results": [{id, title, url}]}), with the same results as structured
 // content and as resource_links for MCP hosts.
 import { z } from 'zod';
+import { runRequestQuery, type DatabaseHandle } from '../db/index.js';
 import {
-  runRequestQuery,
   SEARCH_CATALOG,
   SEARCH_COLLECTION_ROWS,
   SEARCH_RESOURCES,
-  type DatabaseHandle,
-} from '../db/index.js';
+} from './statements/search-statements.js';
 import type { RequestContext } from '../protocol/index.js';
 import { defineTool, type ContentBlock, type Tool } from './tool.js';
 

@@ -9,41 +9,11 @@ import {
   trackAuditedCall,
   writeAudit,
   type AuditEntry,
-  type DatabaseHandle,
   type StatementLimits,
 } from '../db/index.js';
 import { ProtocolError } from '../errors.js';
-import type { ConsentCheck } from '../protocol/index.js';
-import type { GuardVerdict, SqlGuard } from './sql-guard/index.js';
-
-/** What query and explain share: the database, which schemas they may read, the audit's settings. */
-export interface SqlToolDependencies {
-  readonly db: DatabaseHandle;
-  /** The only schemas query and explain may read (null: any the role may). */
-  readonly schemas: readonly string[] | null;
-  readonly auditRetentionSeconds: number;
-  /** Logs an audit write that failed (the call itself still answers). */
-  readonly log: (line: string) => void;
-  /**
-   * Tables (or tables with columns) the config file marks sensitive, and the consent gate a
-   * statement reading one must pass (issue 17); absent or empty: no statement asks.
-   */
-  readonly consent?: SqlConsent;
-  /** The bounds on each call (PGMCP_QUERY_*, issue 32 point 5). */
-  readonly limits: QueryLimits;
-  /** The statement guard (sql-guard/): what a statement reaches, refused before anything runs. */
-  readonly guard: SqlGuard;
-}
-
-/** The PGMCP_QUERY_* settings. */
-export interface QueryLimits {
-  /** Most bytes of rows' JSON text a query call fetches. */
-  readonly maxBytes: number;
-  /** Planned-cost ceiling; 0: none. */
-  readonly maxCost: number;
-  /** temp_file_limit (kB) per call's transaction; 0: the server's own. */
-  readonly tempFileLimitKb: number;
-}
+import type { GuardVerdict } from './sql-guard/index.js';
+import type { SqlToolDependencies } from './sql-tool-dependencies.js';
 
 /**
  * The bounds of a call starting now: its deadline (the statement timeout from now, for every
@@ -80,15 +50,6 @@ export function createCallLimits(
       tempFileLimitKb: await allowedTempFileLimit(),
     };
   };
-}
-
-/** What query needs of the consent gate: the sensitive tables and the check (resources/ consent.ts). */
-export interface SqlConsent {
-  readonly tables: readonly {
-    readonly schema: string;
-    readonly table: string;
-  }[];
-  readonly check: ConsentCheck;
 }
 
 const PRUNE_EVERY_MS = 60_000;

@@ -8,7 +8,7 @@ import {
 } from '../db/index.js';
 import type { InputParams, RequestContext } from '../protocol/index.js';
 import type { GuardVerdict } from './sql-guard/index.js';
-import type { SqlToolDependencies } from './sql-audit.js';
+import type { SqlToolDependencies } from './sql-tool-dependencies.js';
 import type { InputRequiredResult } from './tool.js';
 
 /**
@@ -22,8 +22,9 @@ import type { InputRequiredResult } from './tool.js';
 export async function askSqlConsent(
   deps: SqlToolDependencies,
   ctx: RequestContext,
-  input: InputParams,
   call: {
+    /** What the request's retry carries (the person's answers), when it is one. */
+    input: InputParams;
     action: 'query' | 'explain';
     sql: string;
     params: (string | null)[];
@@ -62,6 +63,6 @@ export async function askSqlConsent(
   }
   if (!needed) return undefined;
   const target = `${call.action}: ${call.sql}${call.params.length === 0 ? '' : ` -- params ${JSON.stringify(call.params)}`}`;
-  const outcome = await consent.check(ctx, target, input);
+  const outcome = await consent.check(ctx, target, call.input);
   return outcome.granted ? undefined : outcome.result;
 }

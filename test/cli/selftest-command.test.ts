@@ -7,7 +7,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSelftest } from '../../src/cli/selftest-checks.js';
 import { SEEDS_DIRECTORY } from '../../src/config/index.js';
-import { commitProbeResource, loadSeed } from '../../src/db/index.js';
+import { loadSeed } from '../../src/db/index.js';
+import { commitProbeResource } from '../../src/cli/statements/probe-resource.js';
 import { PROJECT_ROOT } from '../../src/version.js';
 import {
   startTestServer,
@@ -59,7 +60,11 @@ beforeAll(async () => {
     await admin.query(
       `do $$ begin if not exists (select from pg_roles where rolname = 'pgmcp_test_nobody') then create role pgmcp_test_nobody nologin; end if; end $$`,
     );
-    await loadSeed(admin, SEEDS_DIRECTORY, 'demo', () => undefined);
+    await loadSeed(
+      admin,
+      { seedsDirectory: SEEDS_DIRECTORY, dataset: 'demo' },
+      () => undefined,
+    );
   });
   server = await startTestServer({
     databaseUrl,

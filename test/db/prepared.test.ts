@@ -2,7 +2,7 @@
 // Kysely numbered them, and refuses at load a value that is not an input.
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { builder, prepare } from '../../src/db/prepared.js';
+import { builder, prepare } from '../../src/db/connection/prepared.js';
 
 describe('prepare', () => {
   it('binds each numbered parameter from the input of its name, however often and in whatever order the query uses it', () => {

@@ -4,13 +4,13 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createDatabase,
-  DESCRIBE_RELATION,
-  LIST_RESOURCES_PAGE,
-  TEMPLATE_COMPLETION_CANDIDATES,
   runRequestQuery,
   type DatabaseHandle,
   type PreparedQuery,
 } from '../../src/db/index.js';
+import { DESCRIBE_RELATION } from '../../src/resources/statements/catalog-statements.js';
+import { LIST_RESOURCES_PAGE } from '../../src/resources/statements/resource-statements.js';
+import { TEMPLATE_COMPLETION_CANDIDATES } from '../../src/resources/statements/completion-statements.js';
 import { ProtocolError } from '../../src/errors.js';
 import { testDatabaseUrl } from '../setup/harness.js';
 
@@ -216,7 +216,7 @@ describe('runRequestQuery', () => {
 
   it('bounds the index scans of generic plans: completion and a description read only their own rows', async () => {
     // Generic plans cannot drop "$3 is null or …" for a given $3: completion scanned the URI
-    // index to its end, and a description scanned every relation (db/completion-statements.ts, db/catalog-statements.ts).
+    // index to its end, and a description scanned every relation (resources/statements/completion-statements.ts, resources/statements/catalog-statements.ts).
     const anyone = { role: null, claims: {} };
     const completion = {
       template: 'notes:///{tag}/{slug}',

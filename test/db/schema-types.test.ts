@@ -1,4 +1,4 @@
-// db/schema.ts against the migrated database: every table and column the Kysely types name
+// db/connection/schema.ts against the migrated database: every table and column the Kysely types name
 // exists, with a typed select type that fits what node-pg returns for it, NULL included.
 // The test describes the database's columns as a TypeScript type and lets the compiler compare.
 import { execFile } from 'node:child_process';
@@ -64,7 +64,7 @@ function checkModule(columns: readonly Column[]): string {
     )
     .join('\n');
   return `import type { Selectable } from 'kysely';
-import type { Database } from '${path.join(ROOT, 'src/db/schema.js')}';
+import type { Database } from '${path.join(ROOT, 'src/db/connection/schema.js')}';
 
 interface Migrated {
 ${migrated}
@@ -187,7 +187,7 @@ beforeAll(async () => {
   }
 });
 
-describe('db/schema.ts', () => {
+describe('db/connection/schema.ts', () => {
   it('names only tables and columns the migrations create, with the types and nullability node-pg returns', async () => {
     // The same check against a database that differs in four ways must report exactly those.
     const altered = columns.map((column): Column => {

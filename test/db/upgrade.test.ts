@@ -74,7 +74,11 @@ async function migrate(
  * timestamp the same in both databases (written before the listing triggers exist, in the old one).
  */
 async function seed(client: pg.Client): Promise<void> {
-  await loadSeed(client, path.join(folder, 'seeds'), 'demo', () => undefined);
+  await loadSeed(
+    client,
+    { seedsDirectory: path.join(folder, 'seeds'), dataset: 'demo' },
+    () => undefined,
+  );
   await client.query(
     `insert into pgmcp.resources (uri, name, description, text, readers, audience, priority)
      values ('notes:///handbook/long', 'long', repeat('word ', 1000), 'x', array['support', 'finance'],

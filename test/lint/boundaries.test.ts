@@ -395,13 +395,25 @@ describe('drivers, pool and SQL', () => {
     ).toEqual([]);
   });
 
-  it('keeps the pool, statements and SQL text in src/db/', async () => {
+  it("keeps the pool, statements and SQL text in src/db/ and the features' statements/ folders", async () => {
     const code = "await db.pool.query('select 1');";
     expect(await restrictions(code, 'src/resources/example.ts')).toEqual([
-      'Statements run only in src/db/: add a function there and call it.',
-      'The pool is used only in src/db/: call a db/ function (runRequestQuery, …).',
-      'SQL text lives in src/db/.',
+      "Statements run only in src/db/ and statements/ folders: add a function to the feature's statements/ and call it.",
+      'The pool is used only in src/db/ and statements/ folders: call a db/ function (runRequestQuery, …) or a statement.',
+      "SQL text lives in src/db/ or the feature's statements/ folder.",
     ]);
     expect(await restrictions(code, 'src/db/example.ts')).toEqual([]);
+    expect(
+      await restrictions(code, 'src/resources/statements/example.ts'),
+    ).toEqual([]);
+    // A statements/ folder is not db/: it reaches the driver only through db/'s index.
+    expect(
+      await restrictions(
+        "import pg from 'pg';",
+        'src/resources/statements/example.ts',
+      ),
+    ).toEqual([
+      match.stringContaining('pg is imported only in src/db/ (STYLE §1).'),
+    ]);
   });
 });

@@ -26,7 +26,7 @@ const DATABASE = 'pgmcp_consent_listen_test';
 const ROLE = 'pgmcp_consent_listen';
 /** PGMCP_CONSENT_MINUTES's default. */
 const EXPIRY_MS = 10 * 60_000;
-const PAY_ROW = rowUri(DATABASE, 'payroll', 'pay', ['1']);
+const PAY_ROW = rowUri(DATABASE, { schema: 'payroll', table: 'pay' }, ['1']);
 
 let databaseUrl: string;
 let sql: pg.Client;

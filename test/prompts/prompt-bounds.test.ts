@@ -67,8 +67,8 @@ describe('prompts/get', () => {
   it('answers a sensitive row the role may not read exactly as a missing one, asking no consent', async () => {
     const answers = [];
     for (const uri of [
-      rowUri(DATABASE, 'payroll', 'pay', ['1']),
-      rowUri(DATABASE, 'payroll', 'pay', ['999']),
+      rowUri(DATABASE, { schema: 'payroll', table: 'pay' }, ['1']),
+      rowUri(DATABASE, { schema: 'payroll', table: 'pay' }, ['999']),
       'file:///hr/missing.md',
     ]) {
       const { result, error } = await getPrompt('embed-any', { uri });

@@ -86,11 +86,11 @@ describe('changes_since', () => {
       changes.push(...page.changes);
     }
     expect(changes).toContainEqual({
-      uri: rowUri(DATABASE, 'hid', 'notes', ['7']),
+      uri: rowUri(DATABASE, { schema: 'hid', table: 'notes' }, ['7']),
       kind: 'deleted',
     });
     expect(changes.map((change) => change.uri)).not.toContain(
-      rowUri(DATABASE, 'hid', 'tickets', ['5']),
+      rowUri(DATABASE, { schema: 'hid', table: 'tickets' }, ['5']),
     );
   });
 });

@@ -252,7 +252,7 @@ describe('consent for sensitive data over HTTP', () => {
   });
 
   it('asks before reading a row of a table the config file marks sensitive', async () => {
-    const uri = rowUri(DATABASE, 'payroll', 'pay', ['1']);
+    const uri = rowUri(DATABASE, { schema: 'payroll', table: 'pay' }, ['1']);
     const first = await read(serverA, uri);
     expect(first.result).toMatchObject({ resultType: 'input_required' });
     const retry = await read(serverA, uri, {
@@ -379,7 +379,7 @@ describe('consent over stdio', () => {
       assertValidResponse('resources/read', answer);
       return answer;
     };
-    const uri = rowUri(DATABASE, 'payroll', 'pay', ['1']);
+    const uri = rowUri(DATABASE, { schema: 'payroll', table: 'pay' }, ['1']);
     const first = await ask('1', { _meta: ELICITATION, uri });
     const result = first['result'] as Record<string, unknown>;
     expect(result).toMatchObject({ resultType: 'input_required' });

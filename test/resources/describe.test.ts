@@ -50,7 +50,11 @@ beforeAll(async () => {
     'pgmcp_describe_test',
   );
   await migrateDatabase(databaseUrl, (admin) =>
-    loadSeed(admin, SEEDS_DIRECTORY, 'demo', () => undefined),
+    loadSeed(
+      admin,
+      { seedsDirectory: SEEDS_DIRECTORY, dataset: 'demo' },
+      () => undefined,
+    ),
   );
   sql = new pg.Client({ connectionString: databaseUrl });
   await sql.connect();

@@ -136,7 +136,11 @@ describe('resources/list', () => {
       const { SEEDS_DIRECTORY } = await import('../../src/config/index.js');
       const admin = new pg.Client({ connectionString: testDatabaseUrl() });
       await admin.connect();
-      await loadSeed(admin, SEEDS_DIRECTORY, 'demo', () => undefined);
+      await loadSeed(
+        admin,
+        { seedsDirectory: SEEDS_DIRECTORY, dataset: 'demo' },
+        () => undefined,
+      );
       await admin.end();
     }
   });

@@ -142,7 +142,10 @@ afterAll(async () => {
 
 describe('row resources', () => {
   it('read a row by a composite key whose names and values need encoding, as JSON with bytea in base64', async () => {
-    const uri = rowUri(DATABASE, ODD_SCHEMA, ODD_TABLE, ['1', 'a,b']);
+    const uri = rowUri(DATABASE, { schema: ODD_SCHEMA, table: ODD_TABLE }, [
+      '1',
+      'a,b',
+    ]);
     expect(uri).toBe(
       `pg://${DATABASE}/Odd.Schema%20%C3%BC/line%20%22items%22/rows/1,a%2Cb`,
     );
@@ -164,22 +167,31 @@ describe('row resources', () => {
 
   it('apply the table’s own GRANTs, column privileges and row-level security', async () => {
     // B holds no privilege on the odd table: the row reads like one that does not exist.
-    const odd = rowUri(DATABASE, ODD_SCHEMA, ODD_TABLE, ['1', 'c']);
+    const odd = rowUri(DATABASE, { schema: ODD_SCHEMA, table: ODD_TABLE }, [
+      '1',
+      'c',
+    ]);
     const denied = await read(ROLE_B, odd);
     const missing = await read(
       ROLE_A,
-      rowUri(DATABASE, ODD_SCHEMA, ODD_TABLE, ['9', 'c']),
+      rowUri(DATABASE, { schema: ODD_SCHEMA, table: ODD_TABLE }, ['9', 'c']),
     );
     expect(denied.error).toMatchObject({ code: -32602 });
     expect(denied.error?.message).toBe(missing.error?.message);
     // RLS: A owns even ids; the column it may not select is left out.
-    const own = await read(ROLE_A, rowUri(DATABASE, 'inv', 'docs', ['2']));
+    const own = await read(
+      ROLE_A,
+      rowUri(DATABASE, { schema: 'inv', table: 'docs' }, ['2']),
+    );
     expect(text(own.result)).toEqual({
       id: 2,
       owner: ROLE_A,
       body: 'doc 2',
     });
-    const other = await read(ROLE_A, rowUri(DATABASE, 'inv', 'docs', ['3']));
+    const other = await read(
+      ROLE_A,
+      rowUri(DATABASE, { schema: 'inv', table: 'docs' }, ['3']),
+    );
     expect(other.error).toMatchObject({ code: -32602 });
     expect(other.error?.message).toBe(missing.error?.message);
   });
@@ -189,7 +201,7 @@ describe('row resources', () => {
     await sql.query('insert into inv.unlisted values (1)');
     const { error } = await read(
       ROLE_A,
-      rowUri(DATABASE, 'inv', 'unlisted', ['1']),
+      rowUri(DATABASE, { schema: 'inv', table: 'unlisted' }, ['1']),
     );
     expect(error).toMatchObject({ code: -32602 });
   });
@@ -224,17 +236,17 @@ describe('row resources', () => {
     const seen = await resourcesOf(ROLE_A);
     const rows = seen.filter((resource) => resource.uri.includes('/rows/'));
     expect(rows.map((resource) => resource.uri)).toEqual([
-      rowUri(DATABASE, ODD_SCHEMA, ODD_TABLE, ['1', 'a,b']),
-      rowUri(DATABASE, ODD_SCHEMA, ODD_TABLE, ['1', 'c']),
-      rowUri(DATABASE, ODD_SCHEMA, ODD_TABLE, ['2', 'a,b']),
+      rowUri(DATABASE, { schema: ODD_SCHEMA, table: ODD_TABLE }, ['1', 'a,b']),
+      rowUri(DATABASE, { schema: ODD_SCHEMA, table: ODD_TABLE }, ['1', 'c']),
+      rowUri(DATABASE, { schema: ODD_SCHEMA, table: ODD_TABLE }, ['2', 'a,b']),
       ...[2, 4, 6, 8, 10].map((id) =>
-        rowUri(DATABASE, 'inv', 'docs', [String(id)]),
+        rowUri(DATABASE, { schema: 'inv', table: 'docs' }, [String(id)]),
       ),
     ]);
     expect(
       rows.find((resource) => resource.uri.endsWith('/docs/rows/4')),
     ).toEqual({
-      uri: rowUri(DATABASE, 'inv', 'docs', ['4']),
+      uri: rowUri(DATABASE, { schema: 'inv', table: 'docs' }, ['4']),
       name: 'inv.docs/4',
       title: 'doc 4',
       mimeType: 'application/json',
@@ -261,7 +273,7 @@ describe('row resources', () => {
         .map((resource) => resource.uri),
     ).toEqual(
       [1, 3, 5, 7, 9].map((id) =>
-        rowUri(DATABASE, 'inv', 'docs', [String(id)]),
+        rowUri(DATABASE, { schema: 'inv', table: 'docs' }, [String(id)]),
       ),
     );
   });
@@ -341,8 +353,8 @@ describe('row resources', () => {
 
 describe('live rows and schema', () => {
   it('a row update reaches its subscribers whose role can read it, and no one else', async () => {
-    const mine = rowUri(DATABASE, 'inv', 'docs', ['2']);
-    const theirs = rowUri(DATABASE, 'inv', 'docs', ['3']);
+    const mine = rowUri(DATABASE, { schema: 'inv', table: 'docs' }, ['2']);
+    const theirs = rowUri(DATABASE, { schema: 'inv', table: 'docs' }, ['3']);
     const a = await open(ROLE_A, { resourceSubscriptions: [mine, theirs] });
     // Only what A can read is honored.
     expect(
@@ -358,7 +370,10 @@ describe('live rows and schema', () => {
     expect(a.updated()).toEqual([mine]);
     expect(b.updated()).toEqual([theirs]);
     // A composite-key row, named exactly as resources/read names it.
-    const odd = rowUri(DATABASE, ODD_SCHEMA, ODD_TABLE, ['2', 'a,b']);
+    const odd = rowUri(DATABASE, { schema: ODD_SCHEMA, table: ODD_TABLE }, [
+      '2',
+      'a,b',
+    ]);
     const c = await open(ROLE_A, { resourceSubscriptions: [odd] });
     await sql.query(
       `update "Odd.Schema ü"."line ""items""" set qty = qty + 1 where order_id = 2`,
@@ -367,7 +382,7 @@ describe('live rows and schema', () => {
   });
 
   it('inserts into a listed collection change the list; into an unlisted one, only the row', async () => {
-    const quietRow = rowUri(DATABASE, 'inv', 'quiet', ['1']);
+    const quietRow = rowUri(DATABASE, { schema: 'inv', table: 'quiet' }, ['1']);
     const stream = await open(ROLE_A, {
       resourcesListChanged: true,
       resourceSubscriptions: [quietRow],
@@ -403,7 +418,7 @@ describe('live rows and schema', () => {
     );
     // B cannot see the odd table: a change to it is not heard of on B's list stream. Sentinels
     // on a row of an unlisted collection bracket it: all before the second arrived before it.
-    const sentinel = rowUri(DATABASE, 'inv', 'quiet', ['1']);
+    const sentinel = rowUri(DATABASE, { schema: 'inv', table: 'quiet' }, ['1']);
     const b = await open(ROLE_B, {
       resourcesListChanged: true,
       resourceSubscriptions: [sentinel],

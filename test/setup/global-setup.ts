@@ -112,7 +112,11 @@ export default async function setup(
     databaseUrl = await recreateDatabase(baseUrl, TEST_DATABASE);
     await migrateDatabase(databaseUrl, async (client) => {
       for (const dataset of ['demo', 'conformance'])
-        await loadSeed(client, SEEDS_DIRECTORY, dataset, () => undefined);
+        await loadSeed(
+          client,
+          { seedsDirectory: SEEDS_DIRECTORY, dataset },
+          () => undefined,
+        );
     });
   } catch (error) {
     // Vitest runs no teardown when setup throws: a migration or seed that fails must not leave the

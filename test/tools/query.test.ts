@@ -256,7 +256,7 @@ describe('query', () => {
 
   it('writes each of many calls that end together once, with its own fields, in batches', async () => {
     // Calls that end while an audit transaction runs go together in the next one, their columns
-    // sent as arrays (db/audit-log.ts): each row must keep its own values.
+    // sent as arrays (db/own-tables/audit-log.ts): each row must keep its own values.
     // Several request connections: calls end together while the audit's one connection writes.
     const marker = `audit-batch-${Date.now()}`;
     const wide = await startTestServer({

@@ -77,7 +77,9 @@ async function casesOf(owner: string, word: string): Promise<string[]> {
     `select id::text from desk.cases where owner = $1 and subject ilike '%' || $2 || '%' order by id`,
     [owner, word],
   );
-  return rows.map((row) => rowUri(DATABASE, 'desk', 'cases', [row.id]));
+  return rows.map((row) =>
+    rowUri(DATABASE, { schema: 'desk', table: 'cases' }, [row.id]),
+  );
 }
 
 beforeAll(async () => {
@@ -159,7 +161,9 @@ describe('search over searchable rows', () => {
   it('answers with ids fetch reads as the same role', async () => {
     const a = await serverAs(ROLE_A);
     const [first] = (await search(a, '"shade wrong"')).structured.results;
-    expect(first?.id).toBe(rowUri(DATABASE, 'desk', 'cases', ['2']));
+    expect(first?.id).toBe(
+      rowUri(DATABASE, { schema: 'desk', table: 'cases' }, ['2']),
+    );
     const { result } = await call(a.url, 'tools/call', {
       name: 'fetch',
       arguments: { id: first?.id },

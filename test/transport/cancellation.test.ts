@@ -40,8 +40,10 @@ let sql: pg.Client;
 let server: TestServer;
 const children: StdioChild[] = [];
 
-const slowUri = () => rowUri(DATABASE, 'slow', 'items', ['1']);
-const quickUri = () => rowUri(DATABASE, 'slow', 'quick', ['1']);
+const slowUri = () =>
+  rowUri(DATABASE, { schema: 'slow', table: 'items' }, ['1']);
+const quickUri = () =>
+  rowUri(DATABASE, { schema: 'slow', table: 'quick' }, ['1']);
 
 /** The pid of the pgmcp backend sleeping in the policy, once it is. */
 function sleepingBackend(): Promise<number> {

@@ -1,14 +1,13 @@
 // The statement guard of query and explain (issue 32 points 1, 2): what a caller's statement can
 // execute, read with the real parser and resolved through the catalog, refused when pgmcp cannot
 // vouch for it; and which relations it can read, for the consent gate.
+import { SqlStatementError, type DatabaseHandle } from '../../db/index.js';
 import {
   resolveGuardNames,
-  SqlStatementError,
-  type DatabaseHandle,
   type GuardCatalog,
   type QualifiedName,
   type ReachedFunction,
-} from '../../db/index.js';
+} from '../statements/sql-guard-statements.js';
 import { deniedFunction, STATISTICS_RELATIONS } from './deny-list.js';
 import {
   bodyNames,
@@ -209,7 +208,7 @@ async function resolve(
       dynamic: false,
     };
     for (const fn of found.functions)
-      inspectFunction(options, reach, fn, pending);
+      inspectFunction(options, { reach, next: pending }, fn);
   }
   const reached = [...reach.relations.values()];
   return {
@@ -232,9 +231,8 @@ async function resolve(
  */
 function inspectFunction(
   options: SqlGuardOptions,
-  reach: Reach,
+  { reach, next }: { readonly reach: Reach; readonly next: UsedNames },
   fn: ReachedFunction,
-  next: UsedNames,
 ): void {
   if (reach.functions.has(fn.oid)) return;
   reach.functions.set(fn.oid, fn);

@@ -1,6 +1,6 @@
 // Start-up and CLI work on a database's administrative login, one short-lived client at a time.
 import type pg from 'pg';
-import type { DatabaseHandle } from './pool.js';
+import type { DatabaseHandle } from '../pool.js';
 
 /** A read-write client of the administrative login, for start-up and CLI work. */
 export type AdminClient = pg.Client;

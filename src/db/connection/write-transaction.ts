@@ -1,8 +1,8 @@
 // Writes the server's login makes beside requests (audit rows, client sessions): each in its own
 // read-write transaction, since the pool's sessions default to read-only.
 import type pg from 'pg';
-import { ImplicitTransaction } from './implicit-transaction.js';
-import { connectClient, PIPELINE, type DatabaseHandle } from './pool.js';
+import { ImplicitTransaction } from '../implicit-transaction.js';
+import { connectClient, PIPELINE, type DatabaseHandle } from '../pool.js';
 import { toDatabaseError } from './sqlstate.js';
 
 /** Run `work` between BEGIN READ WRITE and COMMIT; a connection that cannot roll back is dropped. */

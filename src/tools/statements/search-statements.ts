@@ -1,7 +1,7 @@
 // The search tool's statements (issue 15 point 1), run as the request role: row-level security
 // and privileges decide what can match, so no result, snippet or count comes from a row or a
 // relation the role cannot read.
-import type { PreparedQuery } from './prepared.js';
+import type { PreparedQuery } from '../../db/index.js';
 
 /** One match: where it is, its title, a highlighted snippet, and how many matched in all. */
 export interface SearchMatchRow {

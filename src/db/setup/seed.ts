@@ -21,14 +21,19 @@ export async function listDatasets(seedsDirectory: string): Promise<string[]> {
     .sort();
 }
 
+/** A dataset by name, in the folder that holds the datasets. */
+export interface SeedDataset {
+  readonly seedsDirectory: string;
+  readonly dataset: string;
+}
+
 /**
  * Apply a dataset's files in name order, each in its own transaction. Seeds are idempotent
  * (they upsert or skip existing rows), so loading twice changes nothing.
  */
 export async function loadSeed(
   client: pg.Client,
-  seedsDirectory: string,
-  dataset: string,
+  { seedsDirectory, dataset }: SeedDataset,
   progress: SeedProgress,
 ): Promise<void> {
   const available = await listDatasets(seedsDirectory);

@@ -1,5 +1,5 @@
 // SQLSTATE → error key: the one published table (README "Errors") for Postgres failures.
-import { ProtocolError, type ErrorKey } from '../errors.js';
+import { ProtocolError, type ErrorKey } from '../../errors.js';
 
 interface SqlStateRule {
   /** A full SQLSTATE ("42501") or a class prefix ("08"). */

@@ -1,8 +1,15 @@
 // Stored prompts (migrations/0015_create_prompts.sql) and what their templates render from: run as
 // the request role, so the prompts, notes and tags a role gets are those row-level security lets
 // it read.
-import { sql } from 'kysely';
-import { builder, pipelined, prepare, type PreparedQuery } from './prepared.js';
+import {
+  builder,
+  IN_SCOPE,
+  pipelined,
+  prepare,
+  sql,
+  VISIBLE_RELATION,
+  type PreparedQuery,
+} from '../../db/index.js';
 
 /** One stored prompt as prompts/list shows it; `arguments` is the column's JSON as text. */
 export interface PromptListingRow {
@@ -100,4 +107,29 @@ export const RESOURCE_TAGS: PreparedQuery<
           order by t.tag
           limit $2`,
   values: (args) => [args.prefix, args.limit],
+};
+
+/**
+ * Tables and views the role holds a privilege on, in the catalog's scope, as (schema, relation)
+ * whose "schema.relation" starts with `prefix`, in order, at most `limit` (prompt arguments and
+ * their completion).
+ */
+export const VISIBLE_TABLES: PreparedQuery<
+  {
+    prefix: string;
+    limit: number;
+    include: readonly string[] | null;
+    exclude: readonly string[];
+  },
+  { schema: string; relation: string; comment: string | null }
+> = {
+  name: 'pgmcp_visible_tables',
+  text: `select n.nspname::text as schema, c.relname::text as relation,
+                obj_description(c.oid, 'pg_class') as comment
+           from pg_class c join pg_namespace n on n.oid = c.relnamespace
+          where ${VISIBLE_RELATION} and ${IN_SCOPE(3, 4)}
+            and starts_with(n.nspname || '.' || c.relname, $1)
+          order by n.nspname, c.relname
+          limit $2`,
+  values: (args) => [args.prefix, args.limit, args.include, args.exclude],
 };

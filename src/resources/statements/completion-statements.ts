@@ -1,7 +1,6 @@
 // Completion of resource-template arguments (resources/completion.ts): one statement, run as the
 // request role, so both the template and the candidate URIs pass row-level security.
-import { sql } from 'kysely';
-import { builder, prepare } from './prepared.js';
+import { builder, prepare, sql } from '../../db/index.js';
 
 /**
  * Whether the role can see `template`, and up to `limit` stored URIs it can read in

@@ -1,8 +1,10 @@
 // Row collections (migrations/0006_row_collections.sql): rows of chosen company tables, read as the
 // request role through SECURITY INVOKER functions, so the table's GRANTs and RLS apply.
-import type pg from 'pg';
-import type { DatabaseHandle } from './pool.js';
-import type { PreparedQuery } from './prepared.js';
+import type {
+  AdminClient,
+  DatabaseHandle,
+  PreparedQuery,
+} from '../../db/index.js';
 
 /**
  * The row of schema.table whose primary key's text forms are `key`, as a JSON object of the
@@ -94,7 +96,7 @@ export async function inspectCollection(
  * table's canonical name, or undefined when there is no such table.
  */
 export async function setExposed(
-  client: pg.ClientBase,
+  client: AdminClient,
   table: string,
   exposed: boolean,
 ): Promise<string | undefined> {

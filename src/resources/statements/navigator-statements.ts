@@ -5,8 +5,8 @@ import {
   HIDDEN_SCHEMAS,
   IN_SCOPE,
   RELATION_PRIVILEGE,
-} from './catalog-statements.js';
-import type { PreparedQuery } from './prepared.js';
+  type PreparedQuery,
+} from '../../db/index.js';
 
 /** One group of look-alike relations (one relation when its name has no look-alikes) in a schema. */
 export interface NavigatorGroup {

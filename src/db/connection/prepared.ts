@@ -31,7 +31,7 @@ export interface PreparedQuery<TArgs, TRow> {
   readonly row?: TRow;
 }
 
-/** A Kysely instance typed by db/schema.ts that only compiles statements: it never connects. */
+/** A Kysely instance typed by db/connection/schema.ts that only compiles statements: it never connects. */
 export const builder = new Kysely<Database>({
   dialect: {
     createAdapter: () => new PostgresAdapter(),

@@ -1,7 +1,12 @@
 // The resource statements: stored resources and templates, listed and read. Each is a named
-// prepared statement; those Kysely can express are built with it (db/prepared.ts).
-import { sql } from 'kysely';
-import { builder, pipelined, prepare, type PreparedQuery } from './prepared.js';
+// prepared statement; those Kysely can express are built with it (db/connection/prepared.ts).
+import {
+  builder,
+  pipelined,
+  prepare,
+  sql,
+  type PreparedQuery,
+} from '../../db/index.js';
 
 // The hot queries return each row as the array of its columns' Postgres text output, in select
 // order: no per-row Date, array or bigint parsing in Node, and no row object either (the driver's

@@ -23,9 +23,15 @@ export interface PostgresOsUser {
  */
 export function reclaimOrphan(
   dataDirectory: string,
-  pgCtl: string,
-  user: PostgresOsUser | undefined,
-  log: (line: string) => void,
+  {
+    pgCtl,
+    user,
+    log,
+  }: {
+    readonly pgCtl: string;
+    readonly user: PostgresOsUser | undefined;
+    readonly log: (line: string) => void;
+  },
 ): void {
   const pidFile = path.join(dataDirectory, 'postmaster.pid');
   if (!existsSync(pidFile)) return;

@@ -1,7 +1,10 @@
 // A schema read's entries (pg://{database}/{schema}, docs/databases.md "Schema reads"): the
 // relations the request role can see, look-alikes grouped, partitions under their table.
-import { HIDDEN_SCHEMAS, RELATION_PRIVILEGE } from './catalog-statements.js';
-import type { PreparedQuery } from './prepared.js';
+import {
+  HIDDEN_SCHEMAS,
+  RELATION_PRIVILEGE,
+  type PreparedQuery,
+} from '../../db/index.js';
 
 /** One entry of a schema read: a relation, or a group of look-alike relations. */
 export interface DirectoryEntry {

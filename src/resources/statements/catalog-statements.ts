@@ -1,23 +1,13 @@
 // The company database's catalog, read from pg_catalog as the request role: only relations the
 // role holds some privilege on, never system schemas or pgmcp's own.
-import type { DatabaseHandle } from './pool.js';
-import type { PreparedQuery } from './prepared.js';
-
-/** Schemas that are never exposed (system and pgmcp's own). */
-export const HIDDEN_SCHEMAS = `n.nspname not in ('pg_catalog', 'information_schema', 'pgmcp')
-  and n.nspname !~ '^pg_(toast|temp_|toast_temp_)'`;
-
-/** The configured catalog scope ($include: null for every schema; $exclude), as SQL on n.nspname. */
-export const IN_SCOPE = (include: number, exclude: number) =>
-  `($${include}::text[] is null or n.nspname = any($${include}::text[])) and not (n.nspname = any($${exclude}::text[]))`;
-
-/** The role holds some privilege on the relation `oid` (on the table or on one of its columns). */
-export const RELATION_PRIVILEGE = (oid: string): string =>
-  `(has_table_privilege(${oid}, 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')
-       or has_any_column_privilege(${oid}, 'SELECT, INSERT, UPDATE, REFERENCES'))`;
-
-const VISIBLE_RELATION = `c.relkind in ('r', 'p', 'v', 'm', 'f') and ${HIDDEN_SCHEMAS}
-  and ${RELATION_PRIVILEGE('c.oid')}`;
+import {
+  HIDDEN_SCHEMAS,
+  IN_SCOPE,
+  RELATION_PRIVILEGE,
+  VISIBLE_RELATION,
+  type DatabaseHandle,
+  type PreparedQuery,
+} from '../../db/index.js';
 
 // Row security as the caller meets it (the SELECT policies that apply to its roles), one join
 // condition per foreign key either way (to relations it can see), and pg_stats' figures, which
@@ -188,31 +178,6 @@ export const CATALOG_NAMES: PreparedQuery<
     args.include,
     args.exclude,
   ],
-};
-
-/**
- * Tables and views the role holds a privilege on, in the catalog's scope, as (schema, relation)
- * whose "schema.relation" starts with `prefix`, in order, at most `limit` (prompt arguments and
- * their completion).
- */
-export const VISIBLE_TABLES: PreparedQuery<
-  {
-    prefix: string;
-    limit: number;
-    include: readonly string[] | null;
-    exclude: readonly string[];
-  },
-  { schema: string; relation: string; comment: string | null }
-> = {
-  name: 'pgmcp_visible_tables',
-  text: `select n.nspname::text as schema, c.relname::text as relation,
-                obj_description(c.oid, 'pg_class') as comment
-           from pg_class c join pg_namespace n on n.oid = c.relnamespace
-          where ${VISIBLE_RELATION} and ${IN_SCOPE(3, 4)}
-            and starts_with(n.nspname || '.' || c.relname, $1)
-          order by n.nspname, c.relname
-          limit $2`,
-  values: (args) => [args.prefix, args.limit, args.include, args.exclude],
 };
 
 // Only cheap filters run before the sort; the privilege checks run above it (OFFSET 0 keeps the

@@ -1,8 +1,7 @@
 // The catalog side of the query/explain statement guard (issue 32 points 1, 2): what the names a
 // statement uses can reach (functions, relations, views, policies, domain checks), and whether the
 // config file's sensitive entries name things that exist.
-import type { DatabaseHandle } from './pool.js';
-import { toDatabaseError } from './sqlstate.js';
+import { toDatabaseError, type DatabaseHandle } from '../../db/index.js';
 
 /** A name as written: its schema ('' when unqualified: every schema counts) and the name. */
 export interface QualifiedName {

@@ -1,8 +1,12 @@
 // The change log (migrations/0004_capture_changes.sql): read by listeners in xid-horizon order,
 // authorized per role through its row-level security, pruned on a schedule.
 import { sql } from 'kysely';
-import { builder, prepare, type PreparedQuery } from './prepared.js';
-import type { DatabaseHandle } from './pool.js';
+import {
+  builder,
+  prepare,
+  type PreparedQuery,
+} from '../connection/prepared.js';
+import type { DatabaseHandle } from '../pool.js';
 
 export type ChangeKind = 'created' | 'updated' | 'deleted' | 'schema';
 
@@ -67,9 +71,15 @@ interface PageRow {
  */
 export async function readChangePage(
   db: DatabaseHandle,
-  horizon: bigint,
-  after: ChangePosition | undefined,
-  limit: number,
+  {
+    horizon,
+    after,
+    limit,
+  }: {
+    readonly horizon: bigint;
+    readonly after: ChangePosition | undefined;
+    readonly limit: number;
+  },
 ): Promise<ChangePage> {
   const values = [
     horizon.toString(),
@@ -201,7 +211,7 @@ export const CHANGE_VISIBILITY = prepare(
         builder
           .selectNoFrom([
             sql<string[]>`pgmcp.member_roles()`.as('roles'),
-            // pg_roles is not among db/schema.ts's tables.
+            // pg_roles is not among db/connection/schema.ts's tables.
             sql<boolean>`(select rolsuper or rolbypassrls from pg_roles where rolname = current_user)`.as(
               'bypass',
             ),

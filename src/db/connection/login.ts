@@ -1,7 +1,7 @@
 // Who pgmcp logs in as, and which request roles that login may assume.
-import { METRICS } from '../observability/index.js';
+import { METRICS } from '../../observability/index.js';
 import type pg from 'pg';
-import type { DatabaseHandle } from './pool.js';
+import type { DatabaseHandle } from '../pool.js';
 import { toDatabaseError } from './sqlstate.js';
 
 export const AUTHENTICATOR_ROLE = 'pgmcp_authenticator';

@@ -1,8 +1,11 @@
 // The self-test's probe (pgmcp selftest): one stored resource committed through the administrative
 // login, so its change travels the real change path, then deleted again. A login that may not
 // (the serve login, which writes no resources) is told exactly which grant and policy it lacks.
-import { withAdminClient, type AdminClient } from './admin-client.js';
-import type { DatabaseHandle } from './pool.js';
+import {
+  withAdminClient,
+  type AdminClient,
+  type DatabaseHandle,
+} from '../../db/index.js';
 
 /** The probe's URIs all start so: the policy a DBA adds for it admits these rows and no others. */
 export const PROBE_URI_PREFIX = 'pgmcp-selftest:///';

@@ -2,10 +2,10 @@
 // Written by the login through pgmcp.write_audit, outside the request's own transaction, so a call
 // that failed or a consent that was declined is on record either way. Rows go through the audit's
 // own connection (db/pool.ts AuditChannel), never waiting behind requests for the request pool.
-import { METRICS } from '../observability/index.js';
-import type { DatabaseHandle } from './pool.js';
-import { toDatabaseError } from './sqlstate.js';
-import { inWriteTransaction } from './write-transaction.js';
+import { METRICS } from '../../observability/index.js';
+import type { DatabaseHandle } from '../pool.js';
+import { toDatabaseError } from '../connection/sqlstate.js';
+import { inWriteTransaction } from '../connection/write-transaction.js';
 
 /** One audit row; the columns are migration 0013's. */
 export interface AuditEntry {

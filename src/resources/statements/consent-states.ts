@@ -1,6 +1,5 @@
 // Consent requestStates already answered (migration 0031): each is used once, across replicas.
-import type { DatabaseHandle } from './pool.js';
-import { writeOneStatement } from './write-transaction.js';
+import { writeOneStatement, type DatabaseHandle } from '../../db/index.js';
 
 /**
  * Record that the requestState with this digest was answered; true the first time, false when it

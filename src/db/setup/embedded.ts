@@ -73,10 +73,18 @@ export async function startEmbeddedPostgres(options: {
       stop: () => Promise.resolve(),
     };
   }
-  reclaimOrphan(dataDirectory, binaries.pg_ctl, osUser, options.log);
+  reclaimOrphan(dataDirectory, {
+    pgCtl: binaries.pg_ctl,
+    user: osUser,
+    log: options.log,
+  });
   const port = await freePort(options.port ?? DEFAULT_PORT);
   const recentLog: string[] = [];
-  const server = await createServer(dataDirectory, port, password, recentLog);
+  const server = await createServer(
+    dataDirectory,
+    { port, password },
+    recentLog,
+  );
   const created = await initialiseIfNew(server, stateDirectory, {
     log: options.log,
     recentLog,
@@ -115,8 +123,7 @@ function makeStateDirectory(stateDirectory: string): void {
 /** The cluster's controller; its last log lines go to `recentLog`, for error messages. */
 async function createServer(
   dataDirectory: string,
-  port: number,
-  password: string,
+  { port, password }: { readonly port: number; readonly password: string },
   recentLog: string[],
 ): Promise<Server> {
   const { default: EmbeddedPostgresServer } = await importWithoutSignalHooks();
