@@ -16,7 +16,7 @@ export {
   type SqlColumn,
   type SqlRows,
   tablesOfSql,
-} from './ad-hoc-sql.js';
+} from './ad-hoc/index.js';
 export {
   pruneAudit,
   trackAuditedCall,
