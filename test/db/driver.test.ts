@@ -168,9 +168,11 @@ describe('a pg whose internals differ', () => {
       if not exists (select from pg_roles where rolname = '${ROLE}') then create role ${ROLE} nologin; end if;
     end $$`);
     const principal = { role: 'support', claims: { sub: 'driver-test' } };
-    internal = await startTestServer({ principal });
+    // The internals on even in CI's public-API run (PGMCP_DRIVER_PATCHES=off).
+    internal = await startTestServer({ principal, driverPatches: 'on' });
     publicApi = await startTestServer({
       principal,
+      driverPatches: 'on',
       driverShape: OTHER_PG,
       logLines: lines,
     });

@@ -95,6 +95,8 @@ export interface TestServerOptions {
   sensitive?: Config['sensitive'];
   /** The pg the driver probe checks (src/db/driver/probe.ts): another shape simulates another pg. */
   driverShape?: DriverShape;
+  /** Whether the driver internals may be used (default PGMCP_DRIVER_PATCHES). */
+  driverPatches?: 'on' | 'off';
   /** The request sessions' statement timeout (default 10 s). */
   statementTimeoutMs?: number;
   /** Query bounds (PGMCP_QUERY_*, PGMCP_AUDIT_TEXT_BYTES) over the defaults. */
@@ -147,6 +149,9 @@ export async function startTestServer(
     ...(options.driverShape === undefined
       ? {}
       : { driverShape: options.driverShape }),
+    ...(options.driverPatches === undefined
+      ? {}
+      : { driverPatches: options.driverPatches }),
   });
   const source = await catalogSource(db, {
     scope: options.catalogScope,
