@@ -8,7 +8,8 @@ import { describe, expect, it } from 'vitest';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const DB = path.join(ROOT, 'src', 'db');
 
-const source = readdirSync(DB)
+// Every file under src/db/, its folders (driver/, ad-hoc/, …) included.
+const source = readdirSync(DB, { recursive: true, encoding: 'utf8' })
   .filter((file) => file.endsWith('.ts'))
   .map((file) => readFileSync(path.join(DB, file), 'utf8'))
   .join('\n');
