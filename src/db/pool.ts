@@ -23,7 +23,7 @@ export interface DatabaseOptions {
    */
   readonly auditTextBytes?: number;
   /**
-   * Connections in pg's pipeline mode for statements on pgmcp's own tables (db/request-pipeline.ts),
+   * Connections in pg's pipeline mode for statements on pgmcp's own tables (db/driver/request-pipeline.ts),
    * beside the pool; 0 sends those through the pool too. Default 2.
    */
   readonly pipelineConnections?: number;
@@ -259,7 +259,7 @@ function watchedPool(pool: pg.Pool, options: DatabaseOptions): pg.Pool {
   return pool;
 }
 
-/** Pipelined connections with the pool's session settings (db/request-pipeline.ts), or none. */
+/** Pipelined connections with the pool's session settings (db/driver/request-pipeline.ts), or none. */
 function requestPipelines(
   config: pg.PoolConfig,
   options: DatabaseOptions,

@@ -465,7 +465,7 @@ describe('runRequestQuery', () => {
   });
 
   it('keeps each pipelined transaction to its own role and claims, and an error to its own transaction', async () => {
-    // Many requests at once share the pipelined connections (db/request-pipeline.ts): their
+    // Many requests at once share the pipelined connections (db/driver/request-pipeline.ts): their
     // transactions follow one another on the wire without waiting, interleaved across roles.
     const who = { ...WHO, name: 'test_who_pipelined', pipelined: true };
     const failing = {

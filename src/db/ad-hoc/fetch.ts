@@ -97,7 +97,7 @@ async function declareWithinCost(
 }
 
 /**
- * The whole call in one round trip (db/implicit-transaction.ts): BEGIN READ ONLY, the role and
+ * The whole call in one round trip (db/driver/implicit-transaction.ts): BEGIN READ ONLY, the role and
  * claims, the cursor, its description (FETCH 0), the rows through the role's function, ROLLBACK and
  * the release of advisory locks, then a single Sync. After an error the backend skips the rest and
  * the connection's clean-up ends the transaction.
@@ -159,7 +159,7 @@ async function fetchInOneRoundTrip(
   });
 }
 
-/** Send `statements` as one pipeline (db/implicit-transaction.ts) on the session's connection. */
+/** Send `statements` as one pipeline (db/driver/implicit-transaction.ts) on the session's connection. */
 async function pipelined(
   session: ToolSession,
   statements: ImplicitStatement[],
