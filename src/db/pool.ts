@@ -23,8 +23,9 @@ export interface DatabaseOptions {
    */
   readonly auditTextBytes?: number;
   /**
-   * Connections in pg's pipeline mode for statements on pgmcp's own tables (db/driver/request-pipeline.ts),
-   * beside the pool; 0 sends those through the pool too. Default 2.
+   * Connections in pg's pipeline mode for statements on pgmcp's own tables
+   * (db/driver/request-pipeline.ts), beside the pool; 0 sends those through the pool too. Default 2.
+   * None when the handle drives no driver internals.
    */
   readonly pipelineConnections?: number;
   /**
