@@ -46,7 +46,7 @@ interface P50 {
   p50: number;
 }
 
-type Group = 'request' | 'storage' | 'live' | 'legacy' | 'catalog';
+type Group = 'request' | 'driver' | 'storage' | 'live' | 'legacy' | 'catalog';
 
 /** One row of a results table. */
 export interface Row {
@@ -262,6 +262,50 @@ const REQUEST: Record<string, Measure> = Object.fromEntries([
   ...requestPath.slice(2),
   ...perScheme,
 ]);
+
+/**
+ * The driver internals on against off (bench/internals.ts): each side's per-round req/s as a range,
+ * and the rule an internal is kept by (issue 33 point 2): at least 10% faster with it, the two
+ * sides' per-round ranges apart.
+ */
+const internals =
+  (measure: string): Measure =>
+  (result) => {
+    const run = result as {
+      on: number[];
+      off: number[];
+      rounds: number[];
+      ratio: number;
+    };
+    const range = (values: number[]) =>
+      `${Math.min(...values).toFixed(0)}–${Math.max(...values).toFixed(0)}`;
+    const apart = Math.min(...run.on) > Math.max(...run.off);
+    return [
+      {
+        measure,
+        figure: `on ${range(run.on)} vs off ${range(run.off)}`,
+        ratio: run.ratio,
+        rounds: run.rounds,
+        target: '≥ 1.10, ranges apart',
+        met: run.ratio >= 1.1 && apart,
+      },
+    ];
+  };
+const DRIVER_FIGURES: Record<string, string> = {
+  internals_read: '`resources/read` req/s',
+  internals_list: '`resources/list` pages/s',
+  internals_query: '`query` primary-key point read req/s',
+};
+const DRIVER: Record<string, Measure> = Object.fromEntries(
+  TOKEN_SCHEMES.flatMap(([suffix, label]) =>
+    Object.entries(DRIVER_FIGURES).map(([key, what]): [string, Measure] => [
+      `${key}_${suffix}`,
+      internals(
+        `${what}, driver internals on vs off (the same server, one handle each), 10 callers (${label})`,
+      ),
+    ]),
+  ),
+);
 
 /** Commit → notification latency (notify-latency.ts): p50 and p99 targets, the context row. */
 const notifyLatency =
@@ -596,6 +640,7 @@ const STORAGE: Record<string, Measure> = {
 
 const GROUPS: [Group, Record<string, Measure>][] = [
   ['request', REQUEST],
+  ['driver', DRIVER],
   ['storage', STORAGE],
   ['live', LIVE],
   ['legacy', LEGACY],
@@ -658,6 +703,8 @@ export function renderResults(summary: BenchSummary): string {
   const rows = benchmarkRows(summary);
   const titles: Record<Group, string> = {
     request: 'Request path (1,000,000 stored resources)',
+    driver:
+      'Driver internals on / off (`src/db/driver/`; kept only where met: at least 10% faster, per-round ranges apart)',
     storage:
       'Storage beside the table, and single-row writes (the same 1,000,000 resources)',
     live: 'Live updates',
@@ -724,6 +771,7 @@ function contextSizes(result: unknown): string[] {
 
 /** What README calls each group that it sums up in a line rather than a table. */
 const GROUP_NAMES: Record<Exclude<Group, 'request'>, string> = {
+  driver: 'driver internals on vs off',
   storage: 'storage and writes',
   live: 'live updates',
   legacy: 'the 2025-11-25 era',

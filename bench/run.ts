@@ -55,6 +55,7 @@ import {
 } from './token-issuer.js';
 import { toolFigures } from './tools.js';
 import { alternate } from './alternate.js';
+import { internalsFigures } from './internals.js';
 import { PROJECT_ROOT, SERVER_INFO } from '../src/version.js';
 
 const DURATION_MS = Number(process.env['BENCH_DURATION_MS'] ?? 2000);
@@ -773,26 +774,54 @@ async function storageGroup(bench: Bench, admin: pg.Client): Promise<void> {
       await searchIndexWriteFigures(writeOptions);
 }
 
-/** pgmcp's app with its change feed running: the HTTP ceiling, then each token scheme's figures. */
-async function servedFigures(bench: SeededBench): Promise<void> {
-  const { db, results } = bench;
-  const app = createApp({
+/** pgmcp's app on `db`, as `pgmcp serve` makes it over the bench database. */
+async function benchApp(db: DatabaseHandle, silent: Logger): Promise<App> {
+  return createApp({
     sources: [await catalogSource(db)],
     db,
     cursorSecrets: [CURSOR_SECRET],
     pageSize: PAGE_SIZE,
     maxDirectoryEntries: 500,
     live: loadConfig({}, {}).live,
-    logger: bench.silent,
+    logger: silent,
   });
+}
+
+/** The same app on a handle of its own that drives no driver internals, for the internals figures. */
+interface PublicApiApp {
+  readonly db: DatabaseHandle;
+  readonly app: App;
+}
+
+/** pgmcp's app with its change feed running: the HTTP ceiling, then each token scheme's figures. */
+async function servedFigures(bench: SeededBench): Promise<void> {
+  const { db, results } = bench;
+  const app = await benchApp(db, bench.silent);
   // As `pgmcp serve` runs it: the change feed keeps what the server may keep in memory current.
   const feed = await app.startChangePath();
+  const offDb = runs('internals')
+    ? createDatabase({
+        connectionString: bench.databaseUrl,
+        poolSize: 10,
+        statementTimeoutMs: 60_000,
+        onError: (m, e) => bench.logger.error(m, e),
+        driverPatches: 'off',
+      })
+    : undefined;
+  const off =
+    offDb === undefined
+      ? undefined
+      : { db: offDb, app: await benchApp(offDb, bench.silent) };
+  const offFeed = await off?.app.startChangePath();
   // Context, not a target: the same-size page from a bare node:http server (fixed bytes, no
   // database, no JSON work) is the ceiling any Node server reaches with this client.
   if (runs('list_http_ceiling'))
     results['list_http_ceiling'] = await httpCeiling(db);
   await ceilingFigures(db, bench, results);
-  for (const scheme of SCHEMES) await schemeFigures(bench, app, scheme);
+  for (const scheme of SCHEMES)
+    await schemeFigures(bench, { app, off }, scheme);
+  await offFeed?.stop();
+  await offDb?.close();
   await feed.stop();
 }
 
@@ -897,7 +926,7 @@ async function ceilingFigures(
 /** The request-path figures with `scheme`'s tokens: pgmcp (and the peer) served, verifying them. */
 async function schemeFigures(
   bench: SeededBench,
-  app: App,
+  { app, off }: { app: App; off: PublicApiApp | undefined },
   scheme: TokenScheme,
 ): Promise<void> {
   const { db } = bench;
@@ -927,10 +956,49 @@ async function schemeFigures(
       results: bench.results,
       ...callers,
     });
+    if (off !== undefined)
+      await publicApiFigures(bench, { off, issuer, url: server.url }, callers);
   } finally {
     await peer?.close();
     await server.close();
     await issuer.close();
+  }
+}
+
+/**
+ * The driver internals' figures (bench/internals.ts): pgmcp with them on (`url`) against the same
+ * app on a handle with them off, served with the same token issuer, alternated.
+ */
+async function publicApiFigures(
+  bench: SeededBench,
+  served: { off: PublicApiApp; issuer: TokenIssuer; url: string },
+  callers: Callers,
+): Promise<void> {
+  const { off, issuer } = served;
+  const offServer = await serve({
+    dispatcher: off.app.dispatcher,
+    issuer,
+    db: off.db,
+    logger: bench.silent,
+  });
+  try {
+    await internalsFigures({
+      onUrl: served.url,
+      offUrl: offServer.url,
+      callers: callers.mix,
+      rounds: ROUNDS,
+      load,
+      workloads: {
+        read: { kind: 'read', rows: 1_000_000 },
+        list: listWorkload(bench.minId, bench.maxId),
+        query: { kind: 'tool-query', rows: 1_000_000, sql: RAW_POINT_READ },
+      },
+      record: (key, result) => {
+        bench.results[`${key}_${issuer.scheme}`] = result;
+      },
+    });
+  } finally {
+    await offServer.close();
   }
 }
 

@@ -85,6 +85,7 @@ export function configuredDatabase(
     lockTimeoutMs: config.limits.lockTimeoutMs,
     auditTextBytes: config.query.auditTextBytes,
     onError: (message, error) => logger.error(message, error),
+    onWarning: (message) => logger.warn(message),
   });
 }
 

@@ -20,7 +20,7 @@ export {
   type SqlColumn,
   type SqlRows,
   tablesOfSql,
-} from './ad-hoc-sql.js';
+} from './ad-hoc/index.js';
 export {
   pruneAudit,
   trackAuditedCall,
@@ -31,7 +31,7 @@ export {
   loginMaySetTempFileLimit,
   statementDeadline,
   type StatementLimits,
-} from './statement-limits.js';
+} from './ad-hoc/statement-limits.js';
 export {
   builder,
   pipelined,

@@ -2,39 +2,12 @@
 import pg from 'pg';
 import { ProtocolError } from '../errors.js';
 import { METRICS, observePool } from '../observability/index.js';
-import { RequestPipelines } from './request-pipeline.js';
 import { toDatabaseError } from './connection/sqlstate.js';
 import {
-  installedPipelineDriver,
-  pipelineDriverProblem,
-  type PipelineDriver,
-} from './implicit-transaction.js';
-
-// PGMCP_DRIVER_PATCHES, read once at start-up: "off" sends request transactions through pg's
-// public API (a round trip per statement) instead of db/implicit-transaction.ts, which drives pg
-// internals: the way to run on a pg the pipeline was not verified with. Read here, not in config/:
-// it picks the driver path of every pool, the CLI's, the bench's and the tests' included.
-const DRIVER_PATCHES = process.env['PGMCP_DRIVER_PATCHES'] ?? 'on';
-/** Whether request transactions go out through db/implicit-transaction.ts. */
-export const PIPELINE = DRIVER_PATCHES !== 'off';
-
-/** Refuse to start when the pipeline is on and `driver` is not the pg it was verified with. */
-export function assertDriverPatches(
-  driver: PipelineDriver = installedPipelineDriver(),
-): void {
-  if (DRIVER_PATCHES !== 'on' && DRIVER_PATCHES !== 'off')
-    throw new Error(
-      `PGMCP_DRIVER_PATCHES is "${DRIVER_PATCHES}"; it must be on or off`,
-    );
-  if (!PIPELINE) return;
-  const problem = pipelineDriverProblem(driver);
-  if (problem !== undefined)
-    throw new Error(
-      `pgmcp's request pipeline (db/implicit-transaction.ts) cannot run: ${problem}. ` +
-        `Install the pinned pg (npm ci), or set PGMCP_DRIVER_PATCHES=off to send each statement ` +
-        `through pg's public API (a round trip each).`,
-    );
-}
+  RequestPipelines,
+  useDriverInternals,
+  type DriverShape,
+} from './driver/index.js';
 
 export interface DatabaseOptions {
   /** A postgres:// URL; undefined lets pg read the standard PG* environment variables. */
@@ -50,8 +23,9 @@ export interface DatabaseOptions {
    */
   readonly auditTextBytes?: number;
   /**
-   * Connections in pg's pipeline mode for statements on pgmcp's own tables (db/request-pipeline.ts),
-   * beside the pool; 0 sends those through the pool too. Default 2.
+   * Connections in pg's pipeline mode for statements on pgmcp's own tables
+   * (db/driver/request-pipeline.ts), beside the pool; 0 sends those through the pool too. Default 2.
+   * None when the handle drives no driver internals.
    */
   readonly pipelineConnections?: number;
   /**
@@ -65,6 +39,16 @@ export interface DatabaseOptions {
    * maps to UNAVAILABLE (db/connection/sqlstate.ts). Default 2000; 0: no bound.
    */
   readonly lockTimeoutMs?: number;
+  /**
+   * Whether request transactions may drive pg's internals (src/db/driver/): "on" or "off";
+   * default PGMCP_DRIVER_PATCHES. On, they still go through pg's public API when the start-up probe
+   * finds the internals are not what it expects.
+   */
+  readonly driverPatches?: 'on' | 'off';
+  /** The pg the probe checks; default the one loaded (tests simulate another pg with it). */
+  readonly driverShape?: DriverShape;
+  /** Where a warning goes (the internals turned off by the probe); default onError. */
+  readonly onWarning?: (message: string) => void;
 }
 
 /** The database handle the rest of pgmcp passes around; only db/ looks inside. */
@@ -73,6 +57,11 @@ export interface DatabaseHandle {
   readonly pool: pg.Pool;
   /** Pipelined connections with the pool's session settings, for PreparedQuery.pipelined; or none. */
   readonly pipelines: RequestPipelines | undefined;
+  /**
+   * Request transactions go through the driver internals (src/db/driver/: one round trip each),
+   * else through pg's public API. Decided once, when the handle is made.
+   */
+  readonly driverInternals: boolean;
   /** The request pool's size (max connections). */
   readonly poolSize: number;
   /**
@@ -112,7 +101,14 @@ export interface SessionConfig {
 
 /** Create the request pool. No connection is opened until the first query. */
 export function createDatabase(options: DatabaseOptions): DatabaseHandle {
-  assertDriverPatches();
+  const driverInternals = useDriverInternals({
+    setting: options.driverPatches,
+    shape: options.driverShape,
+    warn: (message) =>
+      options.onWarning === undefined
+        ? options.onError(message, new Error(message))
+        : options.onWarning(message),
+  });
   const config: pg.PoolConfig = {
     connectionString: options.connectionString,
     max: options.poolSize,
@@ -138,7 +134,9 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
     options: `-c default_transaction_read_only=on -c statement_timeout=${options.statementTimeoutMs} -c lock_timeout=${options.lockTimeoutMs ?? 2000} -c TimeZone=UTC -c extra_float_digits=1 -c plan_cache_mode=force_generic_plan -c jit=off -c max_parallel_workers_per_gather=0`,
   };
   const pool = watchedPool(new pg.Pool(config), options);
-  const pipelines = requestPipelines(config, options);
+  const pipelines = driverInternals
+    ? requestPipelines(config, options)
+    : undefined;
   const audit: AuditChannel = {
     pool: auditPool(options),
     textBytes: options.auditTextBytes ?? 4096,
@@ -148,6 +146,7 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
   const sessionConfig = (applicationName: string): SessionConfig =>
     dedicatedSession(options, applicationName);
   const feed = feedHandle(config, options, {
+    driverInternals,
     audit,
     connectAdmin,
     sessionConfig,
@@ -161,6 +160,7 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
   return {
     pool,
     pipelines,
+    driverInternals,
     poolSize: options.poolSize,
     feed,
     statementTimeoutMs: options.statementTimeoutMs,
@@ -201,7 +201,10 @@ async function connectAdminClient(
 function feedHandle(
   config: pg.PoolConfig,
   options: DatabaseOptions,
-  shared: Pick<DatabaseHandle, 'audit' | 'connectAdmin' | 'sessionConfig'>,
+  shared: Pick<
+    DatabaseHandle,
+    'driverInternals' | 'audit' | 'connectAdmin' | 'sessionConfig'
+  >,
 ): DatabaseHandle {
   const feedPool = watchedPool(
     new pg.Pool({
@@ -257,12 +260,12 @@ function watchedPool(pool: pg.Pool, options: DatabaseOptions): pg.Pool {
   return pool;
 }
 
-/** Pipelined connections with the pool's session settings (db/request-pipeline.ts), or none. */
+/** Pipelined connections with the pool's session settings (db/driver/request-pipeline.ts), or none. */
 function requestPipelines(
   config: pg.PoolConfig,
   options: DatabaseOptions,
 ): RequestPipelines | undefined {
-  const connections = PIPELINE ? (options.pipelineConnections ?? 2) : 0;
+  const connections = options.pipelineConnections ?? 2;
   if (connections === 0) return undefined;
   return new RequestPipelines(
     {

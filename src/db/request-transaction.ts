@@ -8,13 +8,13 @@ import {
   tracedApplicationName,
   tracingEnabled,
 } from '../observability/index.js';
-import { cancelBackend } from './backend-cancel.js';
 import {
+  cancelBackend,
   ImplicitTransaction,
   type ImplicitStatement,
-} from './implicit-transaction.js';
-import type { RequestPipelines } from './request-pipeline.js';
-import { connectClient, PIPELINE, type DatabaseHandle } from './pool.js';
+  type RequestPipelines,
+} from './driver/index.js';
+import { connectClient, type DatabaseHandle } from './pool.js';
 import type { PreparedQuery } from './connection/prepared.js';
 import { toDatabaseError } from './connection/sqlstate.js';
 
@@ -71,48 +71,58 @@ export function runRequestQuery<TArgs, TRow>(
   query: PreparedQuery<TArgs, TRow>,
   args: TArgs,
 ): Promise<TRow[]> {
-  // Issue 35: a child span of the request's when traces are exported; a plain call otherwise.
-  if (!tracingEnabled())
-    return runQuery(db, principal, cancellation, query, args);
-  return traceStep(
-    'db transaction',
-    { 'db.system.name': 'postgresql', 'db.query.summary': query.name },
-    () => runQuery(db, principal, cancellation, query, args),
-  );
-}
-
-async function runQuery<TArgs, TRow>(
-  db: DatabaseHandle,
-  principal: Principal,
-  cancellation: Cancellation | { readonly aborted: boolean },
-  query: PreparedQuery<TArgs, TRow>,
-  args: TArgs,
-): Promise<TRow[]> {
-  if (cancellation.aborted)
-    throw new ProtocolError('TIMEOUT', 'The request was cancelled.');
-  const statement = {
+  const call: RequestCall = { db, principal, cancellation };
+  const statement: RequestStatement = {
     name: query.name,
     text: query.text,
     values: query.values(args),
     textOutput: query.textOutput,
   };
-  if (query.pipelined === true && db.pipelines !== undefined)
-    return runPipelined(db, db.pipelines, principal, cancellation, statement);
+  // Issue 35: a child span of the request's when traces are exported; a plain call otherwise.
+  if (!tracingEnabled())
+    return runQuery<TRow>(call, statement, query.pipelined === true);
+  return traceStep(
+    'db transaction',
+    { 'db.system.name': 'postgresql', 'db.query.summary': query.name },
+    () => runQuery<TRow>(call, statement, query.pipelined === true),
+  );
+}
+
+/** Who runs a request's statement, on which database, and how the request says it was cancelled. */
+interface RequestCall {
+  readonly db: DatabaseHandle;
+  readonly principal: Principal;
+  readonly cancellation: Cancellation | { readonly aborted: boolean };
+}
+
+/** The statement of a request, its values bound. */
+interface RequestStatement {
+  readonly name: string;
+  readonly text: string;
+  readonly values: unknown[];
+  readonly textOutput?: boolean | undefined;
+}
+
+async function runQuery<TRow>(
+  call: RequestCall,
+  statement: RequestStatement,
+  pipelined: boolean,
+): Promise<TRow[]> {
+  const { db, principal, cancellation } = call;
+  if (cancellation.aborted)
+    throw new ProtocolError('TIMEOUT', 'The request was cancelled.');
+  if (pipelined && db.pipelines !== undefined)
+    return runPipelined(call, db.pipelines, statement);
   const client = await connectClient(db);
   let broken: Error | undefined;
   const watch = watchCancel(client, cancellation);
-  const observe = observer<TRow>(cancellation, query.name);
+  const observe = observer<TRow>(cancellation, statement.name);
   try {
-    if (principal.role === null && query.textOutput !== true)
+    if (principal.role === null && statement.textOutput !== true)
       return observe((await client.query(statement)).rows);
-    if (!PIPELINE)
+    if (!db.driverInternals)
       return observe(await runUnpipelined(client, principal, statement));
-    const { transaction, leading } = requestTransaction(
-      db,
-      principal,
-      cancellation,
-      statement,
-    );
+    const { transaction, leading } = requestTransaction(call, statement, false);
     void client.query(transaction as unknown as pg.Submittable);
     try {
       const rows = await transaction.result;
@@ -141,11 +151,9 @@ async function runQuery<TArgs, TRow>(
  * the driver's own field arrays, which pg's Query would copy into objects.
  */
 function requestTransaction(
-  db: DatabaseHandle,
-  principal: Principal,
-  cancellation: Cancellation | { readonly aborted: boolean },
+  { db, principal, cancellation }: RequestCall,
   statement: ImplicitStatement,
-  pipelined = false,
+  pipelined: boolean,
 ): { transaction: ImplicitTransaction; leading: LeadingStatement | undefined } {
   const leading =
     'takeLeadingStatement' in cancellation
@@ -189,25 +197,17 @@ export function claimsJson(principal: Principal): string {
 
 /**
  * runRequestQuery for a statement on pgmcp's own tables: its transaction goes out on a pipelined
- * connection (db/request-pipeline.ts). A cancel does not reach PostgreSQL (the statement is short,
+ * connection (db/driver/request-pipeline.ts). A cancel does not reach PostgreSQL (the statement is short,
  * and a cancel could hit another request's statement on the same connection): the answer is
  * dropped by the transport instead.
  */
 async function runPipelined<TRow>(
-  db: DatabaseHandle,
+  call: RequestCall,
   pipelines: RequestPipelines,
-  principal: Principal,
-  cancellation: Cancellation | { readonly aborted: boolean },
   statement: ImplicitStatement,
 ): Promise<TRow[]> {
-  const observe = observer<TRow>(cancellation, statement.name);
-  const { transaction, leading } = requestTransaction(
-    db,
-    principal,
-    cancellation,
-    statement,
-    true,
-  );
+  const observe = observer<TRow>(call.cancellation, statement.name);
+  const { transaction, leading } = requestTransaction(call, statement, true);
   try {
     const rows = await pipelines.run(transaction);
     leading?.settle(rows[0] ?? []);
@@ -289,12 +289,7 @@ const TEXT_TYPES = { getTypeParser: () => (value: string) => value };
 async function runUnpipelined(
   client: pg.PoolClient,
   principal: Principal,
-  statement: {
-    name: string;
-    text: string;
-    values: unknown[];
-    textOutput?: boolean | undefined;
-  },
+  statement: RequestStatement,
 ): Promise<unknown[]> {
   const config: pg.QueryConfig = {
     name: statement.name,

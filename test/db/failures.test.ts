@@ -209,7 +209,7 @@ describe('a pool that stays busy', () => {
       }
     };
     // A request that takes a pooled connection (a stored resource's read goes out on a pipelined
-    // connection beside the pool, db/request-pipeline.ts).
+    // connection beside the pool, db/driver/request-pipeline.ts).
     const httpRead = () =>
       postRaw(
         busy.url,

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   JsonMembersError,
   jsonMemberValues,
-} from '../../src/db/json-members.js';
+} from '../../src/db/ad-hoc/json-members.js';
 import { testDatabaseUrl } from '../setup/harness.js';
 
 let sql: pg.Client;

@@ -421,11 +421,13 @@ describe('runRequestQuery', () => {
     const proxied = new URL(testDatabaseUrl());
     proxied.hostname = '127.0.0.1';
     proxied.port = String((proxy.address() as net.AddressInfo).port);
+    // The one round trip is the driver internals' (src/db/driver/): on even in CI's public-API run.
     const viaProxy = createDatabase({
       connectionString: proxied.toString(),
       poolSize: 1,
       statementTimeoutMs: 5000,
       onError: () => undefined,
+      driverPatches: 'on',
     });
     try {
       const principal = { role: READER, claims: { tenant: 'a' } };
@@ -463,7 +465,7 @@ describe('runRequestQuery', () => {
   });
 
   it('keeps each pipelined transaction to its own role and claims, and an error to its own transaction', async () => {
-    // Many requests at once share the pipelined connections (db/request-pipeline.ts): their
+    // Many requests at once share the pipelined connections (db/driver/request-pipeline.ts): their
     // transactions follow one another on the wire without waiting, interleaved across roles.
     const who = { ...WHO, name: 'test_who_pipelined', pipelined: true };
     const failing = {

@@ -6,6 +6,7 @@ import { inject } from 'vitest';
 import { createApp, type AppExtension } from '../../src/app/index.js';
 import { LOGIN_PRINCIPAL, type Principal } from '../../src/auth/index.js';
 import { createDatabase, type DatabaseHandle } from '../../src/db/index.js';
+import type { DriverShape } from '../../src/db/driver/index.js';
 import type { Config } from '../../src/config/index.js';
 import { createLogger } from '../../src/log.js';
 import type {
@@ -92,6 +93,10 @@ export interface TestServerOptions {
   collections?: Config['collections'];
   /** Tables whose rows need consent (config file "sensitive"); none by default. */
   sensitive?: Config['sensitive'];
+  /** The pg the driver probe checks (src/db/driver/probe.ts): another shape simulates another pg. */
+  driverShape?: DriverShape;
+  /** Whether the driver internals may be used (default PGMCP_DRIVER_PATCHES). */
+  driverPatches?: 'on' | 'off';
   /** The request sessions' statement timeout (default 10 s). */
   statementTimeoutMs?: number;
   /** Query bounds (PGMCP_QUERY_*, PGMCP_AUDIT_TEXT_BYTES) over the defaults. */
@@ -140,6 +145,13 @@ export async function startTestServer(
       ? {}
       : { auditTextBytes: options.query.auditTextBytes }),
     onError: (message, error) => logger.error(message, error),
+    onWarning: (message) => logger.warn(message),
+    ...(options.driverShape === undefined
+      ? {}
+      : { driverShape: options.driverShape }),
+    ...(options.driverPatches === undefined
+      ? {}
+      : { driverPatches: options.driverPatches }),
   });
   const source = await catalogSource(db, {
     scope: options.catalogScope,

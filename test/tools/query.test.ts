@@ -361,7 +361,7 @@ describe('query', () => {
   });
 });
 
-// A pooled connection keeps each role's fetch function (db/ad-hoc-sql.ts): one connection serves
+// A pooled connection keeps each role's fetch function (db/ad-hoc/role-functions.ts): one connection serves
 // several roles here, the role named by the Authorization header.
 describe('query on a connection several roles share', () => {
   let shared: TestServer;

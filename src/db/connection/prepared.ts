@@ -23,7 +23,7 @@ export interface PreparedQuery<TArgs, TRow> {
    */
   readonly textOutput?: boolean;
   /**
-   * Runs on a pipelined connection (db/request-pipeline.ts): only for statements on pgmcp's own
+   * Runs on a pipelined connection (db/driver/request-pipeline.ts): only for statements on pgmcp's own
    * tables, short by construction, since a statement behind it waits and no cancel reaches it.
    */
   readonly pipelined?: boolean;

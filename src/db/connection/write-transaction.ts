@@ -1,8 +1,8 @@
 // Writes the server's login makes beside requests (audit rows, client sessions): each in its own
 // read-write transaction, since the pool's sessions default to read-only.
 import type pg from 'pg';
-import { ImplicitTransaction } from '../implicit-transaction.js';
-import { connectClient, PIPELINE, type DatabaseHandle } from '../pool.js';
+import { ImplicitTransaction } from '../driver/index.js';
+import { connectClient, type DatabaseHandle } from '../pool.js';
 import { toDatabaseError } from './sqlstate.js';
 
 /** Run `work` between BEGIN READ WRITE and COMMIT; a connection that cannot roll back is dropped. */
@@ -29,7 +29,7 @@ export async function inWriteTransaction<T>(
 }
 
 /**
- * One statement in its own read-write transaction, in one round trip when the pipeline is on
+ * One statement in its own read-write transaction, in one round trip when the handle drives the driver internals (db/driver/)
  * (BEGIN READ WRITE, the statement, COMMIT, then a single Sync): its rows as objects.
  */
 export async function writeOneStatement<TRow>(
@@ -40,7 +40,7 @@ export async function writeOneStatement<TRow>(
     readonly values: readonly unknown[];
   },
 ): Promise<TRow[]> {
-  if (!PIPELINE)
+  if (!db.driverInternals)
     return inWriteTransaction(db, async (client) => {
       const { rows } = await client.query<TRow & object>({
         name: statement.name,

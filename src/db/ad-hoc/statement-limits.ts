@@ -1,7 +1,7 @@
 // The bounds on a caller's statement in query and explain (issue 32 point 5): one deadline per
 // call, each transaction's statement_timeout set to what is left of it; temp_file_limit where the
 // login may set it; and the ceiling on the planned cost, read from an EXPLAIN plan.
-import { connectClient, type DatabaseHandle } from './pool.js';
+import { connectClient, type DatabaseHandle } from '../pool.js';
 
 /** What bounds one call's statements; each is optional (absent or 0: not bounded here). */
 export interface StatementLimits {

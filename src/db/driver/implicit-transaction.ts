@@ -2,92 +2,12 @@
 // COMMIT: each statement's extended-query messages, then a single Sync. PostgreSQL runs everything
 // before a Sync as one implicit transaction, so `set_config(…, true)` in the first statement holds
 // for the next ones and ends with the transaction. Submitted through pg's Submittable interface,
-// the one pg-cursor and pg-query-stream use.
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
+// the one pg-cursor and pg-query-stream use. What of pg it drives: README.md beside this file;
+// driver/probe.ts checks it at start-up.
 import pg from 'pg';
+import { installedDriver } from './probe.js';
 
-// Verified with pg 8.23.1 and the pg-protocol 1.16.1 it loads (package.json pins both exactly):
-// Connection's parse, bind, describe, execute and sync, its parsedStatements table,
-// utils.prepareValue (the value serialisation pg's own Query binds with), the handle* calls pg's
-// Client makes on its active query, and pg-protocol's new field array per DataRow.
-export const PIPELINE_VERIFIED = {
-  pg: '8.23.1',
-  pgProtocol: '1.16.1',
-} as const;
-const CONNECTION_METHODS = [
-  'parse',
-  'bind',
-  'describe',
-  'execute',
-  'sync',
-] as const;
-
-/** The parts of a pg installation the pipeline drives. */
-export interface PipelineDriver {
-  readonly version: string;
-  /** The version of the pg-protocol that pg itself resolves. */
-  readonly protocolVersion: string;
-  readonly Connection: unknown;
-  readonly prepareValue: unknown;
-}
-
-const require = createRequire(import.meta.url);
-
-/** The pg this process loads. */
-export function installedPipelineDriver(): PipelineDriver {
-  // pg-protocol exports no package.json: find it beside the entry point pg resolves.
-  const protocolEntry = createRequire(require.resolve('pg')).resolve(
-    'pg-protocol',
-  );
-  const protocolPackage = path.join(
-    path.dirname(protocolEntry),
-    '..',
-    'package.json',
-  );
-  return {
-    version: (require('pg/package.json') as { version: string }).version,
-    protocolVersion: (
-      JSON.parse(readFileSync(protocolPackage, 'utf8')) as { version: string }
-    ).version,
-    Connection: pg.Connection,
-    prepareValue: (require('pg/lib/utils.js') as { prepareValue?: unknown })
-      .prepareValue,
-  };
-}
-
-/** Why the pipeline cannot drive `driver`, or undefined when it can. */
-export function pipelineDriverProblem(
-  driver: PipelineDriver,
-): string | undefined {
-  if (driver.version !== PIPELINE_VERIFIED.pg)
-    return `pg is ${driver.version}, the pipeline is verified with pg ${PIPELINE_VERIFIED.pg} only`;
-  if (driver.protocolVersion !== PIPELINE_VERIFIED.pgProtocol)
-    return `pg loads pg-protocol ${driver.protocolVersion}, the pipeline is verified with ${PIPELINE_VERIFIED.pgProtocol} only`;
-  const Connection = driver.Connection as
-    | (new () => { parsedStatements?: unknown; stream?: { destroy?(): void } })
-    | undefined;
-  const prototype = (Connection?.prototype ?? {}) as Record<string, unknown>;
-  const missing = CONNECTION_METHODS.filter(
-    (name) => typeof prototype[name] !== 'function',
-  );
-  if (Connection === undefined || missing.length > 0)
-    return `pg's Connection has no ${missing.join(', ')} method`;
-  if (typeof driver.prepareValue !== 'function')
-    return "pg's lib/utils.js has no prepareValue function";
-  // The constructor makes parsedStatements; its socket is never connected.
-  const connection = new Connection();
-  connection.stream?.destroy?.();
-  if (
-    typeof connection.parsedStatements !== 'object' ||
-    connection.parsedStatements === null
-  )
-    return "pg's Connection has no parsedStatements table";
-  return undefined;
-}
-
-const prepareValue = installedPipelineDriver().prepareValue as (
+const prepareValue = installedDriver().prepareValue as (
   value: unknown,
 ) => unknown;
 
@@ -353,3 +273,14 @@ export class ImplicitTransaction {
 // config, make a Result and an EventEmitter that nothing here uses). This class defines submit()
 // and every handle* call pg makes on a query, so nothing of Query's own is ever called.
 Object.setPrototypeOf(ImplicitTransaction.prototype, pg.Query.prototype);
+
+/**
+ * pg's table of the statements it has prepared on `client`'s connection (name → text), which the
+ * ImplicitTransaction reads and fills as pg's own Query does; empty when pg keeps none.
+ */
+export function parsedStatementsOf(client: object): Record<string, string> {
+  return (
+    (client as { connection?: { parsedStatements?: Record<string, string> } })
+      .connection?.parsedStatements ?? {}
+  );
+}
