@@ -278,6 +278,8 @@ function requestPipelines(
     },
     connections,
     options.onError,
+    // Issue 34 point 2: a caller waits one lock_timeout at most, not one per transaction ahead.
+    options.lockTimeoutMs ?? 2000,
   );
 }
 
