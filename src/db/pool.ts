@@ -278,8 +278,9 @@ function requestPipelines(
     },
     connections,
     options.onError,
-    // Issue 34 point 2: a caller waits one lock_timeout at most, not one per transaction ahead.
-    options.lockTimeoutMs ?? 2000,
+    // Issue 34 point 2: a caller waits one lock_timeout at most (one statement_timeout when
+    // lock_timeout is off), not one per transaction queued ahead of it on its connection.
+    (options.lockTimeoutMs ?? 2000) || options.statementTimeoutMs,
   );
 }
 

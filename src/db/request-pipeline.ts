@@ -30,7 +30,7 @@ export class RequestPipelines {
     readonly onError: (message: string, error: unknown) => void,
     /**
      * Longest a caller waits for its transaction once it is on the wire (the sessions'
-     * lock_timeout); 0: no bound.
+     * lock_timeout, else their statement_timeout); 0: no bound.
      */
     readonly waitBoundMs = 0,
   ) {

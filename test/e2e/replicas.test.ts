@@ -1,6 +1,7 @@
 // Issue 34 point 5: three built servers on one database behind a round-robin proxy on loopback
-// (each HTTP request goes to the next live replica; a streamed answer stays where it started). A
-// list walk crosses replicas page by page, a 2025-11-25 session is served by all three, listen
+// (each HTTP request goes to the next live replica; a streamed answer stays where it started).
+// Each replica's connections carry its name, a lock answers 503 everywhere but leaves every
+// replica ready, a list walk crosses replicas page by page, a 2025-11-25 session is served by all three, listen
 // streams on every replica hear every change, and when the replica holding streams is killed
 // mid-traffic its clients listen again elsewhere and pull what they missed from changes_since:
 // every committed change reaches every client.
@@ -14,6 +15,9 @@ import { PROJECT_ROOT } from '../../src/version.js';
 import {
   call,
   listen,
+  mcpHeaders,
+  META,
+  postRaw,
   testDatabaseUrl,
   until,
   walkList,
@@ -35,6 +39,8 @@ const PIN = 'x-test-replica';
 interface Replica {
   readonly child: ChildProcess;
   readonly port: number;
+  /** What it logged so far. */
+  readonly output: () => string;
   dead: boolean;
 }
 
@@ -85,7 +91,12 @@ function startReplica(): Promise<Replica> {
       output += chunk.toString('utf8');
       const url = /serving MCP 2026-07-28 at (http:\/\/\S+)/.exec(output)?.[1];
       if (url !== undefined)
-        resolve({ child, port: Number(new URL(url).port), dead: false });
+        resolve({
+          child,
+          port: Number(new URL(url).port),
+          output: () => output,
+          dead: false,
+        });
     };
     child.stdout.on('data', onData);
     child.stderr.on('data', onData);
@@ -220,6 +231,18 @@ async function pullFrom(
 }
 
 describe('three replicas behind a round-robin proxy', () => {
+  it('tells the replicas apart in pg_stat_activity: the listener of each names its process', async () => {
+    const { rows } = await sql.query<{ name: string }>(
+      `select application_name as name from pg_stat_activity
+        where datname = current_database() and application_name like 'pgmcp-listener/%'`,
+    );
+    const names = rows.map((row) => row.name);
+    for (const replica of replicas)
+      expect(
+        names.filter((name) => name.endsWith(`/${replica.child.pid}`)),
+      ).toHaveLength(1);
+  });
+
   it('walks resources/list with every page on a different replica than the one before', async () => {
     const pageReplicas: (number | undefined)[] = [];
     const { uris: listed, pages } = await walkList(proxy.url, () => {
@@ -271,6 +294,56 @@ describe('three replicas behind a round-robin proxy', () => {
       proxy.served.slice(before).map((entry) => entry.replica),
     );
     expect(used.size).toBe(REPLICAS);
+  });
+
+  it('answers reads on every replica 503 with Retry-After under an exclusive lock on pgmcp.resources and pgmcp.changes, and keeps every replica ready', async () => {
+    const uri = uris[0] as string;
+    await sql.query('begin');
+    try {
+      await sql.query(
+        'lock pgmcp.resources, pgmcp.changes in access exclusive mode',
+      );
+      const before = proxy.served.length;
+      const reads = await Promise.all(
+        replicas.map(() =>
+          postRaw(
+            proxy.url,
+            JSON.stringify({
+              jsonrpc: '2.0',
+              id: 1,
+              method: 'resources/read',
+              params: { _meta: META, uri },
+            }),
+            mcpHeaders('resources/read', uri),
+          ),
+        ),
+      );
+      for (const read of reads) {
+        expect(read.status, read.text).toBe(503);
+        expect(read.headers.get('retry-after')).toMatch(/^\d+$/);
+      }
+      expect(
+        new Set(proxy.served.slice(before).map((entry) => entry.replica)).size,
+      ).toBe(REPLICAS);
+      // Every replica's feed met the lock reading the log and gave up on it (its lock_timeout),
+      // while the lock is still held; each stays ready.
+      await until(
+        () =>
+          replicas.every((replica) =>
+            replica
+              .output()
+              .includes('reading the change log waited too long for a lock'),
+          ),
+        30_000,
+        'every replica to fail a read of the change log on the lock',
+      );
+      for (const replica of replicas) {
+        const ready = await fetch(`http://127.0.0.1:${replica.port}/readyz`);
+        expect(ready.status, await ready.text()).toBe(200);
+      }
+    } finally {
+      await sql.query('commit');
+    }
   });
 
   it('delivers every committed change to streams on every replica, and to clients of a killed replica after they listen again and pull changes_since', async () => {
