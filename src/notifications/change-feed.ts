@@ -308,7 +308,6 @@ async function startListener(
   };
 }
 
-/** The safety-net poll and the pruning of old changes (once now, then periodically). */
 /** A lock wait past lock_timeout (55P03) or a statement cut by statement_timeout (57014). */
 function heldUpByLock(error: unknown): boolean {
   for (let cause = error; cause instanceof Error; cause = cause.cause) {
@@ -318,6 +317,7 @@ function heldUpByLock(error: unknown): boolean {
   return false;
 }
 
+/** The safety-net poll and the pruning of old changes (once now, then periodically). */
 function startTimers(
   options: ChangeFeedOptions,
   poll: () => Promise<void>,
