@@ -143,13 +143,13 @@ export class RequestPipelines {
  * unanswered after the sessions' lock_timeout is held up by a lock; its caller is answered then
  * (UNAVAILABLE, like a lock timeout of its own), and PostgreSQL's answer, when it comes, is dropped.
  */
-export class PipelineWaitError extends Error {
+class PipelineWaitError extends Error {
   /** lock_not_available: db/sqlstate.ts maps it to UNAVAILABLE (503 with Retry-After). */
   readonly code = '55P03';
 
   constructor(waitBoundMs: number) {
     super(
-      `a pipelined transaction waited ${waitBoundMs} ms (lock_timeout) behind others on its connection`,
+      `a pipelined transaction was not answered within ${waitBoundMs} ms (the sessions' lock_timeout): it waits for a lock, or behind a transaction that does`,
     );
     this.name = 'PipelineWaitError';
   }
