@@ -2,6 +2,7 @@
 import pg from 'pg';
 import { ProtocolError } from '../errors.js';
 import { METRICS, observePool } from '../observability/index.js';
+import { replicaApplicationName } from './connection/application-name.js';
 import { toDatabaseError } from './connection/sqlstate.js';
 import {
   RequestPipelines,
@@ -95,7 +96,8 @@ export interface AuditChannel {
 /** Connection settings for a session outside the pool; pg.ClientConfig without importing pg. */
 export interface SessionConfig {
   readonly connectionString?: string;
-  readonly application_name: string;
+  /** This replica's name for the session (db/connection/application-name.ts); the user's own wins. */
+  readonly fallback_application_name: string;
   readonly options: string;
 }
 
@@ -116,7 +118,8 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
     // A waiter that times out is taken off the queue (no client is handed to it later), so the
     // pool recovers once the load falls; the error maps to POOL_EXHAUSTED (db/connection/sqlstate.ts).
     connectionTimeoutMillis: options.poolWaitMs ?? 5000,
-    application_name: 'pgmcp',
+    // Issue 34 point 4: which replica and pool, unless the URL or PGAPPNAME names the application.
+    fallback_application_name: replicaApplicationName('pgmcp'),
     // Session defaults, set once per connection at start-up: every request statement is read-only
     // unless a transaction says otherwise, and none runs longer than the timeout. Request
     // statements are prepared once per connection and run with their generic plan: they are
@@ -184,7 +187,7 @@ async function connectAdminClient(
 ): Promise<pg.Client> {
   const client = new pg.Client({
     connectionString: options.connectionString,
-    application_name: 'pgmcp-admin',
+    fallback_application_name: replicaApplicationName('pgmcp-admin'),
     options: '-c TimeZone=UTC',
   });
   client.on('error', (error) =>
@@ -210,7 +213,7 @@ function feedHandle(
     new pg.Pool({
       ...config,
       max: options.feedPoolSize ?? 2,
-      application_name: 'pgmcp-feed',
+      fallback_application_name: replicaApplicationName('pgmcp-feed'),
     }),
     options,
   );
@@ -237,7 +240,7 @@ function dedicatedSession(
     ...(options.connectionString === undefined
       ? {}
       : { connectionString: options.connectionString }),
-    application_name: applicationName,
+    fallback_application_name: replicaApplicationName(applicationName),
     options: '-c TimeZone=UTC',
   };
 }
@@ -271,13 +274,16 @@ function requestPipelines(
     {
       connectionString: config.connectionString,
       connectionTimeoutMillis: config.connectionTimeoutMillis,
-      application_name: 'pgmcp',
+      fallback_application_name: replicaApplicationName('pgmcp-pipeline'),
       options: config.options,
       // Many requests wait on one socket: a peer gone silently (failover, NAT) is found by TCP.
       keepAlive: true,
     },
     connections,
     options.onError,
+    // Issue 34 point 2: a caller waits one lock_timeout at most (one statement_timeout when
+    // lock_timeout is off), not one per transaction queued ahead of it on its connection.
+    (options.lockTimeoutMs ?? 2000) || options.statementTimeoutMs,
   );
 }
 
@@ -290,7 +296,7 @@ function auditPool(options: DatabaseOptions): pg.Pool {
     connectionString: options.connectionString,
     max: 1,
     connectionTimeoutMillis: options.poolWaitMs ?? 5000,
-    application_name: 'pgmcp-audit',
+    fallback_application_name: replicaApplicationName('pgmcp-audit'),
     options: `-c statement_timeout=${options.statementTimeoutMs} -c TimeZone=UTC`,
   });
   audit.on('error', (error) =>

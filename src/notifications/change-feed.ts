@@ -215,6 +215,15 @@ function createPoller(
           reading = true;
         } catch (error) {
           METRICS.changeFeedFailures.inc();
+          // Issue 34 point 2: a lock someone holds on pgmcp's tables holds up every replica's read
+          // alike; readiness stays this replica's own (listener up, the database reachable), so
+          // the lock does not take every replica out of service. The next wake-up reads again.
+          if (heldUpByLock(error)) {
+            log(
+              `live updates: reading the change log waited too long for a lock (${describe(error)}); retrying`,
+            );
+            return;
+          }
           if (reading)
             log(
               `live updates: reading the change log failed (${describe(error)}); retrying`,
@@ -296,6 +305,15 @@ async function startListener(
     },
     close: () => subscriber.close().catch(() => undefined),
   };
+}
+
+/** A lock wait past lock_timeout (55P03) or a statement cut by statement_timeout (57014). */
+function heldUpByLock(error: unknown): boolean {
+  for (let cause = error; cause instanceof Error; cause = cause.cause) {
+    const code = (cause as { code?: unknown }).code;
+    if (code === '55P03' || code === '57014') return true;
+  }
+  return false;
 }
 
 /** The safety-net poll and the pruning of old changes (once now, then periodically). */

@@ -135,7 +135,7 @@ describe('SIGTERM', () => {
     await until(
       async () => {
         const { rows } = await sql.query(
-          "select 1 from pg_stat_activity where wait_event = 'PgSleep' and datname = current_database() and application_name = 'pgmcp'",
+          "select 1 from pg_stat_activity where wait_event = 'PgSleep' and datname = current_database() and application_name like 'pgmcp/%'",
         );
         return rows.length > 0;
       },

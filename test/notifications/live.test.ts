@@ -390,7 +390,7 @@ describe('subscriptions/listen', () => {
     const kill = () =>
       killer.query(
         `select pg_terminate_backend(pid) from pg_stat_activity
-          where application_name = 'pgmcp-listener' and datname = current_database()`,
+          where application_name like 'pgmcp-listener/%' and datname = current_database()`,
       );
     for (const [index, uri] of uris.entries()) {
       await sql.query(

@@ -47,7 +47,7 @@ describe('the change feed', () => {
   const listenerPids = async (): Promise<number[]> =>
     (
       await sql.query<{ pid: number }>(
-        "select pid from pg_stat_activity where application_name = 'pgmcp-listener' and datname = current_database()",
+        "select pid from pg_stat_activity where application_name like 'pgmcp-listener/%' and datname = current_database()",
       )
     ).rows.map((row) => row.pid);
 

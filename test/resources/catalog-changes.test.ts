@@ -109,7 +109,7 @@ describe('changes since a token', () => {
     // The live listener's connection dies and comes back; the pull path does not depend on it.
     await sql.query(
       `select pg_terminate_backend(pid) from pg_stat_activity
-        where application_name = 'pgmcp-listener' and datname = current_database()`,
+        where application_name like 'pgmcp-listener/%' and datname = current_database()`,
     );
     const after = [
       await store('c', '{support}'),

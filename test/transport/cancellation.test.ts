@@ -51,7 +51,7 @@ function sleepingBackend(): Promise<number> {
     async () => {
       const { rows } = await sql.query<{ pid: number }>(
         `select pid from pg_stat_activity
-          where datname = $1 and application_name = 'pgmcp' and wait_event = 'PgSleep'`,
+          where datname = $1 and application_name like 'pgmcp/%' and wait_event = 'PgSleep'`,
         [DATABASE],
       );
       return rows[0]?.pid;

@@ -4,11 +4,7 @@ import { tracedApplicationName } from '../../observability/index.js';
 import type pg from 'pg';
 import type { Principal } from '../../auth/index.js';
 import { claimsJson } from '../request-transaction.js';
-import {
-  costRefusal,
-  limitSettings,
-  remainingMs,
-} from './statement-limits.js';
+import { costRefusal, limitSettings, remainingMs } from './statement-limits.js';
 import {
   SqlStatementError,
   type AdHocSqlOptions,

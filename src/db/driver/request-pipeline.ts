@@ -28,6 +28,11 @@ export class RequestPipelines {
     readonly config: pg.ClientConfig,
     connections: number,
     readonly onError: (message: string, error: unknown) => void,
+    /**
+     * Longest a caller waits for its transaction once it is on the wire (the sessions'
+     * lock_timeout, else their statement_timeout); 0: no bound.
+     */
+    readonly waitBoundMs = 0,
   ) {
     this.#slots = Array.from({ length: connections }, () => ({
       client: undefined,
@@ -35,28 +40,44 @@ export class RequestPipelines {
     }));
   }
 
-  /** Send `transaction` on the connection with the fewest in flight; its rows when it ends. */
+  /**
+   * Send `transaction` on the connection with the fewest in flight; its rows when it ends, or,
+   * past `waitBoundMs` on the wire, a PipelineWaitError (issue 34 point 2).
+   */
   async run(transaction: ImplicitTransaction): Promise<Rows> {
     let slot = this.#slots[0] as Slot;
     for (const candidate of this.#slots)
       if (candidate.inFlight < slot.inFlight) slot = candidate;
     slot.inFlight += 1;
     const connecting = this.#connected(slot);
+    let client: pg.Client;
     try {
-      const client = await connecting;
-      void client.query(transaction as unknown as pg.Submittable);
-      const rows = await transaction.result;
-      return rows;
+      client = await connecting;
     } catch (error) {
-      // Which of its new prepared statements exist is unknown: the connection goes (transactions
-      // behind it never bind a name still being parsed, so they are unaffected), and the slot
-      // reconnects on its next use. Only this connection: the slot may hold a newer one.
-      if (transaction.unsafeToReuse && slot.client === connecting)
-        this.#drop(slot);
-      throw error;
-    } finally {
       slot.inFlight -= 1;
+      throw error;
     }
+    void client.query(transaction as unknown as pg.Submittable);
+    // The slot counts the transaction until PostgreSQL has answered it, even when its caller was
+    // answered first; a transaction that failed with a new prepared statement half-made drops
+    // the connection (transactions behind it never bind a name still being parsed, so they are
+    // unaffected), and the slot reconnects on its next use. Only this connection: the slot may
+    // hold a newer one.
+    const settled = transaction.result.then(
+      (rows) => {
+        slot.inFlight -= 1;
+        return rows;
+      },
+      (error: unknown) => {
+        slot.inFlight -= 1;
+        if (transaction.unsafeToReuse && slot.client === connecting)
+          this.#drop(slot);
+        throw error;
+      },
+    );
+    return this.waitBoundMs > 0
+      ? withinBound(settled, this.waitBoundMs)
+      : settled;
   }
 
   /** Close every connection, once the transactions on the wire have been answered. */
@@ -113,4 +134,42 @@ export class RequestPipelines {
       () => undefined,
     );
   }
+}
+
+/**
+ * Issue 34 point 2: a pipelined connection runs its transactions one after another, so behind one
+ * that waits for a lock every other waits too, each then for its own lock_timeout: the k-th would
+ * answer after k timeouts. Only short statements on pgmcp's own tables go this way, so one still
+ * unanswered after the sessions' lock_timeout is held up by a lock; its caller is answered then
+ * (UNAVAILABLE, like a lock timeout of its own), and PostgreSQL's answer, when it comes, is dropped.
+ */
+class PipelineWaitError extends Error {
+  /** lock_not_available: db/sqlstate.ts maps it to UNAVAILABLE (503 with Retry-After). */
+  readonly code = '55P03';
+
+  constructor(waitBoundMs: number) {
+    super(
+      `a pipelined transaction was not answered within ${waitBoundMs} ms (the sessions' lock_timeout): it waits for a lock, or behind a transaction that does`,
+    );
+    this.name = 'PipelineWaitError';
+  }
+}
+
+function withinBound(rows: Promise<Rows>, waitBoundMs: number): Promise<Rows> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new PipelineWaitError(waitBoundMs)),
+      waitBoundMs,
+    );
+    rows.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: Error) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
 }
