@@ -291,10 +291,18 @@ async function sizesOf(
 ): Promise<Record<string, Size>> {
   return {
     navigator: await contextSize(source, databaseUri(at.database), role),
-    schema: await contextSize(source, catalogUri(at.database, at.schema), role),
+    schema: await contextSize(
+      source,
+      catalogUri({ database: at.database, schema: at.schema }),
+      role,
+    ),
     table: await contextSize(
       source,
-      catalogUri(at.database, at.schema, at.table),
+      catalogUri({
+        database: at.database,
+        schema: at.schema,
+        relation: at.table,
+      }),
       role,
     ),
   };
@@ -321,7 +329,7 @@ async function hintsGrowth(db: DatabaseHandle): Promise<{
   );
   const tables = [];
   for (const { schema, name } of rows) {
-    const uri = catalogUri(DEMO_DATABASE, schema, name);
+    const uri = catalogUri({ database: DEMO_DATABASE, schema, relation: name });
     tables.push({
       uri,
       with: (await contextSize(withHints, uri, DEMO_ROLE)).bytes,
@@ -519,11 +527,11 @@ async function catalogFigures(
   const callers = await served.callers(ROLE);
   // Tables spread over every schema and through each one's names.
   const uris = Array.from({ length: 1000 }, (_, index) =>
-    catalogUri(
-      DATABASE,
-      schemaName(1 + (index % SCHEMAS)),
-      tableName(1 + ((index * 7) % TABLES_PER_SCHEMA)),
-    ),
+    catalogUri({
+      database: DATABASE,
+      schema: schemaName(1 + (index % SCHEMAS)),
+      relation: tableName(1 + ((index * 7) % TABLES_PER_SCHEMA)),
+    }),
   );
   return {
     // The first resources/list page (no stored resources: the catalog from its first entry).
@@ -589,7 +597,13 @@ export async function catalogBenchmarks(
     results['catalog_hints_read'] = await served.p50Of(
       {
         kind: 'read-uris',
-        uris: [catalogUri(DEMO_DATABASE, 'shop', 'orders')],
+        uris: [
+          catalogUri({
+            database: DEMO_DATABASE,
+            schema: 'shop',
+            relation: 'orders',
+          }),
+        ],
       },
       await served.callers(DEMO_ROLE),
     );

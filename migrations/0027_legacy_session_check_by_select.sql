@@ -2,7 +2,7 @@
 -- SELECT by primary key, run as the server's login first in the request's own transaction (before
 -- the request role is set). A call of pgmcp.legacy_session_check (SECURITY DEFINER with its own
 -- search_path, so PostgreSQL switches user and settings around every call) made a 2025-11-25 read
--- cost PostgreSQL about 40 µs of CPU more than the same read in 2026-07-28; the SELECT, about 9.
+-- cost PostgreSQL more CPU than the plain SELECT (docs/benchmarks.md, History).
 -- The login may read only what that check needs: the digests and the expiry, never the client's
 -- info or capabilities. The function stays for replicas that still run the previous release.
 do $$

@@ -45,7 +45,10 @@ export function createApp(options: AppOptions): App {
       fanout,
       maxUris: options.live.maxSubscriptionUris,
       readableUris: (uris, principal, signal) =>
-        readableUris(options.db, options.sources, uris, principal, signal),
+        readableUris(
+          { db: options.db, sources: options.sources, principal, signal },
+          uris,
+        ),
     }),
     tools: serverTools(options, {
       read: readThrough(resources.read),

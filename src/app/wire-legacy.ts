@@ -40,7 +40,10 @@ export function wireLegacyEra(options: AppOptions, core: EraCore): EraWiring {
   const subscriptions = new LegacySubscriptions(
     streams,
     (uris, principal, signal) =>
-      readableUris(options.db, options.sources, uris, principal, signal),
+      readableUris(
+        { db: options.db, sources: options.sources, principal, signal },
+        uris,
+      ),
     options.live.maxSubscriptionUris,
   );
   const adapter = createLegacyAdapter({

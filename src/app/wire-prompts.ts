@@ -91,11 +91,15 @@ function promptDependencies(
       include: main?.scope.include ?? null,
       exclude: main?.scope.exclude ?? [],
       tableUri: (schema, relation) =>
-        catalogUri(main?.name ?? '', schema, relation),
+        catalogUri({ database: main?.name ?? '', schema, relation }),
     },
-    read: (uri, ctx) => readContents(readDeps, uri, ctx.principal, ctx),
+    read: (uri, ctx) =>
+      readContents(readDeps, uri, {
+        principal: ctx.principal,
+        cancellation: ctx,
+      }),
     consent: (ctx, target, input) =>
-      readDeps.consent.check(ctx, 'prompts/get', target, input),
+      readDeps.consent.check(ctx, { method: 'prompts/get', target }, input),
     limits: options.promptLimits ?? DEFAULT_PROMPT_LIMITS,
   };
 }

@@ -67,6 +67,6 @@ export function completeMethod(
     db: options.db,
     sources: options.sources,
     completePrompt: (name, argument, ctx) =>
-      completePromptArgument(prompts, ctx, name, argument),
+      completePromptArgument(prompts, ctx, { name, argument }),
   });
 }

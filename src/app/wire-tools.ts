@@ -108,7 +108,7 @@ export function serverTools(
   const settings = options.tools ?? DEFAULT_TOOLS;
   const main = options.sources[0];
   const askConsent: ConsentCheck = (ctx, target, input) =>
-    deps.consent.check(ctx, 'tools/call', target, input);
+    deps.consent.check(ctx, { method: 'tools/call', target }, input);
   const sql = sqlToolDependencies(options, askConsent);
   // One limiter for both SQL tools: their calls count together.
   const limiter =
@@ -124,7 +124,7 @@ export function serverTools(
           createSearchTool({
             db: options.db,
             relationUri: (schema, relation) =>
-              catalogUri(main.name, schema, relation),
+              catalogUri({ database: main.name, schema, relation }),
             scope: main.scope,
             limit: settings.searchLimit,
             collections: searchableCollections(options.sources),

@@ -147,7 +147,7 @@ export async function findClientSession(
  * A held session's check: one row when the session is live and this principal's, saying whether
  * its expiry is due to be pushed back; no row otherwise. A plain SELECT by primary key as the
  * login, which may read these three columns (migration 0027): through a SECURITY DEFINER function
- * the check cost PostgreSQL about four times as much CPU.
+ * the check cost PostgreSQL more CPU (docs/benchmarks.md, History).
  */
 const CHECK = prepare(
   'pgmcp_legacy_session_check',

@@ -270,8 +270,8 @@ function requestPipelines(
 ): RequestPipelines | undefined {
   const connections = options.pipelineConnections ?? 2;
   if (connections === 0) return undefined;
-  return new RequestPipelines(
-    {
+  return new RequestPipelines({
+    config: {
       connectionString: config.connectionString,
       connectionTimeoutMillis: config.connectionTimeoutMillis,
       fallback_application_name: replicaApplicationName('pgmcp-pipeline'),
@@ -280,11 +280,11 @@ function requestPipelines(
       keepAlive: true,
     },
     connections,
-    options.onError,
+    onError: options.onError,
     // Issue 34 point 2: a caller waits one lock_timeout at most (one statement_timeout when
     // lock_timeout is off), not one per transaction queued ahead of it on its connection.
-    (options.lockTimeoutMs ?? 2000) || options.statementTimeoutMs,
-  );
+    waitBoundMs: (options.lockTimeoutMs ?? 2000) || options.statementTimeoutMs,
+  });
 }
 
 /**

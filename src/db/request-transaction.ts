@@ -65,13 +65,10 @@ export type Cancellation =
  * statement at once (PostgreSQL's cancel on the backend) and the connection goes back clean.
  */
 export function runRequestQuery<TArgs, TRow>(
-  db: DatabaseHandle,
-  principal: Principal,
-  cancellation: Cancellation | { readonly aborted: boolean },
+  call: RequestCall,
   query: PreparedQuery<TArgs, TRow>,
   args: TArgs,
 ): Promise<TRow[]> {
-  const call: RequestCall = { db, principal, cancellation };
   const statement: RequestStatement = {
     name: query.name,
     text: query.text,
@@ -89,7 +86,7 @@ export function runRequestQuery<TArgs, TRow>(
 }
 
 /** Who runs a request's statement, on which database, and how the request says it was cancelled. */
-interface RequestCall {
+export interface RequestCall {
   readonly db: DatabaseHandle;
   readonly principal: Principal;
   readonly cancellation: Cancellation | { readonly aborted: boolean };

@@ -87,15 +87,15 @@ export class LegacySubscriptions {
     this.detach(session);
     if (session.channel === undefined || session.closed) return;
     const release = this.streams.reserve(principal);
-    const subscriber = new StreamQueue(
+    const subscriber = new StreamQueue({
       principal,
-      MESSAGES,
-      [...session.subscriptions],
-      true,
-      this.#sinkOf(session),
+      messages: MESSAGES,
+      uris: [...session.subscriptions],
+      listChanged: true,
+      sink: this.#sinkOf(session),
       // The legacy initialize offers prompts with listChanged.
-      true,
-    );
+      promptsListChanged: true,
+    });
     this.#registered.set(session, subscriber);
     this.streams.add(subscriber, release);
     if (carried !== undefined) {

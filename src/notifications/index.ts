@@ -147,9 +147,7 @@ const BACKGROUND = new AbortController().signal;
 function authorizeIn(db: DatabaseHandle): Authorize {
   return async function authorize(principal, seqs) {
     const rows = await runRequestQuery(
-      db,
-      principal,
-      BACKGROUND,
+      { db, principal, cancellation: BACKGROUND },
       CHANGE_VISIBILITY,
       { seqs },
     );

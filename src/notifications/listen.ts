@@ -78,14 +78,14 @@ export function createListenMethod(
       return new StreamingResult({
         attach(sink) {
           if (cancelled || subscriber !== undefined) return;
-          subscriber = new StreamQueue(
-            ctx.principal,
+          subscriber = new StreamQueue({
+            principal: ctx.principal,
             messages,
-            honoredUris,
-            honored.resourcesListChanged === true,
+            uris: honoredUris,
+            listChanged: honored.resourcesListChanged === true,
             sink,
-            honored.promptsListChanged === true,
-          );
+            promptsListChanged: honored.promptsListChanged === true,
+          });
           // The acknowledgement goes out before the stream can receive anything (§7.2).
           sink.write(messages.acknowledged(honored));
           deps.fanout.add(subscriber, release);

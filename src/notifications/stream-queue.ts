@@ -43,6 +43,16 @@ export function roleKey(principal: Principal): string {
   return principal.role ?? '\u0000login';
 }
 
+/** What a subscriber's queue is opened with. */
+export interface StreamQueueOptions {
+  readonly principal: Principal;
+  readonly messages: FanoutMessages;
+  readonly uris: readonly string[];
+  readonly listChanged: boolean;
+  readonly sink: StreamSink;
+  readonly promptsListChanged?: boolean;
+}
+
 /** One open subscriptions/listen stream: who it is for, what it watches, what it has pending. */
 export class StreamQueue {
   readonly roleKey: string;
@@ -60,17 +70,23 @@ export class StreamQueue {
   #ended = false;
   readonly #onEnd: (() => void)[] = [];
 
-  constructor(
-    readonly principal: Principal,
-    // Listen streams and other eras' subscribers (issue 14) differ only in these messages.
-    readonly messages: FanoutMessages,
-    readonly uris: readonly string[],
-    readonly listChanged: boolean,
-    readonly sink: StreamSink,
-    /** Whether it hears notifications/prompts/list_changed (asked for, or always, as an era offers). */
-    readonly promptsListChanged = false,
-  ) {
-    this.roleKey = roleKey(principal);
+  readonly principal: Principal;
+  // Listen streams and other eras' subscribers (issue 14) differ only in these messages.
+  readonly messages: FanoutMessages;
+  readonly uris: readonly string[];
+  readonly listChanged: boolean;
+  readonly sink: StreamSink;
+  /** Whether it hears notifications/prompts/list_changed (asked for, or always, as an era offers). */
+  readonly promptsListChanged: boolean;
+
+  constructor(options: StreamQueueOptions) {
+    this.principal = options.principal;
+    this.messages = options.messages;
+    this.uris = options.uris;
+    this.listChanged = options.listChanged;
+    this.sink = options.sink;
+    this.promptsListChanged = options.promptsListChanged ?? false;
+    this.roleKey = roleKey(options.principal);
   }
 
   get ended(): boolean {

@@ -18,8 +18,13 @@ const MAX_VALUES = 100;
 export async function completePromptArgument(
   deps: PromptDependencies,
   ctx: RequestContext,
-  name: string,
-  argument: { readonly name: string; readonly value: string },
+  {
+    name,
+    argument,
+  }: {
+    readonly name: string;
+    readonly argument: { readonly name: string; readonly value: string };
+  },
 ): Promise<Record<string, unknown>> {
   const prompt = await findPrompt(deps, ctx, name);
   const declared = prompt.arguments.find(
@@ -33,10 +38,14 @@ export async function completePromptArgument(
   let found: string[] = [];
   if (declared.complete === 'tags')
     found = (
-      await runRequestQuery(deps.db, ctx.principal, ctx, RESOURCE_TAGS, {
-        prefix: argument.value,
-        limit: MAX_VALUES + 1,
-      })
+      await runRequestQuery(
+        { db: deps.db, principal: ctx.principal, cancellation: ctx },
+        RESOURCE_TAGS,
+        {
+          prefix: argument.value,
+          limit: MAX_VALUES + 1,
+        },
+      )
     ).map((row) => row.tag);
   else if (declared.complete === 'tables') {
     const cut = argument.value.lastIndexOf(',') + 1;

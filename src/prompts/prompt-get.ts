@@ -35,9 +35,13 @@ export async function findPrompt(
   ctx: RequestContext,
   name: string,
 ): Promise<StoredPrompt> {
-  const [row] = await runRequestQuery(deps.db, ctx.principal, ctx, GET_PROMPT, {
-    name,
-  });
+  const [row] = await runRequestQuery(
+    { db: deps.db, principal: ctx.principal, cancellation: ctx },
+    GET_PROMPT,
+    {
+      name,
+    },
+  );
   if (row === undefined)
     throw new ProtocolError(
       'INVALID_PARAMS',

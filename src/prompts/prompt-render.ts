@@ -135,9 +135,7 @@ async function renderLinks(
   const tag = stringField(content, 'tag');
   if (tag !== undefined) {
     const rows = await runRequestQuery(
-      deps.db,
-      ctx.principal,
-      ctx,
+      { db: deps.db, principal: ctx.principal, cancellation: ctx },
       TAGGED_RESOURCES,
       {
         tag,

@@ -25,12 +25,16 @@ export function visibleTables(
     limit = MAX_TABLES,
   }: { readonly prefix: string; readonly limit?: number },
 ): Promise<VisibleTable[]> {
-  return runRequestQuery(deps.db, ctx.principal, ctx, VISIBLE_TABLES, {
-    prefix,
-    limit,
-    include: deps.catalog.include,
-    exclude: deps.catalog.exclude,
-  });
+  return runRequestQuery(
+    { db: deps.db, principal: ctx.principal, cancellation: ctx },
+    VISIBLE_TABLES,
+    {
+      prefix,
+      limit,
+      include: deps.catalog.include,
+      exclude: deps.catalog.exclude,
+    },
+  );
 }
 
 /**

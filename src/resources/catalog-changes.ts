@@ -64,9 +64,11 @@ export async function readChanges(
       `Invalid change token: read ${databaseUri(source.name, { changes_since: '' })} for a current one.`,
     );
   const rows = await runRequestQuery(
-    source.db,
-    request.principal,
-    request.cancellation,
+    {
+      db: source.db,
+      principal: request.principal,
+      cancellation: request.cancellation,
+    },
     CHANGES_SINCE,
     {
       horizon: given?.horizon ?? '0',

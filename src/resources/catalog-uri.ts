@@ -141,7 +141,7 @@ export function rowUri(
   { schema, table }: { readonly schema: string; readonly table: string },
   key: readonly string[],
 ): string {
-  return `${catalogUri(database, schema, table)}/rows/${encodeRowKey(key)}`;
+  return `${catalogUri({ database, schema, relation: table })}/rows/${encodeRowKey(key)}`;
 }
 
 /** pg://{database}, optionally with query parameters (in the order given, percent-encoded). */
@@ -164,15 +164,20 @@ export function schemaPageUri(
   }: { readonly schema: string; readonly format?: 'markdown' | 'json' },
   after: string,
 ): string {
-  const uri = `${catalogUri(database, schema)}?${format === 'json' ? 'format=json&' : ''}after=${encodeURIComponent(after)}`;
+  const uri = `${catalogUri({ database, schema })}?${format === 'json' ? 'format=json&' : ''}after=${encodeURIComponent(after)}`;
   return uri;
+}
+
+/** What a catalog URI names: a database's schema, or a relation in it. */
+export interface CatalogUriParts {
+  readonly database: string;
+  readonly schema: string;
+  readonly relation?: string | undefined;
 }
 
 /** The canonical URI of a schema (relation undefined) or relation, optionally its JSON form. */
 export function catalogUri(
-  database: string,
-  schema: string,
-  relation?: string,
+  { database, schema, relation }: CatalogUriParts,
   format: 'markdown' | 'json' = 'markdown',
 ): string {
   let uri = `pg://${encodeURIComponent(database)}/${encodeURIComponent(schema)}`;

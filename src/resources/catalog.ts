@@ -128,9 +128,11 @@ async function readRelation(
 ): Promise<string[]> {
   const { relation } = address;
   const rows = await runRequestQuery(
-    source.db,
-    request.principal,
-    request.cancellation,
+    {
+      db: source.db,
+      principal: request.principal,
+      cancellation: request.cancellation,
+    },
     DESCRIBE_RELATION,
     { database: source.databaseName, schema: address.schema, relation },
   );

@@ -112,9 +112,7 @@ async function completeStored(
 ): Promise<Record<string, unknown>> {
   const from = literalPrefix(template, argument, chosen);
   const [row] = await runRequestQuery(
-    deps.db,
-    ctx.principal,
-    ctx,
+    { db: deps.db, principal: ctx.principal, cancellation: ctx },
     TEMPLATE_COMPLETION_CANDIDATES,
     {
       template: uri,
@@ -202,9 +200,7 @@ async function completeCatalog(
 ): Promise<Record<string, unknown>> {
   // The template itself must be visible to the role, as for any other.
   const [row] = await runRequestQuery(
-    deps.db,
-    ctx.principal,
-    ctx,
+    { db: deps.db, principal: ctx.principal, cancellation: ctx },
     TEMPLATE_COMPLETION_CANDIDATES,
     { template, from: 'pg://', to: 'pg://', limit: 0 },
   );
@@ -258,9 +254,7 @@ async function completeRowAddress(
     return none();
   // The first rows the role can see, by key: enough to pick from on a small table.
   const keys = await runRequestQuery(
-    source.db,
-    ctx.principal,
-    ctx,
+    { db: source.db, principal: ctx.principal, cancellation: ctx },
     LIST_COLLECTION_ROWS,
     {
       schema,
@@ -291,9 +285,7 @@ async function completeCatalogName(
   )
     return none();
   const names = await runRequestQuery(
-    source.db,
-    ctx.principal,
-    ctx,
+    { db: source.db, principal: ctx.principal, cancellation: ctx },
     CATALOG_NAMES,
     {
       kind,

@@ -51,8 +51,7 @@ export interface ConsentGate {
    */
   check(
     ctx: RequestContext,
-    method: string,
-    target: string,
+    read: { readonly method: string; readonly target: string },
     params: ConsentParams,
   ): Promise<ConsentOutcome>;
   /**
@@ -88,7 +87,7 @@ export function createConsentGate(options: ConsentOptions): ConsentGate {
       reason: reason ?? null,
     });
   return {
-    async check(ctx, method, target, params) {
+    async check(ctx, { method, target }, params) {
       const { principal } = ctx;
       const request = { method, target };
       const question = { [CONSENT_KEY]: ask(target) };

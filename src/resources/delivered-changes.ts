@@ -72,13 +72,13 @@ export function deliveredChanges(
     return [{ seq: change.seq, uri: null, kind: 'schema', listed: true }];
   if (!inScope(source.scope, schema)) return [];
   const uris = [
-    catalogUri(source.name, schema),
-    catalogUri(source.name, schema, undefined, 'json'),
+    catalogUri({ database: source.name, schema }),
+    catalogUri({ database: source.name, schema, relation: undefined }, 'json'),
   ];
   if (table !== undefined)
     uris.push(
-      catalogUri(source.name, schema, table),
-      catalogUri(source.name, schema, table, 'json'),
+      catalogUri({ database: source.name, schema, relation: table }),
+      catalogUri({ database: source.name, schema, relation: table }, 'json'),
     );
   return uris.map((uri, index) => ({
     seq: change.seq,

@@ -14,7 +14,7 @@ export function renderMarkdown(facts: RelationFacts): string {
     `# ${facts.schema}.${facts.name} (${facts.kind})`,
     '',
     `Database \`${facts.database}\`, schema \`${facts.schema}\`; ${sizeLine(facts)}`,
-    `JSON form: ${catalogUri(facts.database, facts.schema, facts.name, 'json')}`,
+    `JSON form: ${catalogUri({ database: facts.database, schema: facts.schema, relation: facts.name }, 'json')}`,
     DATA_NOTICE,
     '',
   ];

@@ -68,10 +68,14 @@ export async function keysetPage<TArgs extends { limit: number }, TRow>(
   ctx: { readonly principal: Principal; readonly aborted: boolean },
   { query, position, room }: KeysetRequest<TArgs, TRow>,
 ): Promise<{ page: TRow[]; more: boolean }> {
-  const rows = await runRequestQuery(db, ctx.principal, ctx, query, {
-    ...position,
-    limit: room + 1,
-  } as TArgs);
+  const rows = await runRequestQuery(
+    { db, principal: ctx.principal, cancellation: ctx },
+    query,
+    {
+      ...position,
+      limit: room + 1,
+    } as TArgs,
+  );
   return {
     page: rows.length > room ? rows.slice(0, room) : rows,
     more: rows.length > room,

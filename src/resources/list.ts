@@ -97,13 +97,17 @@ function renderCatalogEntry(database: string, row: CatalogRow): string {
   const schemaEntry = row.relation === '';
   const resource: Record<string, string> = schemaEntry
     ? {
-        uri: catalogUri(database, row.schema),
+        uri: catalogUri({ database, schema: row.schema }),
         name: row.schema,
         title: `Schema ${row.schema}`,
         mimeType: 'inode/directory',
       }
     : {
-        uri: catalogUri(database, row.schema, row.relation),
+        uri: catalogUri({
+          database,
+          schema: row.schema,
+          relation: row.relation,
+        }),
         name: `${row.schema}.${row.relation}`,
         title: `${row.schema}.${row.relation} (${row.kind ?? 'relation'})`,
         mimeType: 'text/markdown',

@@ -65,9 +65,11 @@ async function renderNavigator(
   const budget = source.scope.navigatorBytes ?? DEFAULT_NAVIGATOR_BYTES;
   const lines = Math.floor(budget / SMALLEST_LINE_BYTES);
   const [row] = await runRequestQuery(
-    source.db,
-    request.principal,
-    request.cancellation,
+    {
+      db: source.db,
+      principal: request.principal,
+      cancellation: request.cancellation,
+    },
     NAVIGATOR,
     {
       database: source.databaseName,
@@ -180,7 +182,7 @@ function markdownRendering(database: string): Rendering {
       ].join('\n'),
     // The heading, the comment and the fences around the block.
     schema: (schema) =>
-      `\n## ${schema.name}: ${schema.relations} tables and views, ${catalogUri(database, schema.name)}\n\n~~~text\n${schema.comment === null ? '' : `${oneLine(schema.comment)}\n`}~~~\n`,
+      `\n## ${schema.name}: ${schema.relations} tables and views, ${catalogUri({ database, schema: schema.name })}\n\n~~~text\n${schema.comment === null ? '' : `${oneLine(schema.comment)}\n`}~~~\n`,
     group: (group) => {
       const name =
         group.members === 1
@@ -201,7 +203,7 @@ function markdownRendering(database: string): Rendering {
     document(facts, shown, budget) {
       let text = rendering.header(facts);
       for (const { schema, groups } of shown) {
-        text += `\n## ${schema.name}: ${schema.relations} tables and views, ${catalogUri(database, schema.name)}\n\n`;
+        text += `\n## ${schema.name}: ${schema.relations} tables and views, ${catalogUri({ database, schema: schema.name })}\n\n`;
         const body = [
           ...(schema.comment === null ? [] : [oneLine(schema.comment)]),
           ...groups.map((group) =>
@@ -222,7 +224,7 @@ function markdownRendering(database: string): Rendering {
 function jsonRendering(database: string): Rendering {
   const group = (entry: NavigatorGroup, schema: string) => ({
     name: entry.name,
-    uri: catalogUri(database, schema, entry.name),
+    uri: catalogUri({ database, schema, relation: entry.name }),
     kind: entry.kind,
     approximateRows: entry.approximateRows,
     key: entry.key,
@@ -242,7 +244,7 @@ function jsonRendering(database: string): Rendering {
     schema: (schema) =>
       JSON.stringify({
         name: schema.name,
-        uri: catalogUri(database, schema.name),
+        uri: catalogUri({ database, schema: schema.name }),
         comment: schema.comment,
         relations: schema.relations,
         tables: [],
@@ -256,7 +258,7 @@ function jsonRendering(database: string): Rendering {
         relationCount: facts.relationCount,
         schemas: shown.map(({ schema, groups }) => ({
           name: schema.name,
-          uri: catalogUri(database, schema.name),
+          uri: catalogUri({ database, schema: schema.name }),
           comment: schema.comment,
           relations: schema.relations,
           tables: groups.map((entry) => group(entry, schema.name)),

@@ -83,8 +83,7 @@ export function createReadResourceMethod(
       if (found.sensitive) {
         const consent = await deps.consent.check(
           ctx,
-          'resources/read',
-          uri,
+          { method: 'resources/read', target: uri },
           params,
         );
         // Spec §4.5: an input_required result carries no caching fields.
@@ -115,8 +114,13 @@ export function createReadResourceMethod(
 export async function readContents(
   deps: ReadDependencies,
   requested: string,
-  principal: Principal,
-  cancellation: { readonly aborted: boolean },
+  {
+    principal,
+    cancellation,
+  }: {
+    readonly principal: Principal;
+    readonly cancellation: { readonly aborted: boolean };
+  },
 ): Promise<{ contents: string[]; sensitive: boolean }> {
   const found = await find(deps, validateResourceUri(requested), {
     principal,
@@ -163,9 +167,7 @@ async function readOne(
   { principal, cancellation }: Reader,
 ): Promise<Found> {
   const rows = await runRequestQuery(
-    deps.db,
-    principal,
-    cancellation,
+    { db: deps.db, principal, cancellation },
     READ_RESOURCE,
     { uri },
   );
@@ -212,9 +214,11 @@ async function readDirectory(
 ): Promise<Found> {
   // One statement: the directory row (if stored) sorts first, then up to max + 1 children.
   const rows = await runRequestQuery(
-    deps.db,
-    reader.principal,
-    reader.cancellation,
+    {
+      db: deps.db,
+      principal: reader.principal,
+      cancellation: reader.cancellation,
+    },
     READ_DIRECTORY,
     {
       directoryUri: uri,

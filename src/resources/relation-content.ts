@@ -77,9 +77,11 @@ export async function withValueHints(
     const shown = facts.columns.filter((column) => !hidden.has(column.name));
     if (facts.rowSecurityActive) {
       const [row] = await runRequestQuery(
-        source.db,
-        request.principal,
-        request.cancellation,
+        {
+          db: source.db,
+          principal: request.principal,
+          cancellation: request.cancellation,
+        },
         SAMPLE_VALUES,
         {
           schema: facts.schema,
@@ -163,12 +165,23 @@ export function relationContent(
       };
   return format === 'json'
     ? JSON.stringify({
-        uri: catalogUri(facts.database, facts.schema, facts.name, 'json'),
+        uri: catalogUri(
+          {
+            database: facts.database,
+            schema: facts.schema,
+            relation: facts.name,
+          },
+          'json',
+        ),
         mimeType: 'application/json',
         text: JSON.stringify(shown),
       })
     : JSON.stringify({
-        uri: catalogUri(facts.database, facts.schema, facts.name),
+        uri: catalogUri({
+          database: facts.database,
+          schema: facts.schema,
+          relation: facts.name,
+        }),
         mimeType: 'text/markdown',
         text: renderMarkdown(shown),
       });

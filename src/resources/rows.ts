@@ -38,9 +38,7 @@ export async function readRow(
 ): Promise<string[]> {
   if (findCollection(source, schema, table) === undefined) return [];
   const rows = await runRequestQuery(
-    source.db,
-    principal,
-    cancellation,
+    { db: source.db, principal, cancellation },
     READ_COLLECTION_ROW,
     { schema, table, key },
   );

@@ -60,9 +60,11 @@ export async function readSchema(
 ): Promise<string[]> {
   const run = <TArgs, TRow>(query: PreparedQuery<TArgs, TRow>, args: TArgs) =>
     runRequestQuery(
-      source.db,
-      request.principal,
-      request.cancellation,
+      {
+        db: source.db,
+        principal: request.principal,
+        cancellation: request.cancellation,
+      },
       query,
       args,
     );
@@ -231,7 +233,7 @@ function schemaJson(
       comment: summary === '' ? null : summary,
       relations: shown.map(({ entry }) => ({
         name: entry.name,
-        uri: catalogUri(database, schema, entry.name),
+        uri: catalogUri({ database, schema, relation: entry.name }),
         kind: entry.kind,
         comment: entry.comment,
         ...(entry.members > 1

@@ -22,23 +22,34 @@ import {
  * exactly like one that does not exist. An invalid URI throws INVALID_URI (-32602).
  */
 export async function readableUris(
-  db: DatabaseHandle,
-  sources: readonly CatalogSource[],
+  {
+    db,
+    sources,
+    principal,
+    signal,
+  }: {
+    readonly db: DatabaseHandle;
+    readonly sources: readonly CatalogSource[];
+    readonly principal: Principal;
+    readonly signal: AbortSignal;
+  },
   uris: readonly string[],
-  principal: Principal,
-  signal: AbortSignal,
 ): Promise<string[]> {
   const normalized = [...new Set(uris.map((uri) => validateResourceUri(uri)))];
   const stored = normalized.filter((uri) => !isCatalogUri(uri));
   const rows =
     stored.length === 0
       ? []
-      : await runRequestQuery(db, principal, signal, READABLE_URIS, {
-          uris: stored,
-          upperBounds: stored.map((uri) =>
-            isDirectoryUri(uri) ? prefixUpperBound(uri) : null,
-          ),
-        });
+      : await runRequestQuery(
+          { db, principal, cancellation: signal },
+          READABLE_URIS,
+          {
+            uris: stored,
+            upperBounds: stored.map((uri) =>
+              isDirectoryUri(uri) ? prefixUpperBound(uri) : null,
+            ),
+          },
+        );
   const readable = new Set(rows.map((row) => row.uri));
   // Catalog entries and rows: as resources/read would answer (a directory read lists one entry).
   await Promise.all(

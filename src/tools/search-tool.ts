@@ -102,11 +102,19 @@ export function createSearchTool(deps: SearchDependencies): Tool {
     async call({ query }, ctx) {
       const args = { query, limit: deps.limit };
       const [resources, relations, rows] = await Promise.all([
-        runRequestQuery(deps.db, ctx.principal, ctx, SEARCH_RESOURCES, args),
-        runRequestQuery(deps.db, ctx.principal, ctx, SEARCH_CATALOG, {
-          ...args,
-          ...deps.scope,
-        }),
+        runRequestQuery(
+          { db: deps.db, principal: ctx.principal, cancellation: ctx },
+          SEARCH_RESOURCES,
+          args,
+        ),
+        runRequestQuery(
+          { db: deps.db, principal: ctx.principal, cancellation: ctx },
+          SEARCH_CATALOG,
+          {
+            ...args,
+            ...deps.scope,
+          },
+        ),
         searchRows(deps, query, ctx),
       ]);
       // Stored resources and rows rank alike (the same weighted document, migration 0022); ranks
@@ -159,9 +167,7 @@ async function searchRows(
   const found = await Promise.all(
     (deps.collections ?? []).map(async (collection) => {
       const matches = await runRequestQuery(
-        collection.db,
-        ctx.principal,
-        ctx,
+        { db: collection.db, principal: ctx.principal, cancellation: ctx },
         SEARCH_COLLECTION_ROWS,
         {
           schema: collection.schema,

@@ -73,11 +73,18 @@ export function errorBody(outcome: DispatchOutcome): object {
 
 /** Answer an error the dispatcher maps (its HTTP status, else `fallback`). */
 export function sendFailure(
-  dispatcher: Dispatcher,
   response: http.ServerResponse,
-  error: unknown,
-  fallback: number,
-  id?: Parameters<Dispatcher['fail']>[1],
+  {
+    dispatcher,
+    error,
+    fallback,
+    id,
+  }: {
+    readonly dispatcher: Dispatcher;
+    readonly error: unknown;
+    readonly fallback: number;
+    readonly id?: Parameters<Dispatcher['fail']>[1];
+  },
 ): void {
   const outcome = dispatcher.fail(error, id);
   send(
@@ -93,12 +100,11 @@ export function refuse(
   response: http.ServerResponse,
   refusal: Refusal,
 ): void {
-  sendFailure(
+  sendFailure(response, {
     dispatcher,
-    response,
-    new ProtocolError(refusal.key, refusal.message),
-    400,
-  );
+    error: new ProtocolError(refusal.key, refusal.message),
+    fallback: 400,
+  });
 }
 
 const DEFAULT_DRAIN = { ms: 5_000, bytes: 64 * 1024 * 1024 };

@@ -134,7 +134,11 @@ async function authenticate(
       );
     }
     request.resume();
-    sendFailure(options.dispatcher, response, error, 401);
+    sendFailure(response, {
+      dispatcher: options.dispatcher,
+      error,
+      fallback: 401,
+    });
     return undefined;
   }
 }
@@ -179,7 +183,12 @@ async function readMessage(
   try {
     return options.dispatcher.parse(value);
   } catch (error) {
-    sendFailure(options.dispatcher, response, error, 400, readableId(value));
+    sendFailure(response, {
+      dispatcher: options.dispatcher,
+      error,
+      fallback: 400,
+      id: readableId(value),
+    });
     return undefined;
   }
 }

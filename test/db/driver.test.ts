@@ -244,15 +244,17 @@ describe('a pg whose internals differ', () => {
     ])
       for (const query of [WHO, { ...WHO, textOutput: true }]) {
         const rows = await db.runRequestQuery(
-          internal.db,
-          principal,
-          signal,
+          { db: internal.db, principal, cancellation: signal },
           query,
           {},
         );
         expect(rows).toHaveLength(1);
         expect(
-          await db.runRequestQuery(publicApi.db, principal, signal, query, {}),
+          await db.runRequestQuery(
+            { db: publicApi.db, principal, cancellation: signal },
+            query,
+            {},
+          ),
         ).toEqual(rows);
       }
   });

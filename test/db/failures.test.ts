@@ -41,9 +41,11 @@ describe('database failures', () => {
         text: 'select pg_sleep(1)',
         values: () => [],
       };
-      const error = await runRequestQuery(db, login, signal, slow, {}).catch(
-        (caught: unknown) => caught,
-      );
+      const error = await runRequestQuery(
+        { db, principal: login, cancellation: signal },
+        slow,
+        {},
+      ).catch((caught: unknown) => caught);
       expect(error).toBeInstanceOf(ProtocolError);
       expect((error as ProtocolError).key).toBe('TIMEOUT');
       expect((error as ProtocolError).message).not.toMatch(
@@ -54,9 +56,13 @@ describe('database failures', () => {
         text: 'select 1 as one',
         values: () => [],
       };
-      expect(await runRequestQuery(db, login, signal, quick, {})).toEqual([
-        { one: 1 },
-      ]);
+      expect(
+        await runRequestQuery(
+          { db, principal: login, cancellation: signal },
+          quick,
+          {},
+        ),
+      ).toEqual([{ one: 1 }]);
     } finally {
       await db.close();
     }

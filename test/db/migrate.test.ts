@@ -152,6 +152,58 @@ describe('migration checksums', () => {
   });
 });
 
+describe('migrations whose comments were reworded', () => {
+  // Issue 33: 0027's comment gave a measured figure, now in docs/benchmarks.md; databases that
+  // recorded the released text must still start, and only the comment may differ.
+  const NAME = '0027_legacy_session_check_by_select.sql';
+  const RELEASED =
+    '-- cost PostgreSQL about 40 µs of CPU more than the same read in 2026-07-28; the SELECT, about 9.\n';
+  const NOW =
+    '-- cost PostgreSQL more CPU than the plain SELECT (docs/benchmarks.md, History).\n';
+  const released = () => {
+    const text = readFileSync(path.join(MIGRATIONS_DIRECTORY, NAME), 'utf8');
+    expect(text).toContain(NOW);
+    return createHash('sha256')
+      .update(text.replace(NOW, RELEASED))
+      .digest('hex');
+  };
+
+  it('accepts a database that applied the released text of a migration whose comment changed', async () => {
+    const client = new pg.Client({ connectionString: scratchUrl });
+    await client.connect();
+    try {
+      await runMigrations(client, MIGRATIONS_DIRECTORY, () => undefined);
+      const current = fileChecksums().find(
+        (file) => file.name === NAME,
+      )?.checksum;
+      await client.query(
+        'update pgmcp.migrations set checksum = $2 where name = $1',
+        [NAME, released()],
+      );
+      const report = await runMigrations(
+        client,
+        MIGRATIONS_DIRECTORY,
+        () => undefined,
+      );
+      expect(report.applied).toEqual([]);
+      // Any other earlier text is still refused.
+      await client.query(
+        "update pgmcp.migrations set checksum = repeat('1', 64) where name = $1",
+        [NAME],
+      );
+      await expect(
+        runMigrations(client, MIGRATIONS_DIRECTORY, () => undefined),
+      ).rejects.toBeInstanceOf(MigrationChangedError);
+      await client.query(
+        'update pgmcp.migrations set checksum = $2 where name = $1',
+        [NAME, current],
+      );
+    } finally {
+      await client.end();
+    }
+  });
+});
+
 describe('pgmcp.resources constraints', () => {
   let sql: pg.Client;
   beforeAll(async () => {

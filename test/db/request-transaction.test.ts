@@ -82,9 +82,11 @@ afterAll(async () => {
 describe('runRequestQuery', () => {
   it('runs as the principal role with its claims visible to row-level security', async () => {
     const rows = await runRequestQuery(
-      db,
-      { role: READER, claims: { tenant: 'a' } },
-      signal,
+      {
+        db,
+        principal: { role: READER, claims: { tenant: 'a' } },
+        cancellation: signal,
+      },
       ITEMS,
       {},
     );
@@ -93,9 +95,11 @@ describe('runRequestQuery', () => {
       { id: 3, tenant: 'a', who: READER, tenant_claim: 'a' },
     ]);
     const other = await runRequestQuery(
-      db,
-      { role: READER, claims: { tenant: 'b' } },
-      signal,
+      {
+        db,
+        principal: { role: READER, claims: { tenant: 'b' } },
+        cancellation: signal,
+      },
       ITEMS,
       {},
     );
@@ -124,25 +128,29 @@ describe('runRequestQuery', () => {
       { role: READER, claims: {} },
       { role: null, claims: {} },
     ]) {
-      const rows = await runRequestQuery(db, principal, signal, ECHO, {
-        values,
-      });
+      const rows = await runRequestQuery(
+        { db, principal, cancellation: signal },
+        ECHO,
+        {
+          values,
+        },
+      );
       expect(rows.map((row) => row.value)).toEqual(values);
     }
   });
 
   it('sets identity transaction-locally: the pooled connection is the login role again afterwards', async () => {
     await runRequestQuery(
-      db,
-      { role: READER, claims: { tenant: 'a' } },
-      signal,
+      {
+        db,
+        principal: { role: READER, claims: { tenant: 'a' } },
+        cancellation: signal,
+      },
       ITEMS,
       {},
     );
     const [after] = await runRequestQuery(
-      db,
-      { role: null, claims: {} },
-      signal,
+      { db, principal: { role: null, claims: {} }, cancellation: signal },
       WHO,
       {},
     );
@@ -155,16 +163,12 @@ describe('runRequestQuery', () => {
 
   it('is read-only with and without a role', async () => {
     const [withRole] = await runRequestQuery(
-      db,
-      { role: READER, claims: {} },
-      signal,
+      { db, principal: { role: READER, claims: {} }, cancellation: signal },
       WHO,
       {},
     );
     const [withoutRole] = await runRequestQuery(
-      db,
-      { role: null, claims: {} },
-      signal,
+      { db, principal: { role: null, claims: {} }, cancellation: signal },
       WHO,
       {},
     );
@@ -175,7 +179,11 @@ describe('runRequestQuery', () => {
       `insert into rt_test.items values (9, 'z') returning id`,
     );
     await expect(
-      runRequestQuery(db, { role: null, claims: {} }, signal, write, {}),
+      runRequestQuery(
+        { db, principal: { role: null, claims: {} }, cancellation: signal },
+        write,
+        {},
+      ),
     ).rejects.toBeInstanceOf(ProtocolError);
   });
 
@@ -185,15 +193,17 @@ describe('runRequestQuery', () => {
     // made a parallel plan (db/pool.ts).
     const anyone = { role: null, claims: {} };
     for (let run = 0; run < 8; run += 1)
-      await runRequestQuery(db, anyone, signal, LIST_RESOURCES_PAGE, {
-        afterId: String(run * 3),
-        limit: 2 + run,
-      });
+      await runRequestQuery(
+        { db, principal: anyone, cancellation: signal },
+        LIST_RESOURCES_PAGE,
+        {
+          afterId: String(run * 3),
+          limit: 2 + run,
+        },
+      );
     // On the connection the list ran on: the first pipelined one (one request at a time).
     const [plans] = await runRequestQuery(
-      db,
-      anyone,
-      signal,
+      { db, principal: anyone, cancellation: signal },
       {
         ...statement<{
           generic: number;
@@ -232,17 +242,13 @@ describe('runRequestQuery', () => {
       relation: 'items',
     };
     const [candidates] = await runRequestQuery(
-      db,
-      anyone,
-      signal,
+      { db, principal: anyone, cancellation: signal },
       TEMPLATE_COMPLETION_CANDIDATES,
       completion,
     );
     expect(candidates?.uris).toEqual([]);
     const [described] = await runRequestQuery(
-      db,
-      anyone,
-      signal,
+      { db, principal: anyone, cancellation: signal },
       DESCRIBE_RELATION,
       description,
     );
@@ -351,9 +357,7 @@ describe('runRequestQuery', () => {
 
   it('maps permission denied to FORBIDDEN without SQL or role names, and the connection stays usable', async () => {
     const error = await runRequestQuery(
-      db,
-      { role: OUTSIDER, claims: {} },
-      signal,
+      { db, principal: { role: OUTSIDER, claims: {} }, cancellation: signal },
       ITEMS,
       {},
     ).catch((caught: unknown) => caught);
@@ -362,9 +366,11 @@ describe('runRequestQuery', () => {
     expect((error as ProtocolError).message).not.toContain(OUTSIDER);
     expect((error as ProtocolError).message).not.toContain('rt_test');
     const rows = await runRequestQuery(
-      db,
-      { role: READER, claims: { tenant: 'a' } },
-      signal,
+      {
+        db,
+        principal: { role: READER, claims: { tenant: 'a' } },
+        cancellation: signal,
+      },
       ITEMS,
       {},
     );
@@ -373,17 +379,17 @@ describe('runRequestQuery', () => {
 
   it('fails a role that does not exist and rolls the whole transaction back', async () => {
     const error = await runRequestQuery(
-      db,
-      { role: 'pgmcp_no_such_role', claims: {} },
-      signal,
+      {
+        db,
+        principal: { role: 'pgmcp_no_such_role', claims: {} },
+        cancellation: signal,
+      },
       WHO,
       {},
     ).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ProtocolError);
     const [after] = await runRequestQuery(
-      db,
-      { role: null, claims: {} },
-      signal,
+      { db, principal: { role: null, claims: {} }, cancellation: signal },
       WHO,
       {},
     );
@@ -431,12 +437,14 @@ describe('runRequestQuery', () => {
     });
     try {
       const principal = { role: READER, claims: { tenant: 'a' } };
-      await runRequestQuery(viaProxy, principal, signal, ITEMS, {}); // connect and prepare
+      await runRequestQuery(
+        { db: viaProxy, principal, cancellation: signal },
+        ITEMS,
+        {},
+      ); // connect and prepare
       directions.length = 0;
       const rows = await runRequestQuery(
-        viaProxy,
-        principal,
-        signal,
+        { db: viaProxy, principal, cancellation: signal },
         ITEMS,
         {},
       );
@@ -455,9 +463,11 @@ describe('runRequestQuery', () => {
     controller.abort();
     await expect(
       runRequestQuery(
-        db,
-        { role: null, claims: {} },
-        controller.signal,
+        {
+          db,
+          principal: { role: null, claims: {} },
+          cancellation: controller.signal,
+        },
         WHO,
         {},
       ),
@@ -482,11 +492,19 @@ describe('runRequestQuery', () => {
     const answers = await Promise.all(
       callers.map((caller) =>
         caller.fails === true
-          ? runRequestQuery(db, caller, signal, failing, {}).then(
+          ? runRequestQuery(
+              { db, principal: caller, cancellation: signal },
+              failing,
+              {},
+            ).then(
               () => 'answered',
               (error: unknown) => (error as ProtocolError).key,
             )
-          : runRequestQuery(db, caller, signal, who, {}),
+          : runRequestQuery(
+              { db, principal: caller, cancellation: signal },
+              who,
+              {},
+            ),
       ),
     );
     callers.forEach((caller, index) => {

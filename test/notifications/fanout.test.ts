@@ -124,13 +124,13 @@ function setup(
     const principal: Principal = { role, claims: {} };
     const release = fanout.reserve(principal);
     fanout.add(
-      new StreamQueue(
+      new StreamQueue({
         principal,
-        new SubscriptionMessages(nextId++),
+        messages: new SubscriptionMessages(nextId++),
         uris,
         listChanged,
         sink,
-      ),
+      }),
       release,
     );
     return sink;
@@ -359,7 +359,13 @@ describe('the fan-out', () => {
       claims: { exp: Date.now() / 1000 + 0.2 },
     };
     fanout.add(
-      new StreamQueue(principal, new SubscriptionMessages('t'), [], true, sink),
+      new StreamQueue({
+        principal,
+        messages: new SubscriptionMessages('t'),
+        uris: [],
+        listChanged: true,
+        sink,
+      }),
       fanout.reserve(principal),
     );
     expect(fanout.size).toBe(1);

@@ -402,7 +402,11 @@ describe('catalog resources', () => {
   });
 
   it('round-trip identifiers with quotes, slashes, spaces and Unicode through percent-encoding', async () => {
-    const uri = catalogUri(database, 'Odd Schema', 'we/ird "name" é');
+    const uri = catalogUri({
+      database,
+      schema: 'Odd Schema',
+      relation: 'we/ird "name" é',
+    });
     expect(uri).toBe(
       `pg://${database}/Odd%20Schema/we%2Fird%20%22name%22%20%C3%A9`,
     );
@@ -460,7 +464,7 @@ describe('catalog resources', () => {
     // seeds/demo/50_company_grants.sql, plus schema public (PUBLIC holds USAGE on it by default)
     // and this file's "Odd Schema" table granted to engineering; C order.
     const uri = (schema: string, relation?: string) =>
-      catalogUri(database, schema, relation);
+      catalogUri({ database, schema, relation });
     const expected: Record<string, string[]> = {
       support: [
         uri('public'),
@@ -547,13 +551,13 @@ describe('catalog resources', () => {
     }
     // In C order: upper case before lower case, a schema's entry before its relations.
     const relations = (schema: string, names: readonly string[]) =>
-      names.map((name) => catalogUri(database, schema, name));
+      names.map((name) => catalogUri({ database, schema, relation: name }));
     // PUBLIC holds USAGE on schema public by default.
     expect(walk.uris).toEqual([
-      catalogUri(database, 'Walk_B'),
+      catalogUri({ database, schema: 'Walk_B' }),
       ...relations('Walk_B', WALKER_TABLES),
-      catalogUri(database, 'public'),
-      catalogUri(database, 'walk_a'),
+      catalogUri({ database, schema: 'public' }),
+      catalogUri({ database, schema: 'walk_a' }),
       ...relations('walk_a', [
         ...WALKER_TABLES.slice(0, 5),
         't03',

@@ -20,20 +20,33 @@ interface Slot {
   inFlight: number;
 }
 
+/** What pipelined connections are opened with. */
+export interface RequestPipelinesOptions {
+  readonly config: pg.ClientConfig;
+  /** How many connections requests are spread over. */
+  readonly connections: number;
+  readonly onError: (message: string, error: unknown) => void;
+  /** Longest a caller waits once its transaction is on the wire; 0 or absent: no bound. */
+  readonly waitBoundMs?: number;
+}
+
 export class RequestPipelines {
   readonly #slots: Slot[];
   #closed = false;
 
-  constructor(
-    readonly config: pg.ClientConfig,
-    connections: number,
-    readonly onError: (message: string, error: unknown) => void,
-    /**
-     * Longest a caller waits for its transaction once it is on the wire (the sessions'
-     * lock_timeout, else their statement_timeout); 0: no bound.
-     */
-    readonly waitBoundMs = 0,
-  ) {
+  readonly config: pg.ClientConfig;
+  readonly onError: (message: string, error: unknown) => void;
+  /**
+   * Longest a caller waits for its transaction once it is on the wire (the sessions'
+   * lock_timeout, else their statement_timeout); 0: no bound.
+   */
+  readonly waitBoundMs: number;
+
+  constructor(options: RequestPipelinesOptions) {
+    this.config = options.config;
+    this.onError = options.onError;
+    this.waitBoundMs = options.waitBoundMs ?? 0;
+    const connections = options.connections;
     this.#slots = Array.from({ length: connections }, () => ({
       client: undefined,
       inFlight: 0,
