@@ -12,6 +12,10 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../src/version.js';
+import { loadSeed } from '../../src/db/index.js';
+import { SEEDS_DIRECTORY } from '../../src/config/index.js';
+import { migrateDatabase } from '../setup/migrate-database.js';
+import { recreateDatabase } from '../setup/recreate-database.js';
 import {
   call,
   listen,
@@ -52,6 +56,7 @@ interface Proxy {
 }
 
 let sql: pg.Client;
+let databaseUrl: string;
 let replicas: Replica[] = [];
 let proxy: Proxy;
 let database: string;
@@ -76,7 +81,7 @@ function startReplica(): Promise<Replica> {
       cwd: PROJECT_ROOT,
       env: {
         PATH: process.env['PATH'],
-        DATABASE_URL: testDatabaseUrl(),
+        DATABASE_URL: databaseUrl,
         PGMCP_AUTH: 'none',
         PGMCP_ROLE: 'support',
         PGMCP_PAGE_SIZE: '500',
@@ -178,9 +183,19 @@ async function startProxy(): Promise<Proxy> {
 }
 
 beforeAll(async () => {
-  sql = new pg.Client({ connectionString: testDatabaseUrl() });
+  // A database of its own: the exclusive locks of the lock case would hold up every other test
+  // file's requests on the shared test database while they last.
+  databaseUrl = await recreateDatabase(testDatabaseUrl(), 'pgmcp_replicas_test');
+  await migrateDatabase(databaseUrl, async (admin) => {
+    await loadSeed(
+      admin,
+      { seedsDirectory: SEEDS_DIRECTORY, dataset: 'demo' },
+      () => undefined,
+    );
+  });
+  sql = new pg.Client({ connectionString: databaseUrl });
   await sql.connect();
-  database = new URL(testDatabaseUrl()).pathname.slice(1);
+  database = new URL(databaseUrl).pathname.slice(1);
   await sql.query(
     `insert into pgmcp.resources (uri, name, text, readers)
        select $1 || g, 'replicas ' || g, 'version 0', '{support}' from generate_series(0, $2 - 1) g`,
@@ -190,7 +205,7 @@ beforeAll(async () => {
     Array.from({ length: REPLICAS }, () => startReplica()),
   );
   proxy = await startProxy();
-});
+}, 120_000);
 
 afterAll(async () => {
   for (const replica of replicas)

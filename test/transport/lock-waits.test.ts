@@ -3,6 +3,10 @@
 // in both eras; and readiness stays this replica's own, not the lock's.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadSeed } from '../../src/db/index.js';
+import { SEEDS_DIRECTORY } from '../../src/config/index.js';
+import { migrateDatabase } from '../setup/migrate-database.js';
+import { recreateDatabase } from '../setup/recreate-database.js';
 import {
   mcpHeaders,
   META,
@@ -27,16 +31,30 @@ const lines: string[] = [];
 let sql: pg.Client;
 
 beforeAll(async () => {
+  // A database of its own: the exclusive locks below would hold up every other test file's
+  // requests on the shared test database while they last.
+  const databaseUrl = await recreateDatabase(
+    testDatabaseUrl(),
+    'pgmcp_lock_waits_test',
+  );
+  await migrateDatabase(databaseUrl, async (admin) => {
+    await loadSeed(
+      admin,
+      { seedsDirectory: SEEDS_DIRECTORY, dataset: 'demo' },
+      () => undefined,
+    );
+  });
   server = await startTestServer({
+    databaseUrl,
     live: {},
     logLines: lines,
     lockTimeoutMs: 1000,
     // Far above the lock timeout: an answer that came from a statement timeout would be a bug.
     statementTimeoutMs: 120_000,
   });
-  sql = new pg.Client({ connectionString: testDatabaseUrl() });
+  sql = new pg.Client({ connectionString: databaseUrl });
   await sql.connect();
-});
+}, 120_000);
 
 afterAll(async () => {
   await sql.query('rollback').catch(() => undefined);
