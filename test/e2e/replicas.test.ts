@@ -185,7 +185,10 @@ async function startProxy(): Promise<Proxy> {
 beforeAll(async () => {
   // A database of its own: the exclusive locks of the lock case would hold up every other test
   // file's requests on the shared test database while they last.
-  databaseUrl = await recreateDatabase(testDatabaseUrl(), 'pgmcp_replicas_test');
+  databaseUrl = await recreateDatabase(
+    testDatabaseUrl(),
+    'pgmcp_replicas_test',
+  );
   await migrateDatabase(databaseUrl, async (admin) => {
     await loadSeed(
       admin,
