@@ -64,11 +64,7 @@ export async function readChanges(
       `Invalid change token: read ${databaseUri(source.name, { changes_since: '' })} for a current one.`,
     );
   const rows = await runRequestQuery(
-    {
-      db: source.db,
-      principal: request.principal,
-      cancellation: request.cancellation,
-    },
+    { db: source.db, ...request },
     CHANGES_SINCE,
     {
       horizon: given?.horizon ?? '0',

@@ -59,15 +59,7 @@ export async function readSchema(
   },
 ): Promise<string[]> {
   const run = <TArgs, TRow>(query: PreparedQuery<TArgs, TRow>, args: TArgs) =>
-    runRequestQuery(
-      {
-        db: source.db,
-        principal: request.principal,
-        cancellation: request.cancellation,
-      },
-      query,
-      args,
-    );
+    runRequestQuery({ db: source.db, ...request }, query, args);
   const { schema } = address;
   const database = source.databaseName;
   const [found] = await run(DESCRIBE_SCHEMA, { database, schema });

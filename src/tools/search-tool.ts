@@ -101,20 +101,10 @@ export function createSearchTool(deps: SearchDependencies): Tool {
     outputSchema: SEARCH_OUTPUT_SCHEMA,
     async call({ query }, ctx) {
       const args = { query, limit: deps.limit };
+      const call = { db: deps.db, principal: ctx.principal, cancellation: ctx };
       const [resources, relations, rows] = await Promise.all([
-        runRequestQuery(
-          { db: deps.db, principal: ctx.principal, cancellation: ctx },
-          SEARCH_RESOURCES,
-          args,
-        ),
-        runRequestQuery(
-          { db: deps.db, principal: ctx.principal, cancellation: ctx },
-          SEARCH_CATALOG,
-          {
-            ...args,
-            ...deps.scope,
-          },
-        ),
+        runRequestQuery(call, SEARCH_RESOURCES, args),
+        runRequestQuery(call, SEARCH_CATALOG, { ...args, ...deps.scope }),
         searchRows(deps, query, ctx),
       ]);
       // Stored resources and rows rank alike (the same weighted document, migration 0022); ranks
