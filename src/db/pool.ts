@@ -281,10 +281,19 @@ function requestPipelines(
     },
     connections,
     onError: options.onError,
-    // Issue 34 point 2: a caller waits one lock_timeout at most (one statement_timeout when
-    // lock_timeout is off), not one per transaction queued ahead of it on its connection.
-    waitBoundMs: (options.lockTimeoutMs ?? 2000) || options.statementTimeoutMs,
+    // Issue 34 point 2: a caller waits one bound at most, the shorter of lock_timeout and
+    // statement_timeout (either 0: the other), not one per transaction queued ahead of it.
+    waitBoundMs: waitBound(
+      options.lockTimeoutMs ?? 2000,
+      options.statementTimeoutMs,
+    ),
   });
+}
+
+/** The shorter of two timeouts, where 0 means none; 0 when both are. */
+function waitBound(lockTimeoutMs: number, statementTimeoutMs: number): number {
+  const set = [lockTimeoutMs, statementTimeoutMs].filter((ms) => ms > 0);
+  return set.length === 0 ? 0 : Math.min(...set);
 }
 
 /**

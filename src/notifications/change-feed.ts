@@ -200,6 +200,8 @@ function createPoller(
   let polling: Promise<void> | undefined;
   let again = false;
   let stopped = false;
+  /** Whether the last read gave up on a lock (logged once until a read succeeds). */
+  let heldUp = false;
   function poll(): Promise<void> {
     if (stopped) return Promise.resolve();
     if (polling !== undefined) {
@@ -211,17 +213,22 @@ function createPoller(
         again = false;
         try {
           await readOnce();
-          if (!reading) log('live updates: reading the change log again');
+          if (!reading || heldUp)
+            log('live updates: reading the change log again');
           reading = true;
+          heldUp = false;
         } catch (error) {
           METRICS.changeFeedFailures.inc();
           // Issue 34 point 2: a lock someone holds on pgmcp's tables holds up every replica's read
           // alike; readiness stays this replica's own (listener up, the database reachable), so
           // the lock does not take every replica out of service. The next wake-up reads again.
+          // A read cut by statement_timeout is not a lock: it fails readiness as any failure does.
           if (heldUpByLock(error)) {
-            log(
-              `live updates: reading the change log waited too long for a lock (${describe(error)}); retrying`,
-            );
+            if (!heldUp)
+              log(
+                `live updates: reading the change log waited too long for a lock (${describe(error)}); retrying`,
+              );
+            heldUp = true;
             return;
           }
           if (reading)
@@ -307,11 +314,11 @@ async function startListener(
   };
 }
 
-/** A lock wait past lock_timeout (55P03) or a statement cut by statement_timeout (57014). */
+/** A lock wait past lock_timeout (55P03). */
 function heldUpByLock(error: unknown): boolean {
   for (let cause = error; cause instanceof Error; cause = cause.cause) {
     const code = (cause as { code?: unknown }).code;
-    if (code === '55P03' || code === '57014') return true;
+    if (code === '55P03') return true;
   }
   return false;
 }

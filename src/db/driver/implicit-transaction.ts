@@ -7,9 +7,12 @@
 import pg from 'pg';
 import { installedDriver } from './probe.js';
 
-const prepareValue = installedDriver().prepareValue as (
-  value: unknown,
-) => unknown;
+/** pg's own value serializer, looked up on first use (the start-up probe has checked it). */
+let installed: ((value: unknown) => unknown) | undefined;
+const prepareValue = (value: unknown): unknown =>
+  (installed ??= installedDriver().prepareValue as (v: unknown) => unknown)(
+    value,
+  );
 
 /**
  * One statement; a named one is prepared once per connection, the unnamed one ('') is parsed every

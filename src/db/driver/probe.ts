@@ -19,18 +19,39 @@ export interface DriverShape {
 
 const require = createRequire(import.meta.url);
 
-/** The pg this process loads. */
+/**
+ * The pg this process loads. Never throws: a module a later pg no longer has leaves its member
+ * undefined, which the probe then names.
+ */
 export function installedDriver(): DriverShape {
-  // pg-protocol as pg resolves it (a nested copy, if any, is the one pg parses with).
-  const beside = createRequire(require.resolve('pg'));
   return {
     Connection: pg.Connection,
     Query: pg.Query,
-    prepareValue: (require('pg/lib/utils.js') as { prepareValue?: unknown })
-      .prepareValue,
-    Parser: (beside('pg-protocol/dist/parser.js') as { Parser?: unknown })
-      .Parser,
+    prepareValue: member(
+      () => require('pg/lib/utils.js') as { prepareValue?: unknown },
+      'prepareValue',
+    ),
+    // pg-protocol as pg resolves it (a nested copy, if any, is the one pg parses with).
+    Parser: member(
+      () =>
+        createRequire(require.resolve('pg'))('pg-protocol/dist/parser.js') as {
+          Parser?: unknown;
+        },
+      'Parser',
+    ),
   };
+}
+
+/** `name` of the module `load` returns, or undefined when it cannot be loaded. */
+function member<TName extends string>(
+  load: () => Partial<Record<TName, unknown>>,
+  name: TName,
+): unknown {
+  try {
+    return load()[name];
+  } catch {
+    return undefined;
+  }
 }
 
 /** The calls pg makes on its active query (client.js), which ImplicitTransaction answers. */
