@@ -114,7 +114,10 @@ describe('an exclusive lock on pgmcp.resources', () => {
     expect(legacy.status).toBe(503);
     expect(legacy.headers.get('retry-after')).toMatch(/^\d+$/);
     expect(legacy.error?.data?.['code']).toBe('UNAVAILABLE');
-    expect(stillWaiting).toBeGreaterThan(0);
+    // On pg's public API (CI's Node 22 run) each read has its own pooled connection and its own
+    // lock_timeout, so none queues behind another and nothing is left waiting.
+    if (server.db.driverInternals) expect(stillWaiting).toBeGreaterThan(0);
+    else expect(stillWaiting).toBe(0);
 
     // The lock gone, the same read is answered.
     const after = await read(READS + 1);
