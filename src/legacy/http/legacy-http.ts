@@ -14,7 +14,11 @@ import type { HttpEraRoute, HttpExchange } from '../../transport/index.js';
 import type { LegacyAdapter } from '../era/legacy-adapter.js';
 import { hasModernClaim, isModernVersion } from '../era/legacy-codec.js';
 import { LEGACY_VERSIONS, LegacySession } from '../session/legacy-session.js';
-import { HeldSessions, type Held } from './held-sessions.js';
+import {
+  HeldSessions,
+  type Held,
+  type HeldSessionsOptions,
+} from './held-sessions.js';
 import {
   answersWithSse,
   header,
@@ -27,21 +31,11 @@ import {
   keyOf,
   samePrincipal,
 } from './session-flight.js';
-import type { LegacySessionRecords, SessionCheck } from './session-records.js';
+import type { SessionCheck } from './session-records.js';
 
-export interface LegacyHttpOptions {
+/** What the held sessions need (their error form comes from the adapter), and the adapter. */
+export interface LegacyHttpOptions extends Omit<HeldSessionsOptions, 'fail'> {
   readonly adapter: LegacyAdapter;
-  readonly records: LegacySessionRecords;
-  /** Registers a session's GET stream with the fan-out, and takes it off. */
-  readonly subscriptions: {
-    attach(session: LegacySession, principal: Principal): void;
-    detach(session: LegacySession): void;
-  };
-  /** Most sessions this process holds at once. */
-  readonly maxSessions: number;
-  readonly idleMs: number;
-  readonly keepAliveMs: number;
-  readonly log: (line: string) => void;
 }
 
 /** The 2025-11-25 sessions' route on the shared endpoint (legacy digest §10.2). */
