@@ -235,4 +235,31 @@ describe('a 2025-11-25 session across replicas', () => {
       'a debug log message on the stream held by B',
     );
   });
+
+  it('reads the sessions it holds streams of again when its listener reconnects: a session ended unannounced ends its stream', async () => {
+    const id = await openSession(a.url, AS_ROLE);
+    const events = await streamOn(b, id);
+    // Deleted with triggers off, so no NOTIFY announces it: only the reconnect's re-read finds it.
+    await sql.query('begin');
+    try {
+      await sql.query('set local session_replication_role = replica');
+      await sql.query(
+        `delete from pgmcp.legacy_sessions where id_hash = sha256(convert_to($1, 'UTF8'))`,
+        [id],
+      );
+      await sql.query('commit');
+    } catch (error) {
+      await sql.query('rollback');
+      throw error;
+    }
+    await sql.query(
+      `select pg_terminate_backend(pid) from pg_stat_activity
+        where application_name like 'pgmcp-listener/%' and datname = current_database()`,
+    );
+    await until(
+      () => events.ended(),
+      WAIT_MS,
+      "the stream to end once B's listener reconnected",
+    );
+  });
 });
