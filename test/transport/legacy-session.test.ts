@@ -993,4 +993,38 @@ describe('legacy sessions served by a login that is not a superuser', () => {
     );
     expect((await read()).status).toBe(404);
   });
+
+  it('holds the GET stream, subscribes and sets the log level as that login, through the functions migration 0034 grants it', async () => {
+    await insert('notes:///legacy-login/two', [ROLE_A]);
+    const id = await openSession(asLogin.url, AS_A);
+    const events = await openSessionStream(asLogin.url, id, AS_A);
+    streams.push(events);
+    expect(events.status).toBe(200);
+    const headers = sessionHeaders(id, AS_A);
+    for (const [method, params] of [
+      ['logging/setLevel', { level: 'debug' }],
+      ['resources/subscribe', { uri: 'notes:///legacy-login/two' }],
+    ] as const)
+      expect(
+        (await legacyPost(asLogin.url, { method, params }, headers)).result,
+      ).toEqual({});
+    await sql.query(
+      `update pgmcp.resources set text = 'v2' where uri = 'notes:///legacy-login/two'`,
+    );
+    await events.waitFor(() =>
+      events.updated().includes('notes:///legacy-login/two'),
+    );
+    expect(
+      (
+        await legacyPost(
+          asLogin.url,
+          {
+            method: 'resources/unsubscribe',
+            params: { uri: 'notes:///legacy-login/two' },
+          },
+          headers,
+        )
+      ).result,
+    ).toEqual({});
+  });
 });
