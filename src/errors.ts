@@ -66,7 +66,6 @@ export const ERROR_KEYS = {
   // Legacy (2025-11-25) sessions, legacy digest §5.6–§5.8 and §3.6.
   SESSION_REQUIRED: { code: JSONRPC.INVALID_REQUEST, httpStatus: 400 },
   SESSION_NOT_FOUND: { code: JSONRPC.INVALID_REQUEST, httpStatus: 404 },
-  SESSION_STREAM_OPEN: { code: JSONRPC.INVALID_REQUEST, httpStatus: 409 },
   ALREADY_INITIALIZED: { code: JSONRPC.INVALID_REQUEST, httpStatus: 400 },
   UNSUPPORTED_LEGACY_VERSION: {
     code: JSONRPC.INVALID_REQUEST,

@@ -65,13 +65,20 @@ export function createApp(options: AppOptions): App {
   // Issue 35: each request is observed once, in its own era (another era's reach `shared` unobserved).
   const dispatcher = observeModern(shared, options.logger);
   const core = { shared, dispatcher, streams: fanout, scopes };
+  const eras: EraWiring = {
+    ...modernOnly(core),
+    ...wireLegacyEra(options, core), // legacy-wiring
+  };
   return {
     dispatcher,
     fanout,
-    ...modernOnly(core),
-    ...wireLegacyEra(options, core), // legacy-wiring
+    ...eras,
     startChangePath: (tuning) =>
-      wireChangePath(options, { streams: fanout, prompts }, tuning),
+      wireChangePath(
+        options,
+        { streams: fanout, prompts, channels: eras.channels },
+        tuning,
+      ),
   };
 }
 

@@ -2,7 +2,7 @@
 // here, or another era's (wire-legacy.ts) spread over it in createApp.
 import type { Writable } from 'node:stream';
 import type { ScopePolicy } from '../auth/index.js';
-import type { StreamRegistry } from '../notifications/index.js';
+import type { ListenChannel, StreamRegistry } from '../notifications/index.js';
 import type { observeSources } from '../observability/index.js';
 import type { Dispatcher } from '../protocol/index.js';
 import type { HttpEraRoute } from '../transport/index.js';
@@ -20,6 +20,8 @@ export interface EraWiring {
   /** The dispatcher stdio serves; `output` carries what an era sends unasked (notifications). */
   stdioDispatcher(output: Writable): Dispatcher;
   readonly gauges: AppGauges;
+  /** Channels the main database's listener also LISTENs on for this era (none for 2026-07-28). */
+  readonly channels: readonly ListenChannel[];
 }
 
 /** What another era is wired over: the modern dispatcher (observed and not) and the fan-out. */
@@ -37,6 +39,7 @@ export function modernOnly(core: EraCore): EraWiring {
   return {
     otherEraHttp: undefined,
     stdioDispatcher: () => core.dispatcher,
+    channels: [],
     gauges: {
       openStreams: () => ({ modern: core.streams.census().open, legacy: 0 }),
       queuedBytes: () => core.streams.census().pendingBytes,

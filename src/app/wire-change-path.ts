@@ -4,6 +4,7 @@ import {
   startChangePath,
   type ChangeFeed,
   type ChangePathOptions,
+  type ListenChannel,
   type StreamRegistry,
 } from '../notifications/index.js';
 import { PROMPTS_RELATION, promptChange } from '../prompts/index.js';
@@ -19,7 +20,12 @@ export type ChangePathTuning = Partial<
 /** Start reading every source's change log into `streams`. */
 export async function wireChangePath(
   options: AppOptions,
-  parts: { readonly streams: StreamRegistry; readonly prompts: PromptFeature },
+  parts: {
+    readonly streams: StreamRegistry;
+    readonly prompts: PromptFeature;
+    /** The eras' channels on the main database's listener (app/era-wiring.ts). */
+    readonly channels: readonly ListenChannel[];
+  },
   tuning: ChangePathTuning | undefined,
 ): Promise<ChangeFeed> {
   const promptPages = parts.prompts.pages;
@@ -42,6 +48,7 @@ export async function wireChangePath(
     // Issue 35: failures at warn (a test's own `log` hears both).
     warn: tuning?.log ?? ((line) => options.logger.warn(line)),
     pollIntervalMs: tuning?.pollIntervalMs,
+    channels: parts.channels,
   });
   promptPages.start();
   for (const source of options.sources) source.navigators.start();

@@ -9,6 +9,11 @@ import { builder, prepare } from './connection/prepared.js';
 import type { LeadingStatement } from '../leading-statement.js';
 import { writeOneStatement } from './connection/write-transaction.js';
 import { toDatabaseError } from './connection/sqlstate.js';
+import type { ClientSessionKeys } from './client-session-keys.js';
+import {
+  clientSessionStreams,
+  type ClientSessionStreams,
+} from './client-session-streams.js';
 
 /** What a session row holds besides its keys (both are SHA-256 digests, never the id itself). */
 export interface ClientSessionRow {
@@ -16,11 +21,6 @@ export interface ClientSessionRow {
   readonly clientInfo: unknown;
   readonly clientCapabilities: unknown;
   readonly logLevel: string | null;
-}
-
-export interface ClientSessionKeys {
-  readonly idHash: Buffer;
-  readonly principalHash: Buffer;
 }
 
 /** Run one statement in its own read-write transaction (the pool's sessions default to read-only). */
@@ -246,8 +246,11 @@ export async function closeClientSession(
   return rows[0]?.closed === true;
 }
 
-/** Sessions by their client-held id, bound to a principal; what the HTTP transport is given. */
-export interface ClientSessionStore {
+/**
+ * Sessions by their client-held id, bound to a principal; what the HTTP transport is given, with
+ * their streams' shared state (client-session-streams.ts).
+ */
+export interface ClientSessionStore extends ClientSessionStreams {
   /** False when the principal's role already holds its cap of live sessions. */
   open(
     id: string,
@@ -290,13 +293,17 @@ export function createClientSessionStore(
   // principal is the token cache's object for a token; ids are kept as the held sessions keep them).
   const idHashes = new Map<string, Buffer>();
   const principalHashes = new WeakMap<Principal, Buffer>();
-  const keys = (id: string, principal: Principal): ClientSessionKeys => {
+  const idHashOf = (id: string): Buffer => {
     let idHash = idHashes.get(id);
     if (idHash === undefined) {
       if (idHashes.size >= ID_HASHES_KEPT) idHashes.clear();
       idHash = hash('sha256', id, 'buffer');
       idHashes.set(id, idHash);
     }
+    return idHash;
+  };
+  const keys = (id: string, principal: Principal): ClientSessionKeys => {
+    const idHash = idHashOf(id);
     let principalHash = principalHashes.get(principal);
     if (principalHash === undefined) {
       principalHash = hash('sha256', principalIdentity(principal), 'buffer');
@@ -319,6 +326,7 @@ export function createClientSessionStore(
       : // Renewal re-checks liveness: a session ended meanwhile is not brought back.
         touchClientSession(db, sessionKeys, lease);
   return {
+    ...clientSessionStreams(db, { keys, idHash: idHashOf }),
     open: (id, principal, session) =>
       openClientSession(db, keys(id, principal), {
         ...session,

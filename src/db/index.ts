@@ -104,3 +104,9 @@ export {
   type ClientSessionRow,
   type ClientSessionStore,
 } from './client-sessions.js';
+export {
+  CLIENT_SESSIONS_CHANNEL,
+  type ClientSessionStreams,
+  type ClientSessionStreamState,
+  type ClientSubscribeOutcome,
+} from './client-session-streams.js';

@@ -1,10 +1,13 @@
 // Legacy resources/subscribe (legacy digest §6.6–§6.8): each 2025-11-25 session with a channel is
 // one subscriber of the same fan-out as listen streams, so it hears of exactly the changes its role
-// may read, from the same change log, in the 2025-11-25 form.
+// may read, from the same change log, in the 2025-11-25 form. An HTTP session's subscriptions are
+// kept with the session in the shared store (issue 34 point 1): any replica writes them, and the
+// replica holding its GET stream loads them.
 import type { Principal } from '../auth/index.js';
 import { ProtocolError } from '../errors.js';
 import { StreamQueue, type StreamRegistry } from '../notifications/index.js';
 import type { StreamSink } from '../protocol/index.js';
+import type { LegacySubscriptionRecords } from './http/session-records.js';
 import {
   LegacyNotificationMessages,
   type LegacySession,
@@ -25,38 +28,82 @@ export interface SubscribeCaller {
 
 const MESSAGES = new LegacyNotificationMessages();
 
+/** What the subscriptions are built over. */
+export interface LegacySubscriptionsOptions {
+  readonly streams: StreamRegistry;
+  readonly readable: ReadableUris;
+  /** Most URIs one session subscribes to. */
+  readonly maxUris: number;
+  /** Where an HTTP session's subscriptions are kept; a stdio session's stay in the process. */
+  readonly records?: LegacySubscriptionRecords;
+}
+
 /** Which legacy sessions of this process are registered with the stream registry. */
 export class LegacySubscriptions {
   readonly #registered = new Map<LegacySession, StreamQueue>();
   /** Requested URI → normalized key, per session (unsubscribe names what subscribe named). */
   readonly #keys = new WeakMap<LegacySession, Map<string, string>>();
 
-  constructor(
-    readonly streams: StreamRegistry,
-    readonly readable: ReadableUris,
-    readonly maxUris: number,
-  ) {}
+  readonly streams: StreamRegistry;
+  readonly #options: LegacySubscriptionsOptions;
 
-  /** A URI the role cannot read, or that does not exist, is RESOURCE_NOT_FOUND (-32002 to legacy). */
+  constructor(options: LegacySubscriptionsOptions) {
+    this.streams = options.streams;
+    this.#options = options;
+  }
+
+  /**
+   * A URI the role cannot read, or that does not exist, is RESOURCE_NOT_FOUND (-32002 to legacy).
+   * An HTTP session's subscription is stored first: the replica holding its stream is told.
+   */
   async subscribe(
     session: LegacySession,
     uri: string,
     { principal, signal }: SubscribeCaller,
   ): Promise<void> {
-    const [key] = await this.readable([uri], principal, signal);
+    const { maxUris, records } = this.#options;
+    const [key] = await this.#options.readable([uri], principal, signal);
     if (key === undefined)
       throw new ProtocolError('RESOURCE_NOT_FOUND', 'Resource not found.', {
         data: { uri },
       });
     const keys = this.#keysOf(session);
-    if (!keys.has(uri) && keys.size >= this.maxUris)
+    const stored =
+      session.id === undefined || records === undefined
+        ? !keys.has(uri) && keys.size >= maxUris
+          ? 'full'
+          : 'subscribed'
+        : await records.subscribe(session.id, principal, {
+            uri,
+            key,
+            max: maxUris,
+          });
+    if (stored === 'gone') throw sessionGone();
+    if (stored === 'full')
       throw new ProtocolError(
         'INVALID_PARAMS',
-        `Invalid params: a session may subscribe to at most ${this.maxUris} URIs.`,
+        `Invalid params: a session may subscribe to at most ${maxUris} URIs.`,
       );
     keys.set(uri, key);
     session.subscriptions.add(key);
     if (session.ready) this.attach(session, principal);
+  }
+
+  /**
+   * What the shared store holds for `session` (requested URI → normalized), loaded by the replica
+   * holding its stream; the stream is registered again only when its URIs changed.
+   */
+  load(session: LegacySession, stored: ReadonlyMap<string, string>): void {
+    this.#keys.set(session, new Map(stored));
+    const uris = new Set(stored.values());
+    const same =
+      uris.size === session.subscriptions.size &&
+      [...uris].every((uri) => session.subscriptions.has(uri));
+    if (same) return;
+    session.subscriptions.clear();
+    for (const uri of uris) session.subscriptions.add(uri);
+    const subscriber = this.#registered.get(session);
+    if (subscriber !== undefined) this.attach(session, subscriber.principal);
   }
 
   /** Issue 35: open streams by era and their unwritten bytes (the registry's, legacy ones named). */
@@ -65,8 +112,19 @@ export class LegacySubscriptions {
     return { modern: open - speaking, legacy: speaking, pendingBytes };
   }
 
-  /** Harmless for a URI not subscribed. */
-  unsubscribe(session: LegacySession, uri: string): void {
+  /** Harmless for a URI not subscribed. An HTTP session's is removed from the store first. */
+  async unsubscribe(
+    session: LegacySession,
+    uri: string,
+    principal: Principal,
+  ): Promise<void> {
+    const { records } = this.#options;
+    if (
+      session.id !== undefined &&
+      records !== undefined &&
+      !(await records.unsubscribe(session.id, principal, uri))
+    )
+      throw sessionGone();
     const keys = this.#keysOf(session);
     const key = keys.get(uri);
     if (key === undefined) return;
@@ -140,4 +198,12 @@ export class LegacySubscriptions {
       },
     };
   }
+}
+
+/** The session ended while a request of it was being answered. */
+function sessionGone(): ProtocolError {
+  return new ProtocolError(
+    'SESSION_NOT_FOUND',
+    'Session not found: it ended or expired; initialize a new one.',
+  );
 }

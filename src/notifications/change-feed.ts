@@ -1,6 +1,5 @@
 // One listener per process: LISTEN pgmcp_changes on a dedicated connection (pg-listen), and read
 // the change log in xid-horizon order on every wake-up, so nothing is lost when a notification is.
-import createSubscriberModule from 'pg-listen';
 import { METRICS } from '../observability/index.js';
 import {
   currentHorizon,
@@ -13,11 +12,10 @@ import {
   type DatabaseHistory,
 } from '../db/index.js';
 
-// pg-listen is CommonJS; under ESM its function is the default export's `default`.
-const createSubscriber = createSubscriberModule.default;
+import { CHANGES_CHANNEL, describe, startListener } from './feed-listener.js';
+import type { ListenChannel } from './listen-channel.js';
 
-/** The NOTIFY channel the capture triggers use (README "Live updates"). */
-export const CHANGES_CHANNEL = 'pgmcp_changes';
+export { CHANGES_CHANNEL };
 
 export interface ChangeFeedOptions {
   readonly db: DatabaseHandle;
@@ -38,6 +36,8 @@ export interface ChangeFeedOptions {
   /** Read the log this often even without a notification (a safety net, and catch-up after outages). */
   readonly pollIntervalMs?: number;
   readonly pruneIntervalMs?: number;
+  /** Other channels the feed's listener connection also LISTENs on (none by default). */
+  readonly channels?: readonly ListenChannel[];
 }
 
 export interface FeedHealth {
@@ -256,64 +256,6 @@ function createPoller(
   };
 }
 
-/**
- * LISTEN on a dedicated connection (pg-listen), reconnecting forever; every wake-up, reconnect
- * and listener error reads the log, so a lost notification loses nothing.
- */
-async function startListener(
-  options: ChangeFeedOptions & { readonly warn: (line: string) => void },
-  poll: () => Promise<void>,
-  notified: () => void,
-): Promise<{ readonly listening: boolean; close(): Promise<void> }> {
-  const { warn } = options;
-  let listening = false;
-  let lost = false;
-  const subscriber = createSubscriber(
-    options.db.sessionConfig('pgmcp-listener'),
-    {
-      // Never give up reconnecting; notifications during the outage are lost, the log is not.
-      retryTimeout: Infinity,
-      retryInterval: (attempt) => Math.min(5000, 250 * 2 ** attempt),
-      paranoidChecking: 10_000,
-    },
-  );
-  subscriber.events.on('error', (error) => {
-    // A payload that is not JSON, or a reconnect that failed: log, and read the log anyway.
-    METRICS.changeFeedFailures.inc();
-    warn(`live updates: listener error (${describe(error)})`);
-    void poll();
-  });
-  subscriber.events.on('reconnect', (attempt) => {
-    lost = true;
-    if (listening || attempt === 1) {
-      METRICS.listenerReconnects.inc();
-      warn('live updates: listener connection lost; reconnecting');
-    }
-    listening = false;
-  });
-  subscriber.events.on('connected', () => {
-    if (lost) options.log('live updates: listener reconnected');
-    lost = false;
-    listening = true;
-    // Catch up on whatever committed while we were not listening.
-    void poll();
-  });
-  subscriber.notifications.on(CHANGES_CHANNEL, () => {
-    notified();
-    void poll();
-  });
-  // eslint-disable-next-line no-restricted-syntax -- pg-listen's own connection: LISTEN belongs to notifications/ (STYLE §1, §2)
-  await subscriber.connect();
-  await subscriber.listenTo(CHANGES_CHANNEL);
-  listening = true;
-  return {
-    get listening() {
-      return listening;
-    },
-    close: () => subscriber.close().catch(() => undefined),
-  };
-}
-
 /** A lock wait past lock_timeout (55P03). */
 function heldUpByLock(error: unknown): boolean {
   for (let cause = error; cause instanceof Error; cause = cause.cause) {
@@ -380,13 +322,4 @@ function historyChange(
   }
   if (page.snapshotXmin < horizon) return 'transaction ids went back';
   return undefined;
-}
-
-function describe(error: unknown): string {
-  const code =
-    typeof error === 'object' && error !== null
-      ? (error as { code?: unknown }).code
-      : undefined;
-  const message = error instanceof Error ? error.message : String(error);
-  return typeof code === 'string' ? `${code}: ${message}` : message;
 }

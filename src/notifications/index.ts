@@ -13,6 +13,7 @@ import {
   type Authorize,
   type PublishedChange,
 } from './role-batches.js';
+import type { ListenChannel } from './listen-channel.js';
 import type { StreamRegistry } from './stream-registry.js';
 
 export {
@@ -22,6 +23,7 @@ export {
   type ChangeFeedOptions,
   type FeedHealth,
 } from './change-feed.js';
+export type { ListenChannel } from './listen-channel.js';
 export {
   type Authorize,
   type PublishedChange,
@@ -66,6 +68,8 @@ export interface ChangePathOptions<TSource extends ChangeSource> {
   readonly warn?: (line: string) => void;
   /** Read each log this often even without a notification (default: the feed's). */
   readonly pollIntervalMs?: number;
+  /** Other channels the main database's (the first source's) listener also LISTENs on. */
+  readonly channels?: readonly ListenChannel[];
 }
 
 /**
@@ -106,6 +110,8 @@ export async function startChangePath<TSource extends ChangeSource>(
             );
           },
           pollIntervalMs: options.pollIntervalMs,
+          channels:
+            source === options.sources[0] ? options.channels : undefined,
         }),
       );
   } catch (error) {

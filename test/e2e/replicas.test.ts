@@ -1,10 +1,12 @@
 // Issue 34 point 5: three built servers on one database behind a round-robin proxy on loopback
 // (each HTTP request goes to the next live replica; a streamed answer stays where it started).
 // Each replica's connections carry its name, a lock answers 503 everywhere but leaves every
-// replica ready, a list walk crosses replicas page by page, a 2025-11-25 session is served by all three, listen
-// streams on every replica hear every change, and when the replica holding streams is killed
-// mid-traffic its clients listen again elsewhere and pull what they missed from changes_since:
-// every committed change reaches every client.
+// replica ready, a list walk crosses replicas page by page, a 2025-11-25 session is served by all
+// three and stays one session on all of them (issue 34 point 1: its stream, subscriptions and
+// DELETE), listen streams on every replica hear every change, and when the replica holding streams
+// is killed mid-traffic its clients listen again elsewhere and pull what they missed from
+// changes_since: every committed change reaches every client, and a 2025-11-25 session's stream
+// reopened elsewhere still hears of what it subscribed to.
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -30,6 +32,7 @@ import {
 import {
   legacyPost,
   openSession,
+  openSessionStream,
   sessionHeaders,
 } from '../setup/legacy-client.js';
 
@@ -152,6 +155,8 @@ async function startProxy(): Promise<Proxy> {
               method: String(request.headers['mcp-method'] ?? request.method),
             });
             response.writeHead(answer.statusCode ?? 502, answer.headers);
+            // A stream that has sent nothing yet (a 2025-11-25 GET stream) is open all the same.
+            response.flushHeaders();
             answer.pipe(response);
             // A replica killed mid-stream: the client sees its stream cut.
             answer.on('error', () => response.destroy());
@@ -364,7 +369,38 @@ describe('three replicas behind a round-robin proxy', () => {
     }
   });
 
-  it('delivers every committed change to streams on every replica, and to clients of a killed replica after they listen again and pull changes_since', async () => {
+  it('keeps a 2025-11-25 session one session on every replica: the newest GET stream wins, a subscription made elsewhere is heard on it, and a DELETE elsewhere ends it', async () => {
+    const id = await openSession(proxy.url);
+    const on = (replica: number) => ({
+      ...sessionHeaders(id),
+      [PIN]: String(replica),
+    });
+    const first = await openSessionStream(proxy.url, id, { [PIN]: '1' });
+    expect(first.status).toBe(200);
+    const newest = await openSessionStream(proxy.url, id, { [PIN]: '2' });
+    expect(newest.status).toBe(200);
+    await until(() => first.ended(), 15_000, 'the older stream to end');
+    const uri = uris[1] as string;
+    const subscribed = await legacyPost(
+      proxy.url,
+      { method: 'resources/subscribe', params: { uri } },
+      on(0),
+    );
+    expect(subscribed.result).toEqual({});
+    await sql.query('update pgmcp.resources set text = $2 where uri = $1', [
+      uri,
+      'version subscribed',
+    ]);
+    await newest.waitFor(() => newest.updated().includes(uri), 15_000);
+    const deleted = await fetch(proxy.url, {
+      method: 'DELETE',
+      headers: on(1),
+    });
+    expect(deleted.status).toBe(204);
+    await until(() => newest.ended(), 15_000, 'the stream on replica 2 to end');
+  });
+
+  it('delivers every committed change to streams on every replica, and to clients of a killed replica after they listen again and pull changes_since; a 2025-11-25 stream reopened elsewhere keeps its subscriptions', async () => {
     // Two clients per replica. Each takes a changes_since token first, as a client that means
     // to resume does, then listens on its replica for updates of the test's resources.
     const clients = await Promise.all(
@@ -390,6 +426,22 @@ describe('three replicas behind a round-robin proxy', () => {
     );
     const victim = 0;
     const killed = replicas[victim] as Replica;
+    // A 2025-11-25 session subscribed through another replica, its GET stream on the victim.
+    const session = await openSession(proxy.url);
+    const legacyUri = uris.at(-1) as string;
+    expect(
+      (
+        await legacyPost(
+          proxy.url,
+          { method: 'resources/subscribe', params: { uri: legacyUri } },
+          { ...sessionHeaders(session), [PIN]: '1' },
+        )
+      ).result,
+    ).toEqual({});
+    const legacyStream = await openSessionStream(proxy.url, session, {
+      [PIN]: String(victim),
+    });
+    expect(legacyStream.status).toBe(200);
 
     // Commit one change per resource, one transaction each; kill the victim a third of the way.
     const committed: string[] = [];
@@ -459,5 +511,21 @@ describe('three replicas behind a round-robin proxy', () => {
     }
     for (const client of clients)
       for (const stream of client.streams) stream.close();
+
+    // The session's stream was cut with the victim; reopened through the proxy on a live replica,
+    // it still hears of what the session subscribed to before.
+    await until(() => legacyStream.ended(), 15_000, 'the cut stream to end');
+    const reopened = await openSessionStream(proxy.url, session);
+    expect(reopened.status).toBe(200);
+    expect(lastReplica()).not.toBe(victim);
+    await sql.query('update pgmcp.resources set text = $2 where uri = $1', [
+      legacyUri,
+      'version reopened',
+    ]);
+    await reopened.waitFor(
+      () => reopened.updated().includes(legacyUri),
+      15_000,
+    );
+    reopened.close();
   });
 });

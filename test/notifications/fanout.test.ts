@@ -224,11 +224,11 @@ describe('the fan-out', () => {
     vi.useFakeTimers();
     try {
       const { fanout, publish } = setup({ listChangedIntervalMs: 1000 });
-      const legacy = new LegacySubscriptions(
-        fanout,
-        (uris) => Promise.resolve([...uris]),
-        100,
-      );
+      const legacy = new LegacySubscriptions({
+        streams: fanout,
+        readable: (uris) => Promise.resolve([...uris]),
+        maxUris: 100,
+      });
       const sink = new MemorySink();
       const session = new LegacySession('s1');
       session.channel = sink;

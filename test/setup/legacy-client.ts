@@ -132,6 +132,8 @@ export interface SessionStream {
   waitFor(predicate: () => boolean, timeoutMs?: number): Promise<void>;
   updated(): string[];
   listChanges(): number;
+  /** Whether the server ended the stream (or close() aborted it). */
+  ended(): boolean;
   close(): void;
 }
 
@@ -148,6 +150,7 @@ export async function openSessionStream(
     signal: controller.signal,
   });
   const messages: SessionStream['messages'] = [];
+  let ended = false;
   if (
     (response.headers.get('content-type') ?? '').startsWith('text/event-stream')
   ) {
@@ -182,8 +185,12 @@ export async function openSessionStream(
       } catch {
         // aborted by close()
       }
+      ended = true;
     })();
-  } else await response.body?.cancel();
+  } else {
+    ended = true;
+    await response.body?.cancel();
+  }
   return {
     status: response.status,
     messages,
@@ -205,6 +212,7 @@ export async function openSessionStream(
       messages.filter(
         (message) => message.method === 'notifications/resources/list_changed',
       ).length,
+    ended: () => ended,
     close: () => controller.abort(),
   };
 }

@@ -9,6 +9,7 @@ import type { Principal } from '../../src/auth/index.js';
 import {
   call,
   startTestServer,
+  until,
   testDatabaseUrl,
   type TestServer,
 } from '../setup/harness.js';
@@ -611,14 +612,12 @@ describe('legacy bad input', () => {
     }
   });
 
-  it('refuses a second GET stream on the same session with 409', async () => {
+  it('ends the older GET stream when a second one opens on the same session: the newest wins', async () => {
     const id = await openSession(server.url, AS_A);
-    await stream(id);
-    const second = await fetch(server.url, {
-      method: 'GET',
-      headers: sessionHeaders(id, AS_A),
-    });
-    expect(second.status).toBe(409);
+    const first = await stream(id);
+    const second = await stream(id);
+    await until(() => first.ended(), 10_000, 'the older stream to end');
+    expect(second.ended()).toBe(false);
   });
 });
 
@@ -993,5 +992,39 @@ describe('legacy sessions served by a login that is not a superuser', () => {
       [id],
     );
     expect((await read()).status).toBe(404);
+  });
+
+  it('holds the GET stream, subscribes and sets the log level as that login, through the functions migration 0034 grants it', async () => {
+    await insert('notes:///legacy-login/two', [ROLE_A]);
+    const id = await openSession(asLogin.url, AS_A);
+    const events = await openSessionStream(asLogin.url, id, AS_A);
+    streams.push(events);
+    expect(events.status).toBe(200);
+    const headers = sessionHeaders(id, AS_A);
+    for (const [method, params] of [
+      ['logging/setLevel', { level: 'debug' }],
+      ['resources/subscribe', { uri: 'notes:///legacy-login/two' }],
+    ] as const)
+      expect(
+        (await legacyPost(asLogin.url, { method, params }, headers)).result,
+      ).toEqual({});
+    await sql.query(
+      `update pgmcp.resources set text = 'v2' where uri = 'notes:///legacy-login/two'`,
+    );
+    await events.waitFor(() =>
+      events.updated().includes('notes:///legacy-login/two'),
+    );
+    expect(
+      (
+        await legacyPost(
+          asLogin.url,
+          {
+            method: 'resources/unsubscribe',
+            params: { uri: 'notes:///legacy-login/two' },
+          },
+          headers,
+        )
+      ).result,
+    ).toEqual({});
   });
 });

@@ -46,7 +46,12 @@ export interface LegacyAdapterOptions {
     uri: string,
     caller: SubscribeCaller,
   ) => Promise<void>;
-  readonly unsubscribe: (session: LegacySession, uri: string) => void;
+  /** Stop delivering `uri` to the session (harmless when not subscribed). */
+  readonly unsubscribe: (
+    session: LegacySession,
+    uri: string,
+    caller: SubscribeCaller,
+  ) => Promise<void>;
   /** The session can now hear list_changed (initialized with a channel). */
   readonly attach: (session: LegacySession, principal: Principal) => void;
   /** The session's handshake changed (log level): persist it where sessions are stored. */
@@ -243,7 +248,10 @@ class LegacyEraAdapter implements LegacyAdapter {
         session.log('debug', { subscribed: params['uri'] });
         return {};
       case 'resources/unsubscribe':
-        this.options.unsubscribe(session, stringParam(params, 'uri'));
+        await this.options.unsubscribe(session, stringParam(params, 'uri'), {
+          principal: transport.principal,
+          signal: transport.signal,
+        });
         return {};
       case 'logging/setLevel':
         session.logLevel = logLevel(params['level']);

@@ -1,6 +1,7 @@
 // The 2025-11-25 HTTP sessions this process holds (legacy digest §5.5–§5.8): their state, the
 // requests being answered, the GET stream if it is open here; idle ones leave, and an open GET
-// stream keeps its session alive in the shared store.
+// stream keeps its session alive in the shared store. Told that a session changed (through any
+// replica: ended, subscribed, its stream claimed elsewhere), the holder reads it again and acts.
 import type http from 'node:http';
 import type { Principal } from '../../auth/index.js';
 import { ProtocolError } from '../../errors.js';
@@ -12,7 +13,10 @@ import type {
 import { SSE_HEADERS } from '../../transport/index.js';
 import { LegacySession } from '../session/legacy-session.js';
 import { sendOutcome } from './legacy-http-answers.js';
-import type { LegacySessionRecords } from './session-records.js';
+import type {
+  LegacySessionRecords,
+  LegacyStreamState,
+} from './session-records.js';
 import type { Flight } from './session-flight.js';
 
 /** What the held sessions need: the store, the fan-out, limits, and the era's error form. */
@@ -22,6 +26,8 @@ export interface HeldSessionsOptions {
   readonly subscriptions: {
     attach(session: LegacySession, principal: Principal): void;
     detach(session: LegacySession): void;
+    /** The subscriptions the store holds for the session (legacy-subscriptions.ts). */
+    load(session: LegacySession, stored: ReadonlyMap<string, string>): void;
   };
   /** Most sessions this process holds at once. */
   readonly maxSessions: number;
@@ -35,21 +41,45 @@ export interface HeldSessionsOptions {
 /** One session as this process holds it: state, requests in flight, the GET stream if here. */
 export interface Held {
   readonly session: LegacySession;
+  /** Who the session is bound to, as last seen here (reads of the store check the binding). */
+  principal: Principal;
   /** Requests being answered, by id: their cancel, and who sent them. */
   readonly inFlight: Map<string, Flight>;
   lastSeen: number;
   stream: http.ServerResponse | undefined;
   streamPrincipal: Principal | undefined;
+  /** The generation the stream held here claimed; a newer one elsewhere closes it. */
+  generation: bigint | undefined;
+  /** A read of the session under way, and whether to read once more after it. */
+  refreshing: Promise<void> | undefined;
+  refreshAgain: boolean;
 }
 
-export function held(session: LegacySession): Held {
+export function held(session: LegacySession, principal: Principal): Held {
   return {
     session,
+    principal,
     inFlight: new Map(),
     lastSeen: Date.now(),
     stream: undefined,
     streamPrincipal: undefined,
+    generation: undefined,
+    refreshing: undefined,
+    refreshAgain: false,
   };
+}
+
+/** A new GET stream: who opens it, and its answer. */
+export interface StreamRequest {
+  readonly principal: Principal;
+  readonly response: http.ServerResponse;
+}
+
+function notFound(): ProtocolError {
+  return new ProtocolError(
+    'SESSION_NOT_FOUND',
+    'Session not found: it ended or expired; initialize a new one.',
+  );
 }
 
 export function tooMany(limit: number): ProtocolError {
@@ -77,6 +107,8 @@ function sseSink(response: http.ServerResponse): StreamSink {
 export class HeldSessions {
   readonly #options: HeldSessionsOptions;
   readonly #held = new Map<string, Held>();
+  /** Session ids by the name the store's channel gives them (its eventKey). */
+  readonly #byKey = new Map<string, string>();
   readonly #sweep: NodeJS.Timeout;
 
   constructor(options: HeldSessionsOptions) {
@@ -97,8 +129,13 @@ export class HeldSessions {
   }
 
   /** A session just initialized here. */
-  add(id: string, session: LegacySession): void {
-    this.#held.set(id, held(session));
+  add(id: string, session: LegacySession, principal: Principal): void {
+    this.#hold(id, held(session, principal));
+  }
+
+  #hold(id: string, entry: Held): void {
+    this.#held.set(id, entry);
+    this.#byKey.set(this.#options.records.eventKey(id), id);
   }
 
   /** Refuse a new session when this process holds its maximum. */
@@ -128,23 +165,67 @@ export class HeldSessions {
       // Created elsewhere: its initialized notification went to the replica that created it.
       session.ready = true;
       session.logLevel = (record.logLevel ?? undefined) as LogLevel | undefined;
-      entry = held(session);
-      this.#held.set(id, entry);
+      entry = held(session, principal);
+      this.#hold(id, entry);
     }
+    entry.principal = principal;
     entry.lastSeen = Date.now();
     return entry;
   }
 
-  /** Make `response` the session's GET stream, or send the refusal (the fan-out's caps reached). */
-  openStream(
+  /**
+   * A GET stream for session `id` (issue 34 point 1): it claims the session's stream in the store,
+   * so the newest stream wins on every replica; one held here is closed at once, one elsewhere
+   * when its replica is told. The session's subscriptions and log level are read from the store.
+   */
+  async claimStream(
+    id: string,
     entry: Held,
-    principal: Principal,
-    response: http.ServerResponse,
+    { principal, response }: StreamRequest,
+  ): Promise<void> {
+    const { records } = this.#options;
+    let generation: bigint | undefined;
+    let state: LegacyStreamState | undefined;
+    try {
+      generation = await records.claimStream(id, principal);
+      if (generation !== undefined)
+        state = await records.streamState(id, principal);
+    } catch (error) {
+      sendOutcome(response, this.#options.fail(error));
+      return;
+    }
+    if (
+      generation === undefined ||
+      state === undefined ||
+      this.#held.get(id) !== entry
+    ) {
+      sendOutcome(response, this.#options.fail(notFound()));
+      return;
+    }
+    if (entry.generation !== undefined && entry.generation > generation) {
+      // A newer GET of this session was opened here meanwhile: this one lost already.
+      response.writeHead(200, [...SSE_HEADERS]).end();
+      return;
+    }
+    this.#endStream(entry);
+    this.#apply(entry, state);
+    this.#openStream(entry, { principal, response, generation });
+  }
+
+  /** Make `response` the session's GET stream, or send the refusal (the fan-out's caps reached). */
+  #openStream(
+    entry: Held,
+    {
+      principal,
+      response,
+      generation,
+    }: StreamRequest & { readonly generation: bigint },
   ): void {
     const { session } = entry;
     session.channel = sseSink(response);
     entry.stream = response;
     entry.streamPrincipal = principal;
+    entry.generation = generation;
     try {
       this.#options.subscriptions.attach(session, principal);
     } catch (error) {
@@ -161,17 +242,82 @@ export class HeldSessions {
     keepAlive.unref();
     response.on('close', () => {
       clearInterval(keepAlive);
-      if (entry.stream !== response) return;
-      entry.stream = undefined;
-      entry.streamPrincipal = undefined;
-      session.channel = undefined;
-      this.#options.subscriptions.detach(session);
+      if (entry.stream === response) this.#endStream(entry);
     });
+  }
+
+  /** The stream held here (if any) is no longer the session's: it ends, delivery stops. */
+  #endStream(entry: Held): void {
+    const response = entry.stream;
+    if (response === undefined) return;
+    entry.stream = undefined;
+    entry.streamPrincipal = undefined;
+    entry.session.channel = undefined;
+    this.#options.subscriptions.detach(entry.session);
+    if (!response.writableEnded) response.end();
+  }
+
+  /**
+   * The store's channel named a session (its payload): if it is held here with a stream or
+   * requests in flight, read it again. Anyone may NOTIFY, so only what is read is acted on.
+   */
+  changed(payload: unknown): void {
+    if (typeof payload !== 'string') return;
+    const id = this.#byKey.get(payload);
+    const entry = id === undefined ? undefined : this.#held.get(id);
+    if (id === undefined || entry === undefined) return;
+    if (entry.stream !== undefined || entry.inFlight.size > 0)
+      this.#refresh(id, entry);
+  }
+
+  /** The channel may have missed some (a reconnect): read every session with a stream here again. */
+  resync(): void {
+    for (const [id, entry] of this.#held)
+      if (entry.stream !== undefined) this.#refresh(id, entry);
+  }
+
+  /** Read session `id` again, one read at a time per session, and act on what it says. */
+  #refresh(id: string, entry: Held): void {
+    if (entry.refreshing !== undefined) {
+      entry.refreshAgain = true;
+      return;
+    }
+    entry.refreshing = (async () => {
+      do {
+        entry.refreshAgain = false;
+        try {
+          const state = await this.#options.records.streamState(
+            id,
+            entry.streamPrincipal ?? entry.principal,
+          );
+          if (this.#held.get(id) !== entry) return;
+          if (state === undefined) this.drop(id, entry);
+          else this.#apply(entry, state);
+        } catch (error) {
+          this.#options.log(
+            `legacy session: reading it again failed: ${error instanceof Error ? error.message : String(error)}`,
+          );
+          return;
+        }
+      } while (entry.refreshAgain);
+    })().finally(() => {
+      entry.refreshing = undefined;
+    });
+  }
+
+  /** What the store says of a held session: its log level, its stream's claim, its URIs. */
+  #apply(entry: Held, state: LegacyStreamState): void {
+    entry.session.logLevel = (state.logLevel ?? undefined) as
+      LogLevel | undefined;
+    if (entry.generation !== undefined && state.generation > entry.generation)
+      this.#endStream(entry);
+    this.#options.subscriptions.load(entry.session, state.subscriptions);
   }
 
   /** The session leaves this process: its stream, requests in flight and waits end. */
   drop(id: string, entry: Held): void {
     this.#held.delete(id);
+    this.#byKey.delete(this.#options.records.eventKey(id));
     this.#options.subscriptions.detach(entry.session);
     for (const flight of entry.inFlight.values()) flight.cancel();
     entry.session.close();
@@ -186,7 +332,9 @@ export class HeldSessions {
         entry.lastSeen = now;
         this.#options.records.touch(id, principal).then(
           (record) => {
+            // Gone, or read again: a safety net under the channel's notifications.
             if (record === undefined) this.drop(id, entry);
+            else this.#refresh(id, entry);
           },
           (error: unknown) =>
             this.#options.log(

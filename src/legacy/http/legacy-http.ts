@@ -42,6 +42,13 @@ export interface LegacyHttpOptions extends Omit<HeldSessionsOptions, 'fail'> {
 export interface LegacyHttp extends HttpEraRoute {
   /** Issue 35: sessions this process holds now (pgmcp_legacy_sessions). */
   readonly held: number;
+  /**
+   * The store's channel named a session that changed (issue 34 point 1): ended, subscribed, its
+   * stream claimed elsewhere. The replica holding its stream reads it again and acts.
+   */
+  sessionChanged(payload: unknown): void;
+  /** The channel's listener reconnected: every session with a stream here is read again. */
+  resync(): void;
 }
 
 export function createLegacyHttp(options: LegacyHttpOptions): LegacyHttp {
@@ -177,18 +184,22 @@ class LegacyHttpSessions implements LegacyHttp {
       return;
     }
     const entry = await this.#sessionOf(id, exchange);
-    if (entry === undefined) return;
-    if (entry.stream !== undefined)
-      this.#refuse(
-        response,
-        'SESSION_STREAM_OPEN',
-        'Conflict: this session already has a GET stream open.',
-      );
-    else this.#held.openStream(entry, principal, response);
+    // The newest GET stream of a session wins, on whichever replica (legacy digest §5.4: either
+    // side may close a stream): a client whose stream broke unseen reopens it at once.
+    if (entry !== undefined)
+      await this.#held.claimStream(id, entry, { principal, response });
   }
 
   get held(): number {
     return this.#held.size;
+  }
+
+  sessionChanged(payload: unknown): void {
+    this.#held.changed(payload);
+  }
+
+  resync(): void {
+    this.#held.resync();
   }
 
   close(): void {
@@ -267,7 +278,7 @@ class LegacyHttpSessions implements LegacyHttp {
       sendOutcome(response, this.#options.adapter.fail(refusal, message.id));
       return;
     }
-    this.#held.add(id, session);
+    this.#held.add(id, session, principal);
     response.setHeader('Mcp-Session-Id', id);
     sendOutcome(response, outcome);
   }

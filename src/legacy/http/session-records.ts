@@ -11,8 +11,29 @@ export interface LegacySessionRecord {
   readonly logLevel: string | null;
 }
 
+/** What the replica holding a session's GET stream reads of it (migration 0034). */
+export interface LegacyStreamState {
+  /** The newest stream's generation: a stream of an older one is no longer the session's. */
+  readonly generation: bigint;
+  readonly logLevel: string | null;
+  /** Subscribed URIs as the client named them → normalized. */
+  readonly subscriptions: ReadonlyMap<string, string>;
+}
+
+/** A session's subscriptions, kept with it for every replica (legacy-subscriptions.ts). */
+export interface LegacySubscriptionRecords {
+  /** 'full' when the session holds `max` other URIs; 'gone' when it is not live. */
+  subscribe(
+    id: string,
+    principal: Principal,
+    entry: { readonly uri: string; readonly key: string; readonly max: number },
+  ): Promise<'subscribed' | 'full' | 'gone'>;
+  /** False when the session is not live. */
+  unsubscribe(id: string, principal: Principal, uri: string): Promise<boolean>;
+}
+
 /** The shared session store; every call checks the principal binding. */
-export interface LegacySessionRecords {
+export interface LegacySessionRecords extends LegacySubscriptionRecords {
   open(
     id: string,
     principal: Principal,
@@ -35,6 +56,15 @@ export interface LegacySessionRecords {
     result(): Promise<boolean>;
   };
   close(id: string, principal: Principal): Promise<boolean>;
+  /** Claim the session's GET stream: its generation; undefined when the session is not live. */
+  claimStream(id: string, principal: Principal): Promise<bigint | undefined>;
+  /** The session as its stream's holder needs it; undefined when it is not live. */
+  streamState(
+    id: string,
+    principal: Principal,
+  ): Promise<LegacyStreamState | undefined>;
+  /** How the store's channel names session `id` when it changes (a string payload). */
+  eventKey(id: string): string;
 }
 
 export type SessionCheck = ReturnType<LegacySessionRecords['check']>;

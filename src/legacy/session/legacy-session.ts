@@ -30,7 +30,10 @@ export class LegacySession {
   ready = false;
   /** No notifications/message until the client sets a level (legacy digest §8.2, §12.4). */
   logLevel: LogLevel | undefined;
-  /** Subscribed URIs, normalized; held by the process serving the session's channel. */
+  /**
+   * Subscribed URIs, normalized. An HTTP session's are kept in the shared store and loaded by the
+   * process holding its GET stream (issue 34 point 1); a stdio session's live here only.
+   */
   readonly subscriptions = new Set<string>();
   /** Where server-to-client notifications go (stdio: stdout; HTTP: the open GET stream). */
   channel: StreamSink | undefined;

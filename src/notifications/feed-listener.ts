@@ -1,0 +1,96 @@
+// The change feed's LISTEN connection (pg-listen): pgmcp_changes, and the other channels handed in
+// (listen-channel.ts), re-subscribed after every reconnect, each told when it may have missed some.
+import createSubscriberModule from 'pg-listen';
+import type { DatabaseHandle } from '../db/index.js';
+import { METRICS } from '../observability/index.js';
+import type { ListenChannel } from './listen-channel.js';
+
+// pg-listen is CommonJS; under ESM its function is the default export's `default`.
+const createSubscriber = createSubscriberModule.default;
+
+/** The NOTIFY channel the capture triggers use (README "Live updates"). */
+export const CHANGES_CHANNEL = 'pgmcp_changes';
+
+/** What the listener needs of the feed's options. */
+export interface ListenerOptions {
+  readonly db: DatabaseHandle;
+  readonly log: (line: string) => void;
+  readonly warn: (line: string) => void;
+  readonly channels?: readonly ListenChannel[];
+}
+
+/**
+ * LISTEN on a dedicated connection (pg-listen), reconnecting forever; every wake-up, reconnect
+ * and listener error reads the log, so a lost notification loses nothing. The other channels'
+ * notifications go to their handlers, and each is told of every (re)connect.
+ */
+export async function startListener(
+  options: ListenerOptions,
+  poll: () => Promise<void>,
+  notified: () => void,
+): Promise<{ readonly listening: boolean; close(): Promise<void> }> {
+  const { warn } = options;
+  const channels = options.channels ?? [];
+  let listening = false;
+  let lost = false;
+  const subscriber = createSubscriber(
+    options.db.sessionConfig('pgmcp-listener'),
+    {
+      // Never give up reconnecting; notifications during the outage are lost, the log is not.
+      retryTimeout: Infinity,
+      retryInterval: (attempt) => Math.min(5000, 250 * 2 ** attempt),
+      paranoidChecking: 10_000,
+    },
+  );
+  subscriber.events.on('error', (error) => {
+    // A payload that is not JSON, or a reconnect that failed: log, and read the log anyway.
+    METRICS.changeFeedFailures.inc();
+    warn(`live updates: listener error (${describe(error)})`);
+    void poll();
+  });
+  subscriber.events.on('reconnect', (attempt) => {
+    lost = true;
+    if (listening || attempt === 1) {
+      METRICS.listenerReconnects.inc();
+      warn('live updates: listener connection lost; reconnecting');
+    }
+    listening = false;
+  });
+  subscriber.events.on('connected', () => {
+    if (lost) options.log('live updates: listener reconnected');
+    lost = false;
+    listening = true;
+    // Catch up on whatever committed while we were not listening.
+    void poll();
+    for (const other of channels) other.listening();
+  });
+  subscriber.notifications.on(CHANGES_CHANNEL, () => {
+    notified();
+    void poll();
+  });
+  for (const other of channels)
+    subscriber.notifications.on(other.channel, (payload: unknown) =>
+      other.notified(payload),
+    );
+  // eslint-disable-next-line no-restricted-syntax -- pg-listen's own connection: LISTEN belongs to notifications/ (STYLE §1, §2)
+  await subscriber.connect();
+  await subscriber.listenTo(CHANGES_CHANNEL);
+  for (const other of channels) await subscriber.listenTo(other.channel);
+  listening = true;
+  return {
+    get listening() {
+      return listening;
+    },
+    close: () => subscriber.close().catch(() => undefined),
+  };
+}
+
+/** An error for the log: its SQLSTATE, if any, and message. */
+export function describe(error: unknown): string {
+  const code =
+    typeof error === 'object' && error !== null
+      ? (error as { code?: unknown }).code
+      : undefined;
+  const message = error instanceof Error ? error.message : String(error);
+  return typeof code === 'string' ? `${code}: ${message}` : message;
+}
