@@ -12,6 +12,7 @@ export {
   type AdminClient,
 } from './connection/admin-client.js';
 export { runRequestQuery, type Cancellation } from './request-transaction.js';
+export type { ReadServer, StandbyOptions } from './standby/standby-options.js';
 export {
   explainSql,
   runReadOnlySql,
