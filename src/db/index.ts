@@ -17,6 +17,7 @@ export {
   explainSql,
   runReadOnlySql,
   SqlStatementError,
+  storeRoleFunctions,
   type AdHocSqlOptions,
   type SqlColumn,
   type SqlRows,

@@ -2,11 +2,15 @@
 // it (test/setup/standby-pair.ts): where reads go, the floor a change notification sets, lag,
 // standby loss and promotion. Serial: each test moves the pair's state.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import pg from 'pg';
 import {
   createDatabase,
   currentHorizon,
   readChangePage,
+  runReadOnlySql,
   runRequestQuery,
+  SqlStatementError,
+  storeRoleFunctions,
   type DatabaseHandle,
   type PreparedQuery,
   type StandbyOptions,
@@ -119,6 +123,49 @@ describe('reads from a standby', () => {
     const denied = await read(db, outsider).catch((error: unknown) => error);
     expect(denied).toBeInstanceOf(ProtocolError);
     expect((denied as ProtocolError).key).toBe('FORBIDDEN');
+  });
+
+  it("runs a query tool statement on the standby with the role's stored functions, where it cannot switch role", async () => {
+    const admin = new pg.Client(pair.primaryUrl);
+    await admin.connect();
+    try {
+      await storeRoleFunctions(admin, 'standby_reader');
+    } finally {
+      await admin.end();
+    }
+    await pair.caughtUp();
+    const db = open({});
+    const options = {
+      params: [],
+      maxRows: 10,
+      maxBytes: 10_000,
+      schemas: null,
+    };
+    const rows = await runReadOnlySql(db, reader, {
+      ...options,
+      sql: 'select pg_is_in_recovery()::text, current_user::text',
+    });
+    expect(rows.rows).toEqual([['true', 'standby_reader']]);
+    expect(rows.server).toMatchObject({ kind: 'standby' });
+    const unsuitable = await reads('primary', 'unsuitable');
+    const escape = await runReadOnlySql(db, reader, {
+      ...options,
+      sql: "select set_config('role', 'standby_outsider', false)",
+    }).catch((error: unknown) => error);
+    expect(escape).toBeInstanceOf(SqlStatementError);
+    expect((escape as SqlStatementError).message).toMatch(
+      /cannot set parameter "role" within security-definer function/,
+    );
+    // It was refused on the standby itself, not sent to the primary.
+    expect(await reads('primary', 'unsuitable')).toBe(unsuitable);
+    // A role whose functions are not there runs on the primary.
+    const elsewhere = await runReadOnlySql(db, outsider, {
+      ...options,
+      sql: 'select pg_is_in_recovery()::text',
+    });
+    expect(elsewhere.rows).toEqual([['false']]);
+    expect(elsewhere.server).toMatchObject({ kind: 'primary' });
+    expect(await reads('primary', 'unsuitable')).toBe(unsuitable + 1);
   });
 
   it('reads the primary when the standby has not replayed a change the feed read in time, and the standby once it has', async () => {

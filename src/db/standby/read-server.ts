@@ -4,7 +4,10 @@
 import { ProtocolError } from '../../errors.js';
 import type { DatabaseHandle } from '../pool.js';
 import type { ReadServer } from './standby-options.js';
-import type { Standby, StandbySet } from './standby-set.js';
+import type { Standby, StandbyFault } from './standby-set.js';
+
+/** A standby cannot run this read (not a server fault): it goes to the primary, whatever is configured. */
+export class StandbyUnsuitableError extends Error {}
 
 const PRIMARY: ReadServer = { kind: 'primary', name: 'primary' };
 
@@ -31,18 +34,9 @@ export async function onReadServer<T>(
     });
   } catch (error) {
     const fault = standbyFault(error);
-    if (fault === undefined || !retryOnPrimary(set, standby, fault))
-      throw error;
+    if (fault === undefined || !set.failed(standby, fault)) throw error;
     return work(db, PRIMARY);
   }
-}
-
-function retryOnPrimary(
-  set: StandbySet,
-  standby: Standby,
-  fault: { why: string; connectionLost: boolean },
-): boolean {
-  return set.failed(standby, fault.why, fault.connectionLost);
 }
 
 function handleOf(db: DatabaseHandle, standby: Standby): DatabaseHandle {
@@ -64,9 +58,14 @@ function handleOf(db: DatabaseHandle, standby: Standby): DatabaseHandle {
  * (UNAVAILABLE from a connection class), its pool full, or a query cancelled by a conflict with
  * recovery (40001 with the standby's message, 40P01), which the primary does not have.
  */
-function standbyFault(
-  error: unknown,
-): { why: string; connectionLost: boolean } | undefined {
+function standbyFault(error: unknown): StandbyFault | undefined {
+  const unsuitable = error instanceof ProtocolError ? error.cause : error;
+  if (unsuitable instanceof StandbyUnsuitableError)
+    return {
+      why: unsuitable.message,
+      connectionLost: false,
+      unsuitable: true,
+    };
   const cause =
     error instanceof ProtocolError ? (error.cause ?? {}) : (error ?? {});
   const { code, message, sqlstate } = cause as {
@@ -83,10 +82,11 @@ function standbyFault(
   const why = `${state ?? 'no SQLSTATE'}: ${typeof message === 'string' ? message : 'no message'}`;
   if (state === '40001' || state === '40P01')
     return /conflict with recovery/i.test(why)
-      ? { why, connectionLost: false }
+      ? { why, connectionLost: false, unsuitable: false }
       : undefined;
   if (!(error instanceof ProtocolError)) return undefined;
-  if (error.key === 'POOL_EXHAUSTED') return { why, connectionLost: false };
+  if (error.key === 'POOL_EXHAUSTED')
+    return { why, connectionLost: false, unsuitable: false };
   if (error.key !== 'UNAVAILABLE' || state === '55P03') return undefined;
-  return { why, connectionLost: true };
+  return { why, connectionLost: true, unsuitable: false };
 }

@@ -25,6 +25,16 @@ export interface Standby {
   refreshing: Promise<void> | undefined;
 }
 
+/**
+ * Why a read on a standby failed: its connection lost (the standby is down until a poll finds it),
+ * another server fault, or a read the standby cannot run (always retried on the primary).
+ */
+export interface StandbyFault {
+  readonly why: string;
+  readonly connectionLost: boolean;
+  readonly unsuitable: boolean;
+}
+
 /** How a StandbySet reaches the servers: a pool per standby, the primary's WAL position. */
 export interface StandbyServers {
   readonly poolFor: (url: string) => pg.Pool;
@@ -61,6 +71,8 @@ export class StandbySet {
   #timer: NodeJS.Timeout | undefined;
   #polling: Promise<void> | undefined;
   #firstPoll: Promise<void> | undefined;
+  /** Reads a standby could not run, told once each. */
+  readonly #told = new Set<string>();
 
   constructor(options: StandbyOptions, servers: StandbyServers) {
     this.#options = options;
@@ -131,8 +143,20 @@ export class StandbySet {
    * when the connection was lost, until a poll finds it again. Returns whether the read may go to
    * the primary instead (whenUnavailable).
    */
-  failed(standby: Standby, why: string, connectionLost: boolean): boolean {
-    if (connectionLost) this.#enter(standby, 'down', why);
+  failed(standby: Standby, fault: StandbyFault): boolean {
+    if (fault.unsuitable) {
+      const told = `${standby.label}: ${fault.why}`;
+      if (!this.#told.has(told)) {
+        this.#told.add(told);
+        this.#options.log(
+          `standby ${told}: such reads go to the primary`,
+          false,
+        );
+      }
+      METRICS.standbyReads.inc({ server: 'primary', reason: 'unsuitable' });
+      return true;
+    }
+    if (fault.connectionLost) this.#enter(standby, 'down', fault.why);
     const toPrimary = this.#options.whenUnavailable === 'primary';
     METRICS.standbyReads.inc({
       server: toPrimary ? 'primary' : 'none',
