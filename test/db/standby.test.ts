@@ -2,6 +2,7 @@
 // it (test/setup/standby-pair.ts): where reads go, the floor a change notification sets, lag,
 // standby loss and promotion. Serial: each test moves the pair's state.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { spawnSync } from 'node:child_process';
 import pg from 'pg';
 import {
   createDatabase,
@@ -16,7 +17,7 @@ import {
   type StandbyOptions,
 } from '../../src/db/index.js';
 import { ProtocolError } from '../../src/errors.js';
-import { METRICS } from '../../src/observability/index.js';
+import { METRICS, metricsExposition } from '../../src/observability/index.js';
 import { migrateDatabase } from '../setup/migrate-database.js';
 import {
   startStandbyPair,
@@ -279,6 +280,32 @@ describe('reads from a standby', () => {
     }
     await waitFor(() => db.standbys?.states[0]?.state === 'up');
     expect((await read(db)).recovery).toBe(true);
+  });
+
+  it('exposes the standby series in a form promtool accepts, with no credentials', async () => {
+    const { body } = await metricsExposition();
+    const label = new URL(pair.standbyUrl).host;
+    expect(body).toContain(`pgmcp_standby_up{standby="${label}"}`);
+    expect(body).toContain(`pgmcp_standby_lag_bytes{standby="${label}"}`);
+    expect(body).toMatch(
+      /pgmcp_standby_reads_total\{server="primary",reason="down"\} [1-9]/,
+    );
+    expect(body).toMatch(
+      new RegExp(
+        `pgmcp_standby_transitions_total\\{standby="${label}",state="lagging"\\} [1-9]`,
+      ),
+    );
+    expect(body).not.toContain('postgres://');
+    const check = spawnSync('promtool', ['check', 'metrics'], {
+      input: body,
+      encoding: 'utf8',
+    });
+    if (check.error !== undefined)
+      throw new Error(
+        `promtool is not installed (${check.error.message}); install it with: apt-get update && apt-get install -y --no-install-recommends prometheus`,
+      );
+    expect(`${check.stdout}${check.stderr}`).toBe('');
+    expect(check.status).toBe(0);
   });
 
   it('stops reading from a standby that was promoted', async () => {
