@@ -5,6 +5,7 @@ import { explainSql, SqlStatementError } from '../db/index.js';
 import { asText, SqlParamsSchema, sqlError } from './query-tool.js';
 import { ANSWERED_BY_SCHEMA, answeredBy } from './answered-by.js';
 import {
+  auditBeforeStandby,
   createAuditedRunner,
   createCallLimits,
   inspectAudited,
@@ -103,6 +104,7 @@ export function createExplainTool(
               schemas: deps.schemas,
               cancellation: ctx,
               analyze,
+              beforeStandby: auditBeforeStandby(deps, call),
               ...limits,
             }),
           () => null,

@@ -7,6 +7,7 @@ import {
   type SqlRows,
 } from '../db/index.js';
 import {
+  auditBeforeStandby,
   createAuditedRunner,
   createCallLimits,
   inspectAudited,
@@ -140,6 +141,7 @@ export function createQueryTool(deps: SqlToolDependencies): Tool {
               maxBytes: deps.limits.maxBytes,
               schemas: deps.schemas,
               cancellation: ctx,
+              beforeStandby: auditBeforeStandby(deps, call),
               ...limits,
             }),
           (rows) => rows.rows.length,

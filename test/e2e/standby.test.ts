@@ -85,11 +85,52 @@ describe('a database with a standby', () => {
     expect(text).toContain(
       `answered by the standby ${new URL(pair.standbyUrl).host}`,
     );
+    // A row before the statement ran on the standby, and the call's own row after it.
     const audit = await pair.sql(
       'primary',
-      `select role, row_count::int from pgmcp.audit where target = '${sql.replace(/'/g, "''")}'`,
+      `select role, row_count::int, detail from pgmcp.audit where target = '${sql.replace(/'/g, "''")}' order by id`,
     );
-    expect(audit).toEqual([{ role: 'standby_tools', row_count: 1 }]);
+    expect(audit).toEqual([
+      {
+        role: 'standby_tools',
+        row_count: null,
+        detail: {
+          phase: 'started',
+          server: new URL(pair.standbyUrl).host,
+        },
+      },
+      { role: 'standby_tools', row_count: 1, detail: null },
+    ]);
+  });
+
+  it('runs nothing on the standby when its first audit row cannot be written on the primary', async () => {
+    const sql = `select 1 / 0 /* unaudited ${Date.now()} */`;
+    await pair.sql(
+      'primary',
+      `alter table pgmcp.audit add constraint standby_test_refuse_started
+         check (detail->>'phase' is distinct from 'started') not valid`,
+    );
+    try {
+      const { error } = await call(tools.url, 'tools/call', {
+        name: 'query',
+        arguments: { sql },
+      });
+      expect(error).toMatchObject({ data: { code: 'UNAVAILABLE' } });
+    } finally {
+      await pair.sql(
+        'primary',
+        'alter table pgmcp.audit drop constraint standby_test_refuse_started',
+      );
+    }
+    // Had the statement run, its row would carry its error, 22012 (division by zero); it carries
+    // the refused audit write's, 23514.
+    const audit = await pair.sql(
+      'primary',
+      `select sqlstate, detail from pgmcp.audit where target = '${sql.replace(/'/g, "''")}'`,
+    );
+    expect(audit).toEqual([
+      { sqlstate: '23514', detail: { error: 'UNAVAILABLE' } },
+    ]);
   });
 
   it('runs explain on the standby and says so', async () => {

@@ -46,8 +46,10 @@ export async function withToolConnection<T>(
 ): Promise<T> {
   refuseNul(call.options);
   if (call.db.standbys === undefined) return lend(call, work, undefined);
-  return onReadServer(call.db, (db, server) =>
-    lend({ ...call, db }, work, server),
+  return onReadServer(
+    call.db,
+    (db, server) => lend({ ...call, db }, work, server),
+    { beforeStandby: call.options.beforeStandby },
   );
 }
 

@@ -43,6 +43,11 @@ export interface AdHocSqlOptions extends StatementLimits {
   readonly schemas: readonly string[] | null;
   /** The request: once it is cancelled, the running statement is cancelled in PostgreSQL. */
   readonly cancellation?: Cancellation | { readonly aborted: boolean };
+  /**
+   * Runs on the primary before the statement goes to a standby (the call's audit row there); when
+   * it fails, the call fails with it and nothing runs anywhere.
+   */
+  readonly beforeStandby?: (server: ReadServer) => Promise<void>;
 }
 
 /** A connection's functions for one role (see the file comment). */

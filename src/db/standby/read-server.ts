@@ -17,21 +17,26 @@ const standbyHandles = new WeakMap<Standby, DatabaseHandle>();
 /**
  * Run `work` on the server that answers `db`'s reads: `db` itself when it has no standbys, else the
  * one its StandbySet picks (db/standby/standby-set.ts), told which it is. A standby's failure is
- * logged by the set and the read runs on the primary (or fails, as configured).
+ * logged by the set and the read runs on the primary (or fails, as configured). `beforeStandby`
+ * runs first when a standby was picked; its failure ends the read before anything ran.
  */
 export async function onReadServer<T>(
   db: DatabaseHandle,
   work: (target: DatabaseHandle, server: ReadServer) => Promise<T>,
+  options: {
+    readonly beforeStandby?:
+      ((server: ReadServer) => Promise<void>) | undefined;
+  } = {},
 ): Promise<T> {
   const set = db.standbys;
   if (set === undefined) return work(db, PRIMARY);
   const standby = await set.pick();
   if (standby === undefined) return work(db, PRIMARY);
+  const server: ReadServer = { kind: 'standby', name: standby.label };
+  // Outside the fault handling below: its failure is the primary's, not the standby's.
+  await options.beforeStandby?.(server);
   try {
-    return await work(handleOf(db, standby), {
-      kind: 'standby',
-      name: standby.label,
-    });
+    return await work(handleOf(db, standby), server);
   } catch (error) {
     const fault = standbyFault(error);
     if (fault === undefined || !set.failed(standby, fault)) throw error;
