@@ -228,8 +228,10 @@ describe('reads from a standby', () => {
 
   it('sends reads to the primary while the standby lags past maxLagMs, logged once, or refuses them', async () => {
     const log = vi.fn();
+    await pair.caughtUp();
     const db = open({ maxLagMs: 200, log });
     const refusing = open({ maxLagMs: 200, whenUnavailable: 'fail' });
+    await waitFor(() => db.standbys?.states[0]?.state === 'up');
     expect((await read(db)).recovery).toBe(true);
     await pair.sql('standby', 'select pg_wal_replay_pause()');
     try {

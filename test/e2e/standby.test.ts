@@ -75,6 +75,7 @@ async function tool(
 
 describe('a database with a standby', () => {
   it('runs query on the standby as the role, says so, and audits the call on the primary', async () => {
+    await pair.caughtUp();
     const sql = `select pg_is_in_recovery()::text as recovery, current_user::text as who, count(*)::text as n from standby_rows /* ${Date.now()} */`;
     const { text, structured } = await tool(tools, 'query', { sql });
     expect(structured['rows']).toEqual([['true', 'standby_tools', '2']]);
@@ -134,6 +135,7 @@ describe('a database with a standby', () => {
   });
 
   it('runs explain on the standby and says so', async () => {
+    await pair.caughtUp();
     const { structured } = await tool(tools, 'explain', {
       sql: 'select * from standby_rows where id = 1',
     });
