@@ -19,6 +19,7 @@ import {
   type AdminClient,
   type DatabaseHandle,
   type EmbeddedPostgres,
+  type StandbyOptions,
 } from '../db/index.js';
 import type { Logger } from '../log.js';
 
@@ -52,7 +53,11 @@ export async function openDatabase(
       `database ${connectionString === undefined ? 'from PG* environment variables' : redactConnectionString(connectionString)}`,
     );
   }
-  const db = configuredDatabase(config, connectionString, logger);
+  const db = configuredDatabase(
+    config,
+    { connectionString, database: undefined },
+    logger,
+  );
   return { db, embedded, close: () => closeOpenDatabase(db, embedded, logger) };
 }
 
@@ -70,13 +75,23 @@ async function closeOpenDatabase(
   }
 }
 
-/** A pool on `connectionString` (PG* variables when undefined) with the configured settings. */
+/**
+ * A pool on `connectionString` (PG* variables when undefined) with the configured settings, and
+ * the standbys the config file gives `database` (undefined: the main database).
+ */
 export function configuredDatabase(
   config: Config,
-  connectionString: string | undefined,
+  {
+    connectionString,
+    database,
+  }: {
+    readonly connectionString: string | undefined;
+    readonly database: string | undefined;
+  },
   logger: Logger,
 ): DatabaseHandle {
   return createDatabase({
+    standbys: standbysOf(config, database, logger),
     connectionString,
     poolSize: config.poolSize,
     poolWaitMs: config.poolWaitMs,
@@ -89,6 +104,32 @@ export function configuredDatabase(
   });
 }
 
+/** The standbys of `database` (undefined: the main one) as the config file gives them, if any. */
+function standbysOf(
+  config: Config,
+  database: string | undefined,
+  logger: Logger,
+): StandbyOptions | undefined {
+  const settings = config.standbys;
+  const urls = (settings?.servers ?? [])
+    .filter((server) => server.database === database)
+    .map((server) => server.url);
+  if (settings === undefined || urls.length === 0) return undefined;
+  return {
+    urls,
+    maxLagMs: settings.maxLagMs,
+    maxLagBytes: settings.maxLagBytes,
+    waitMs: settings.waitMs,
+    pollMs: settings.pollMs,
+    whenUnavailable: settings.whenUnavailable,
+    log: (message, up) => {
+      const line = `${database ?? 'main database'}: ${message}`;
+      if (up) logger.info(line);
+      else logger.warn(line);
+    },
+  };
+}
+
 /** A --database entry by name, opened alone (expose --database NAME). */
 export function namedDatabase(
   config: Config,
@@ -98,7 +139,11 @@ export function namedDatabase(
   const database = config.databases.find((entry) => entry.name === name);
   return database === undefined
     ? undefined
-    : configuredDatabase(config, database.connectionString, logger);
+    : configuredDatabase(
+        config,
+        { connectionString: database.connectionString, database: name },
+        logger,
+      );
 }
 
 async function applyMigrations(

@@ -40,7 +40,11 @@ export async function requestDatabase(
   logger.info(
     `requests run as ${AUTHENTICATOR_ROLE} and the roles granted to it`,
   );
-  return configuredDatabase(config, url.toString(), logger);
+  return configuredDatabase(
+    config,
+    { connectionString: url.toString(), database: undefined },
+    logger,
+  );
 }
 
 /**
@@ -54,7 +58,11 @@ export async function openMoreDatabases(
 ): Promise<{ name: string; db: DatabaseHandle }[]> {
   const more = [];
   for (const database of config.databases) {
-    const db = configuredDatabase(config, database.connectionString, logger);
+    const db = configuredDatabase(
+      config,
+      { connectionString: database.connectionString, database: database.name },
+      logger,
+    );
     opened.push(db);
     logger.info(
       `database ${database.name}: ${redactConnectionString(database.connectionString)}`,

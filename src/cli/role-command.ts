@@ -4,6 +4,7 @@ import { loadConfig } from '../config/index.js';
 import {
   AUTHENTICATOR_ROLE,
   grantToAuthenticator,
+  storeRoleFunctions,
   withAdminClient,
 } from '../db/index.js';
 import type { Logger } from '../log.js';
@@ -12,7 +13,9 @@ import { UsageError, type CliCommand, type ParsedFlags } from './flags.js';
 
 const HELP = `Usage: pgmcp role grant <role>
 
-GRANT <role> TO pgmcp_authenticator, so requests whose token names <role> may run as it.
+GRANT <role> TO pgmcp_authenticator, so requests whose token names <role> may run as it, and
+make the role's query and explain functions in pgmcp's schema, which hot standbys need to run
+those tools (docs/databases.md "Standbys").
 Runs as the database's administrative login (DATABASE_URL, or the embedded superuser).
 `;
 
@@ -39,6 +42,18 @@ async function role(flags: ParsedFlags, logger: Logger): Promise<void> {
       grantToAuthenticator(client, roleName),
     );
     logger.info(`granted ${roleName} to ${AUTHENTICATOR_ROLE}`);
+    await withAdminClient(open.db, (client) =>
+      storeRoleFunctions(client, roleName),
+    ).then(
+      () =>
+        logger.info(
+          `made ${roleName}'s query and explain functions for standbys`,
+        ),
+      (error: unknown) =>
+        logger.warn(
+          `${roleName}'s query and explain functions for standbys were not made (${String(error)}): on a standby those tools run on the primary for it; run this as pgmcp's schema owner or a superuser`,
+        ),
+    );
   } finally {
     await open.close();
   }

@@ -64,6 +64,32 @@ const ScopesSchema = z
   })
   .strict();
 
+/** standbys: hot standbys that take reads (docs/databases.md "Standbys"). */
+const StandbysSchema = z
+  .object({
+    servers: z
+      .array(
+        z
+          .object({
+            database: z.string().min(1).optional(),
+            url: z
+              .string()
+              .regex(
+                /^postgres(ql)?:\/\//,
+                'a standby is a postgres://user:password@host:port/db URL',
+              ),
+          })
+          .strict(),
+      )
+      .min(1),
+    maxLagMs: z.number().int().min(0).max(3_600_000).optional(),
+    maxLagBytes: z.number().int().min(0).optional(),
+    waitMs: z.number().int().min(0).max(60_000).optional(),
+    pollMs: z.number().int().min(50).max(60_000).optional(),
+    whenUnavailable: z.enum(['primary', 'fail']).optional(),
+  })
+  .strict();
+
 /** The config file's shape (docs/databases.md "The config file"); unknown keys are mistakes, not ignored. */
 const ConfigFileSchema = z
   .object({
@@ -132,6 +158,7 @@ const ConfigFileSchema = z
       .optional(),
     scopes: ScopesSchema.optional(),
     limits: LimitsFileSchema.optional(),
+    standbys: StandbysSchema.optional(),
   })
   .strict();
 
@@ -199,6 +226,20 @@ export interface FileScopes {
   readonly implies: Readonly<Record<string, readonly string[]>>;
 }
 
+/** A database's standbys and the bounds on reading from them (docs/databases.md "Standbys"). */
+export interface FileStandbys {
+  /** Each standby's URL and the database it serves (undefined: the main one). */
+  readonly servers: readonly {
+    readonly database: string | undefined;
+    readonly url: string;
+  }[];
+  readonly maxLagMs: number;
+  readonly maxLagBytes: number | undefined;
+  readonly waitMs: number;
+  readonly pollMs: number;
+  readonly whenUnavailable: 'primary' | 'fail';
+}
+
 /** What the config file says, checked against the databases given: defaults when there is none. */
 export function loadConfigFile(
   configFile: string | undefined,
@@ -210,6 +251,7 @@ export function loadConfigFile(
   tools: FileTools;
   scopes: FileScopes | undefined;
   roleLimits: Readonly<Record<string, FileRoleLimits>>;
+  standbys: FileStandbys | undefined;
 } {
   const file = configFile === undefined ? {} : readConfigFile(configFile);
   return {
@@ -246,6 +288,33 @@ export function loadConfigFile(
             implies: file.scopes.implies ?? {},
           },
     roleLimits: roleLimitsOf(file.limits),
+    standbys: fileStandbys(file, configFile, databases),
+  };
+}
+
+/** The file's standbys with defaults; each in a database that is given. */
+function fileStandbys(
+  file: ConfigFile,
+  configFile: string | undefined,
+  databases: readonly DatabaseConfig[],
+): FileStandbys | undefined {
+  const standbys = file.standbys;
+  if (standbys === undefined) return undefined;
+  for (const { database } of standbys.servers)
+    if (
+      database !== undefined &&
+      !databases.some((entry) => entry.name === database)
+    )
+      throw new ConfigError(
+        `${configFile}: a standby names database "${database}", which is not given with --database ${database}=… (or PGMCP_DATABASES).`,
+      );
+  return {
+    servers: standbys.servers.map(({ database, url }) => ({ database, url })),
+    maxLagMs: standbys.maxLagMs ?? 10_000,
+    maxLagBytes: standbys.maxLagBytes,
+    waitMs: standbys.waitMs ?? 1000,
+    pollMs: standbys.pollMs ?? 500,
+    whenUnavailable: standbys.whenUnavailable ?? 'primary',
   };
 }
 

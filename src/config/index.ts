@@ -6,6 +6,7 @@ export {
   type FileCollection,
   type FileScopes,
   type FileSensitive,
+  type FileStandbys,
   type FileTools,
 } from './config-file.js';
 export { type FileRoleLimits } from './role-limits.js';

@@ -7,6 +7,7 @@ import {
   type FileCollection,
   type FileScopes,
   type FileSensitive,
+  type FileStandbys,
   type FileTools,
 } from './config-file.js';
 import type { FileRoleLimits } from './role-limits.js';
@@ -36,6 +37,8 @@ export type Config = Readonly<
     scopes: FileScopes | undefined;
     /** Per-role overrides of the query/explain call limits (config file "limits.roles"). */
     roleLimits: Readonly<Record<string, FileRoleLimits>>;
+    /** Hot standbys that take reads (config file "standbys"); none: every read on its database. */
+    standbys: FileStandbys | undefined;
     /** The limits, the tools' share of the pool resolved (half of it by default, at least 1). */
     limits: Settings['limits'] & { toolConnections: number };
   }

@@ -12,10 +12,12 @@ export {
   type AdminClient,
 } from './connection/admin-client.js';
 export { runRequestQuery, type Cancellation } from './request-transaction.js';
+export type { ReadServer, StandbyOptions } from './standby/standby-options.js';
 export {
   explainSql,
   runReadOnlySql,
   SqlStatementError,
+  storeRoleFunctions,
   type AdHocSqlOptions,
   type SqlColumn,
   type SqlRows,

@@ -9,6 +9,8 @@ import {
   useDriverInternals,
   type DriverShape,
 } from './driver/index.js';
+import { StandbySet } from './standby/standby-set.js';
+import type { StandbyOptions } from './standby/standby-options.js';
 
 export interface DatabaseOptions {
   /** A postgres:// URL; undefined lets pg read the standard PG* environment variables. */
@@ -50,6 +52,8 @@ export interface DatabaseOptions {
   readonly driverShape?: DriverShape;
   /** Where a warning goes (the internals turned off by the probe); default onError. */
   readonly onWarning?: (message: string) => void;
+  /** Hot standbys that take this database's reads (docs/databases.md "Standbys"); none by default. */
+  readonly standbys?: StandbyOptions | undefined;
 }
 
 /** The database handle the rest of pgmcp passes around; only db/ looks inside. */
@@ -75,6 +79,11 @@ export interface DatabaseHandle {
   readonly statementTimeoutMs: number;
   /** Where audit rows go: db/own-tables/audit-log.ts. */
   readonly audit: AuditChannel;
+  /**
+   * The standbys requests read from (db/standby/), shared with the feed handle, which raises their
+   * floor as it reads changes; undefined: every read runs on this database.
+   */
+  readonly standbys: StandbySet | undefined;
   /** A fresh read-write client for migrations, seeds and start-up work; the caller ends it. */
   connectAdmin(): Promise<pg.Client>;
   /** Settings for a dedicated session of this database (the LISTEN connection). */
@@ -148,12 +157,15 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
   const connectAdmin = () => connectAdminClient(options);
   const sessionConfig = (applicationName: string): SessionConfig =>
     dedicatedSession(options, applicationName);
+  const standbys = standbySet(config, options, () => feed.pool);
   const feed = feedHandle(config, options, {
     driverInternals,
     audit,
     connectAdmin,
     sessionConfig,
+    standbys,
   });
+  standbys?.start();
   // Issue 35: pgmcp_pool_connections reads the pool's counts at scrape time.
   const forget = observePool(() => ({
     total: pool.totalCount,
@@ -168,17 +180,32 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
     feed,
     statementTimeoutMs: options.statementTimeoutMs,
     audit,
+    standbys,
     connectAdmin,
     sessionConfig,
     close: async () => {
       forget();
-      await Promise.allSettled([...audit.calls]);
-      await pipelines?.close();
-      await pool.end();
-      await feed.close();
-      await audit.pool.end();
+      await closePools(pool, { feed, audit, pipelines, standbys });
     },
   };
+}
+
+/** Close in order: audited calls finish, then pipelines, standbys, the pool, the feed, the audit. */
+async function closePools(
+  pool: pg.Pool,
+  {
+    feed,
+    audit,
+    pipelines,
+    standbys,
+  }: Pick<DatabaseHandle, 'feed' | 'audit' | 'pipelines' | 'standbys'>,
+): Promise<void> {
+  await Promise.allSettled([...audit.calls]);
+  await pipelines?.close();
+  await standbys?.close();
+  await pool.end();
+  await feed.close();
+  await audit.pool.end();
 }
 
 /** A fresh read-write client as the login (migrations, seeds, start-up work). */
@@ -206,7 +233,7 @@ function feedHandle(
   options: DatabaseOptions,
   shared: Pick<
     DatabaseHandle,
-    'driverInternals' | 'audit' | 'connectAdmin' | 'sessionConfig'
+    'driverInternals' | 'audit' | 'connectAdmin' | 'sessionConfig' | 'standbys'
   >,
 ): DatabaseHandle {
   const feedPool = watchedPool(
@@ -229,6 +256,36 @@ function feedHandle(
     close: () => feedPool.end(),
   };
   return feed;
+}
+
+/**
+ * The standbys' set, or none: each standby gets a pool with the request pool's settings, and the
+ * primary's WAL position is read on the feed's pool (issue 36 point 1).
+ */
+function standbySet(
+  config: pg.PoolConfig,
+  options: DatabaseOptions,
+  primary: () => pg.Pool,
+): StandbySet | undefined {
+  if (options.standbys === undefined || options.standbys.urls.length === 0)
+    return undefined;
+  return new StandbySet(options.standbys, {
+    poolFor: (url) =>
+      watchedPool(
+        new pg.Pool({
+          ...config,
+          connectionString: url,
+          fallback_application_name: replicaApplicationName('pgmcp-standby'),
+        }),
+        options,
+      ),
+    primaryLsn: async () => {
+      const { rows } = await primary().query<{ lsn: string }>(
+        "select (pg_current_wal_lsn() - '0/0'::pg_lsn)::text as lsn",
+      );
+      return BigInt(rows[0]?.lsn ?? '0');
+    },
+  });
 }
 
 /** Settings for a session outside the pools (the LISTEN connection). */

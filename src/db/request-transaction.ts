@@ -17,6 +17,7 @@ import {
 import { connectClient, type DatabaseHandle } from './pool.js';
 import type { PreparedQuery } from './connection/prepared.js';
 import { toDatabaseError } from './connection/sqlstate.js';
+import { onReadServer } from './standby/read-server.js';
 
 const SET_IDENTITY = {
   name: 'pgmcp_set_identity',
@@ -100,16 +101,69 @@ interface RequestStatement {
   readonly textOutput?: boolean | undefined;
 }
 
+/**
+ * The request's statement on the server that answers its reads (db/standby/): a standby when the
+ * database has one that may answer, else the database itself. A request that carries a leading
+ * statement (a 2025-11-25 session's check, of rows written on the primary) runs on the primary.
+ */
 async function runQuery<TRow>(
   call: RequestCall,
   statement: RequestStatement,
   pipelined: boolean,
 ): Promise<TRow[]> {
-  const { db, principal, cancellation } = call;
-  if (cancellation.aborted)
+  if (call.cancellation.aborted)
     throw new ProtocolError('TIMEOUT', 'The request was cancelled.');
+  const leading = takesLeading(call, statement, pipelined)
+    ? takeLeading(call)
+    : undefined;
+  if (leading !== undefined || call.db.standbys === undefined)
+    return runOn(call, { statement, pipelined, leading });
+  return onReadServer(call.db, (db) =>
+    runOn({ ...call, db }, { statement, pipelined, leading: undefined }),
+  );
+}
+
+/** What a request's transaction sends: its statement, where, and the transport's statement first. */
+interface RequestWork {
+  readonly statement: RequestStatement;
+  readonly pipelined: boolean;
+  readonly leading: LeadingStatement | undefined;
+}
+
+/**
+ * Whether the statement's transaction on `call.db` carries the transport's leading statement: a
+ * transaction of several statements does (pipelined, or the identity with the driver internals);
+ * a lone statement or pg's public API does not, and the leading statement waits for the next.
+ */
+function takesLeading(
+  call: RequestCall,
+  statement: RequestStatement,
+  pipelined: boolean,
+): boolean {
+  const { db, principal } = call;
+  if (pipelined && db.pipelines !== undefined) return true;
+  return (
+    db.driverInternals &&
+    (principal.role !== null || statement.textOutput === true)
+  );
+}
+
+/** The transport's leading statement for this request on `call.db`, taken once. */
+function takeLeading(call: RequestCall): LeadingStatement | undefined {
+  const { cancellation, db } = call;
+  return 'takeLeadingStatement' in cancellation
+    ? cancellation.takeLeadingStatement?.(db)
+    : undefined;
+}
+
+async function runOn<TRow>(
+  call: RequestCall,
+  work: RequestWork,
+): Promise<TRow[]> {
+  const { db, principal, cancellation } = call;
+  const { statement, pipelined } = work;
   if (pipelined && db.pipelines !== undefined)
-    return runPipelined(call, db.pipelines, statement);
+    return runPipelined(call, db.pipelines, work);
   const client = await connectClient(db);
   let broken: Error | undefined;
   const watch = watchCancel(client, cancellation);
@@ -119,7 +173,10 @@ async function runQuery<TRow>(
       return observe((await client.query(statement)).rows);
     if (!db.driverInternals)
       return observe(await runUnpipelined(client, principal, statement));
-    const { transaction, leading } = requestTransaction(call, statement, false);
+    const { transaction, leading } = requestTransaction(call, {
+      ...work,
+      pipelined: false,
+    });
     void client.query(transaction as unknown as pg.Submittable);
     try {
       const rows = await transaction.result;
@@ -148,14 +205,9 @@ async function runQuery<TRow>(
  * the driver's own field arrays, which pg's Query would copy into objects.
  */
 function requestTransaction(
-  { db, principal, cancellation }: RequestCall,
-  statement: ImplicitStatement,
-  pipelined: boolean,
+  { principal }: RequestCall,
+  { statement, pipelined, leading }: RequestWork,
 ): { transaction: ImplicitTransaction; leading: LeadingStatement | undefined } {
-  const leading =
-    'takeLeadingStatement' in cancellation
-      ? cancellation.takeLeadingStatement?.(db)
-      : undefined;
   const statements: ImplicitStatement[] = [];
   if (leading !== undefined) statements.push(leading);
   const traced = tracedApplicationName();
@@ -201,10 +253,10 @@ export function claimsJson(principal: Principal): string {
 async function runPipelined<TRow>(
   call: RequestCall,
   pipelines: RequestPipelines,
-  statement: ImplicitStatement,
+  work: RequestWork,
 ): Promise<TRow[]> {
-  const observe = observer<TRow>(call.cancellation, statement.name);
-  const { transaction, leading } = requestTransaction(call, statement, true);
+  const observe = observer<TRow>(call.cancellation, work.statement.name);
+  const { transaction, leading } = requestTransaction(call, work);
   try {
     const rows = await pipelines.run(transaction);
     leading?.settle(rows[0] ?? []);

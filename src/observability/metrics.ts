@@ -201,6 +201,36 @@ export const METRICS = {
     labelNames: ['limit'] as const,
     registers: [registry],
   }),
+  standbyReads: new Counter({
+    name: 'pgmcp_standby_reads_total',
+    help: 'Reads of databases with standbys, by the server that answered (standby, primary, none: refused) and why.',
+    labelNames: ['server', 'reason'] as const,
+    registers: [registry],
+  }),
+  standbyUp: new Gauge({
+    name: 'pgmcp_standby_up',
+    help: '1 while a standby (host:port) takes reads: reachable, in recovery and within the lag bounds; else 0.',
+    labelNames: ['standby'] as const,
+    registers: [registry],
+  }),
+  standbyLagBytes: new Gauge({
+    name: 'pgmcp_standby_lag_bytes',
+    help: "WAL bytes between the primary's position and a standby's replay position, at the last poll.",
+    labelNames: ['standby'] as const,
+    registers: [registry],
+  }),
+  standbyLagSeconds: new Gauge({
+    name: 'pgmcp_standby_lag_seconds',
+    help: 'How long a standby has been missing WAL the primary had, at the last poll.',
+    labelNames: ['standby'] as const,
+    registers: [registry],
+  }),
+  standbyTransitions: new Counter({
+    name: 'pgmcp_standby_transitions_total',
+    help: 'Changes of a standby state (up, lagging, down, promoted).',
+    labelNames: ['standby', 'state'] as const,
+    registers: [registry],
+  }),
   draining: new Gauge({
     name: 'pgmcp_draining',
     help: '1 while this process drains after SIGTERM, else 0.',

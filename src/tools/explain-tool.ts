@@ -3,7 +3,9 @@
 import { z } from 'zod';
 import { explainSql, SqlStatementError } from '../db/index.js';
 import { asText, SqlParamsSchema, sqlError } from './query-tool.js';
+import { ANSWERED_BY_SCHEMA, answeredBy } from './answered-by.js';
 import {
+  auditBeforeStandby,
   createAuditedRunner,
   createCallLimits,
   inspectAudited,
@@ -17,6 +19,7 @@ const EXPLAIN_OUTPUT_SCHEMA = {
   properties: {
     plan: { description: 'EXPLAIN (FORMAT JSON) output.' },
     analyzed: { type: 'boolean' },
+    answered_by: ANSWERED_BY_SCHEMA,
   },
   required: ['plan', 'analyzed'],
 };
@@ -39,6 +42,19 @@ function explainArgs(analyzeAllowed: boolean) {
         : {}),
     })
     .strict();
+}
+
+/** A plan as the tool's result: its text, and the JSON plan (with the server that answered). */
+function explainResult(
+  result: Awaited<ReturnType<typeof explainSql>>,
+  analyzed: boolean,
+) {
+  const { line, member } = answeredBy(result.server);
+  return textResult(result.text + line, {
+    plan: result.plan,
+    analyzed,
+    ...member,
+  });
 }
 
 /** The explain tool; `analyze` only when the config file's tools.explainAnalyze allows it. */
@@ -88,14 +104,12 @@ export function createExplainTool(
               schemas: deps.schemas,
               cancellation: ctx,
               analyze,
+              beforeStandby: auditBeforeStandby(deps, call),
               ...limits,
             }),
           () => null,
         );
-        return textResult(result.text, {
-          plan: result.plan,
-          analyzed: analyze,
-        });
+        return explainResult(result, analyze);
       } catch (error) {
         if (error instanceof SqlStatementError) return sqlError(error);
         throw error;

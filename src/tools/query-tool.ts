@@ -7,11 +7,13 @@ import {
   type SqlRows,
 } from '../db/index.js';
 import {
+  auditBeforeStandby,
   createAuditedRunner,
   createCallLimits,
   inspectAudited,
 } from './sql-audit.js';
 import type { SqlToolDependencies } from './sql-tool-dependencies.js';
+import { ANSWERED_BY_SCHEMA, answeredBy } from './answered-by.js';
 import { askSqlConsent } from './sql-consent.js';
 import {
   defineTool,
@@ -69,6 +71,7 @@ const QUERY_OUTPUT_SCHEMA = {
     },
     row_count: { type: 'integer' },
     truncated: { type: 'boolean' },
+    answered_by: ANSWERED_BY_SCHEMA,
     truncated_reason: {
       enum: ['max_rows', 'max_bytes'],
       description:
@@ -78,10 +81,10 @@ const QUERY_OUTPUT_SCHEMA = {
   required: ['columns', 'rows', 'row_count', 'truncated'],
 };
 
-/** The query tool. */
 /** A query's rows as the tool's result: a text table, and the structured rows. */
 function queryResult(result: SqlRows): ToolResult {
-  return textResult(table(result), {
+  const answered = answeredBy(result.server);
+  return textResult(table(result) + answered.line, {
     columns: result.columns,
     rows: result.rows,
     row_count: result.rows.length,
@@ -89,8 +92,11 @@ function queryResult(result: SqlRows): ToolResult {
     ...(result.truncatedBy === undefined
       ? {}
       : { truncated_reason: result.truncatedBy }),
+    ...answered.member,
   });
 }
+
+/** The query tool. */
 
 export function createQueryTool(deps: SqlToolDependencies): Tool {
   const audited = createAuditedRunner(deps);
@@ -135,6 +141,7 @@ export function createQueryTool(deps: SqlToolDependencies): Tool {
               maxBytes: deps.limits.maxBytes,
               schemas: deps.schemas,
               cancellation: ctx,
+              beforeStandby: auditBeforeStandby(deps, call),
               ...limits,
             }),
           (rows) => rows.rows.length,

@@ -9,6 +9,7 @@ import {
   trackAuditedCall,
   writeAudit,
   type AuditEntry,
+  type ReadServer,
   type StatementLimits,
 } from '../db/index.js';
 import { ProtocolError } from '../errors.js';
@@ -107,16 +108,54 @@ export function createAuditedRunner(deps: SqlToolDependencies) {
   };
 }
 
+/**
+ * Issue 36 point 1: a call whose statement goes to a standby writes a first audit row on the
+ * primary before it runs there (detail `{"phase": "started", "server": "host:port"}`), so no
+ * statement runs without a row even if the primary is lost before the call ends; the call's usual
+ * row follows. When the first row cannot be written, nothing runs and the call answers UNAVAILABLE.
+ */
+export function auditBeforeStandby(
+  deps: SqlToolDependencies,
+  call: AuditedCall,
+): (server: ReadServer) => Promise<void> {
+  return async function auditStarted(server) {
+    try {
+      await writeAudit(deps.db, {
+        role: call.principal.role,
+        subject: subjectOf(call.principal),
+        action: call.action,
+        target: call.sql,
+        parameterCount: call.parameterCount,
+        detail: { phase: 'started', server: server.name },
+        durable: true,
+      });
+    } catch (error) {
+      deps.log(
+        `audit: writing a ${call.action} row before its standby run failed (${String(error)}); nothing was run`,
+      );
+      throw new ProtocolError(
+        'UNAVAILABLE',
+        'The audit record of this call could not be written, so it was not run.',
+        { cause: error },
+      );
+    }
+  };
+}
+
+function subjectOf(principal: Principal): string | null {
+  const subject = principal.claims['sub'];
+  return typeof subject === 'string' ? subject : null;
+}
+
 /** The audit row of a call that ended with `outcome` after `durationMs`. */
 function auditEntry(
   call: AuditedCall,
   outcome: Outcome<unknown>,
   durationMs: number,
 ): AuditEntry {
-  const subject = call.principal.claims['sub'];
   return {
     role: call.principal.role,
-    subject: typeof subject === 'string' ? subject : null,
+    subject: subjectOf(call.principal),
     action: call.action,
     target: call.sql,
     parameterCount: call.parameterCount,

@@ -5,7 +5,11 @@ import { catalogSource } from '../../src/resources/index.js';
 import { inject } from 'vitest';
 import { createApp, type AppExtension } from '../../src/app/index.js';
 import { LOGIN_PRINCIPAL, type Principal } from '../../src/auth/index.js';
-import { createDatabase, type DatabaseHandle } from '../../src/db/index.js';
+import {
+  createDatabase,
+  type DatabaseHandle,
+  type StandbyOptions,
+} from '../../src/db/index.js';
 import type { DriverShape } from '../../src/db/driver/index.js';
 import type { Config } from '../../src/config/index.js';
 import { createLogger } from '../../src/log.js';
@@ -116,6 +120,8 @@ export interface TestServerOptions {
   /** The sessions' lock_timeout (default: the pool's, 2000 ms) and the feed's pool size. */
   lockTimeoutMs?: number;
   feedPoolSize?: number;
+  /** Hot standbys that take the database's reads (config file "standbys"); none by default. */
+  standbys?: StandbyOptions;
 }
 
 /** The test database URL global setup provided. */
@@ -152,6 +158,7 @@ export async function startTestServer(
     ...(options.driverPatches === undefined
       ? {}
       : { driverPatches: options.driverPatches }),
+    standbys: options.standbys,
   });
   const source = await catalogSource(db, {
     scope: options.catalogScope,

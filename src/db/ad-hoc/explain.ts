@@ -3,7 +3,8 @@
 import type { Principal } from '../../auth/index.js';
 import { type DatabaseHandle } from '../pool.js';
 import { type AdHocSqlOptions, type ToolSession } from './tool-session.js';
-import { withToolConnection, single } from './tool-connection.js';
+import type { ReadServer } from '../standby/standby-options.js';
+import { answeredBy, withToolConnection, single } from './tool-connection.js';
 import { verifySettings, beginReadOnly, checkCost } from './settings.js';
 
 /** The plan of the caller's statement as JSON (EXPLAIN FORMAT JSON), executed only with `analyze`. */
@@ -11,7 +12,7 @@ export async function explainSql(
   db: DatabaseHandle,
   principal: Principal,
   options: AdHocSqlOptions & { readonly analyze: boolean },
-): Promise<{ plan: unknown; text: string }> {
+): Promise<{ plan: unknown; text: string; server?: ReadServer }> {
   return withToolConnection({ db, principal, options }, async (session) => {
     const { client } = session;
     const schemaPlan = await beginReadOnly(session, principal, options);
@@ -30,10 +31,10 @@ export async function explainSql(
       ? await explainAnalyzed(session, options)
       : await explainJson(session, options);
     await verifySettings(session);
-    return {
+    return answeredBy(session, {
       plan,
       text: text.rows.map((row) => row['QUERY PLAN']).join('\n'),
-    };
+    });
   });
 }
 

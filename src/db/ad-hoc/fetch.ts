@@ -18,6 +18,7 @@ import {
 } from './tool-session.js';
 import {
   withToolConnection,
+  answeredBy,
   PREPARED_COUNTS,
   type PreparedCounts,
   tampered,
@@ -46,7 +47,10 @@ export async function runReadOnlySql(
 ): Promise<SqlRows> {
   return withToolConnection({ db, principal, options }, async (session) => {
     if (db.driverInternals && options.schemas === null)
-      return fetchInOneRoundTrip(session, principal, options);
+      return answeredBy(
+        session,
+        await fetchInOneRoundTrip(session, principal, options),
+      );
     const { client, functions } = session;
     const plan = await beginReadOnly(session, principal, options);
     session.prefixLength = CURSOR_LENGTH;
@@ -62,11 +66,14 @@ export async function runReadOnlySql(
       [options.maxRows + 1, options.maxBytes],
     );
     await verifySettings(session);
-    return rowsOf(client, {
-      fields: described.fields,
-      fetched: fetched.rows.map((entry) => entry.row),
-      maxRows: options.maxRows,
-    });
+    return answeredBy(
+      session,
+      await rowsOf(client, {
+        fields: described.fields,
+        fetched: fetched.rows.map((entry) => entry.row),
+        maxRows: options.maxRows,
+      }),
+    );
   });
 }
 

@@ -30,6 +30,7 @@
 // statement), tool-session.ts (the types they share).
 export { explainSql, tablesOfSql } from './explain.js';
 export { runReadOnlySql } from './fetch.js';
+export { storeRoleFunctions } from './stored-role-functions.js';
 export {
   SqlStatementError,
   type AdHocSqlOptions,

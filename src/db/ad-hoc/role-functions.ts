@@ -24,11 +24,23 @@ const STALE_FUNCTION = 'PGM01';
  * set it and cannot change, names the request's role).
  */
 function roleFunctionsSql(names: RoleFunctions, owner: string): string {
+  const bodies = roleFunctionBodies(names, owner);
+  return `create function ${names.fetch}(n integer, budget integer) returns setof text
+language plpgsql security definer as $f$${bodies.fetch}$f$;
+create function ${names.explain}(parameters text[]) returns json
+language plpgsql security definer as $f$${bodies.explain}$f$`;
+}
+
+/** The bodies of the role's functions (roleFunctionsSql); stored-role-functions.ts checks them too. */
+export function roleFunctionBodies(
+  names: RoleFunctions,
+  owner: string,
+): RoleFunctions {
   const guard = (name: string) =>
     `if current_user <> ${owner} then raise exception 'pgmcp: this function''s owner was renamed' using errcode = '${STALE_FUNCTION}'; end if;
   if current_setting('role') <> ${owner} then raise exception 'permission denied for function ${name.replace('pg_temp.', '')}' using errcode = '42501'; end if;`;
-  return `create function ${names.fetch}(n integer, budget integer) returns setof text
-language plpgsql security definer as $f$
+  return {
+    fetch: `
 declare c refcursor := 'pgmcp_tool_query'; r record; t text; used bigint := 0; cap integer;
 begin
   ${guard(names.fetch)}
@@ -53,9 +65,8 @@ begin
     used := used + octet_length(t);
     return next t;
   end loop;
-end $f$;
-create function ${names.explain}(parameters text[]) returns json
-language plpgsql security definer as $f$
+end `,
+    explain: `
 declare plan json;
 begin
   ${guard(names.explain)}
@@ -64,7 +75,8 @@ begin
     '(' || (select string_agg(quote_nullable(value), ', ' order by n)
               from unnest(parameters) with ordinality as p(value, n)) || ')', '') into plan;
   return plan;
-end $f$`;
+end `,
+  };
 }
 
 /**

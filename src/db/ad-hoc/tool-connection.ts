@@ -9,8 +9,15 @@ import { watchCancel, type Cancellation } from '../request-transaction.js';
 import { toDatabaseError } from '../connection/sqlstate.js';
 import { remainingMs } from './statement-limits.js';
 import {
+  onReadServer,
+  StandbyUnsuitableError,
+} from '../standby/read-server.js';
+import type { ReadServer } from '../standby/standby-options.js';
+import { storedRoleFunctions } from './stored-role-functions.js';
+import {
   SqlStatementError,
   type AdHocSqlOptions,
+  type RoleFunctions,
   type ToolSession,
 } from './tool-session.js';
 import {
@@ -34,10 +41,52 @@ export interface ToolCall {
  * ProtocolErrors.
  */
 export async function withToolConnection<T>(
-  { db, principal, options }: ToolCall,
+  call: ToolCall,
   work: (session: ToolSession) => Promise<T>,
 ): Promise<T> {
-  refuseNul(options);
+  refuseNul(call.options);
+  if (call.db.standbys === undefined) return lend(call, work, undefined);
+  return onReadServer(
+    call.db,
+    (db, server) => lend({ ...call, db }, work, server),
+    { beforeStandby: call.options.beforeStandby },
+  );
+}
+
+/** `result` with the server that answered, when the database has standbys. */
+export function answeredBy<T extends object>(
+  session: ToolSession,
+  result: T,
+): T & { server?: ReadServer } {
+  return session.server === undefined
+    ? result
+    : { ...result, server: session.server };
+}
+
+/**
+ * The role's functions on the call's connection: on the primary the connection's temporary ones;
+ * on a standby, which cannot make them, the stored ones `pgmcp role grant` made, or none, and
+ * the call goes to the primary (StandbyUnsuitableError).
+ */
+async function functionsFor(
+  client: pg.PoolClient,
+  role: string | null,
+  server: ReadServer | undefined,
+): Promise<RoleFunctions> {
+  if (server?.kind !== 'standby') return roleFunctions(client, role);
+  const stored = await storedRoleFunctions(client, role);
+  if (stored === undefined)
+    throw new StandbyUnsuitableError(
+      `the role's query and explain functions are not on this standby (pgmcp role grant ${role ?? '<login>'} makes them)`,
+    );
+  return stored;
+}
+
+async function lend<T>(
+  { db, principal, options }: ToolCall,
+  work: (session: ToolSession) => Promise<T>,
+  server: ReadServer | undefined,
+): Promise<T> {
   const client = await connectClient(db);
   let broken: Error | undefined;
   let session: ToolSession | undefined;
@@ -46,7 +95,7 @@ export async function withToolConnection<T>(
     for (let retried = false; ; retried = true) {
       let functions;
       try {
-        functions = await roleFunctions(client, principal.role);
+        functions = await functionsFor(client, principal.role, server);
       } catch (error) {
         // Its transaction may not have ended: the connection goes.
         broken = error instanceof Error ? error : new Error(String(error));
@@ -58,6 +107,7 @@ export async function withToolConnection<T>(
         ended: false,
         prepared: false,
         prefixLength: 0,
+        server,
       };
       try {
         return await work(session);

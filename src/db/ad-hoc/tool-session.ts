@@ -4,6 +4,7 @@ import type pg from 'pg';
 import type { ImplicitTransaction } from '../driver/index.js';
 import { type Cancellation } from '../request-transaction.js';
 import { type StatementLimits } from './statement-limits.js';
+import type { ReadServer } from '../standby/standby-options.js';
 
 /** A column of a result: its name and PostgreSQL type (format_type). */
 export interface SqlColumn {
@@ -19,6 +20,8 @@ export interface SqlRows {
   readonly truncated: boolean;
   /** Which bound cut the rows, when they were cut. */
   readonly truncatedBy?: 'max_rows' | 'max_bytes';
+  /** Which server answered, when the database has standbys (docs/databases.md "Standbys"). */
+  readonly server?: ReadServer;
 }
 
 /** A PostgreSQL error the caller's statement caused: shown to the caller, never a JSON-RPC error. */
@@ -40,6 +43,11 @@ export interface AdHocSqlOptions extends StatementLimits {
   readonly schemas: readonly string[] | null;
   /** The request: once it is cancelled, the running statement is cancelled in PostgreSQL. */
   readonly cancellation?: Cancellation | { readonly aborted: boolean };
+  /**
+   * Runs on the primary before the statement goes to a standby (the call's audit row there); when
+   * it fails, the call fails with it and nothing runs anywhere.
+   */
+  readonly beforeStandby?: (server: ReadServer) => Promise<void>;
 }
 
 /** A connection's functions for one role (see the file comment). */
@@ -70,6 +78,8 @@ export interface ToolSession {
   tamperedWith?: Error;
   /** The per-request settings as pgmcp set them (beginReadOnly). */
   settings?: RequestSettings;
+  /** The server the connection is on, when the database has standbys. */
+  readonly server?: ReadServer | undefined;
 }
 
 /** The settings pgmcp sets per request, as set_config returned them (search_path when set). */

@@ -28,6 +28,11 @@ export interface AuditEntry {
   /** The reason a person gave (consent). */
   readonly reason?: string | null;
   readonly detail?: Record<string, unknown> | null;
+  /**
+   * Not a column: its transaction waits for the WAL flush (the row written before a statement runs
+   * on a standby must outlive a crash of the primary); the others commit without waiting.
+   */
+  readonly durable?: boolean;
 }
 
 /** Most entries one audit transaction writes. */
@@ -48,8 +53,9 @@ const queues = new WeakMap<
  * Write one entry; resolves once its transaction has committed. Entries that arrive while an audit
  * transaction is under way wait for it and then go together in the next one (group commit: one
  * round trip and one commit for every call that ended meanwhile, not one each). The commit does not
- * wait for the WAL flush (synchronous_commit off, these transactions only): a server crash may lose
- * the last fraction of a second of entries (wal_writer_delay), never a part of one.
+ * wait for the WAL flush (synchronous_commit off, these transactions only) unless an entry is
+ * `durable`: a server crash may lose the last fraction of a second of entries (wal_writer_delay),
+ * never a part of one.
  */
 export function writeAudit(
   db: DatabaseHandle,
@@ -133,7 +139,7 @@ async function writeBatch(
   try {
     await client.query({
       name: 'pgmcp_write_audit',
-      text: `select set_config('synchronous_commit', 'off', true),
+      text: `select set_config('synchronous_commit', $12, true),
                   pgmcp.write_audit(e.role, e.subject, e.action, e.target, e.parameter_count,
                                     e.row_count, e.duration_ms, e.sqlstate, e.reason, e.detail,
                                     e.target_length)
@@ -160,6 +166,7 @@ async function writeBatch(
             : JSON.stringify(entry.detail),
         ),
         column((entry) => Buffer.byteLength(entry.target)),
+        entries.some((entry) => entry.durable === true) ? 'on' : 'off',
       ],
     });
   } catch (error) {

@@ -55,6 +55,7 @@ interface PageRow {
   system_id: string | null;
   timeline: number;
   wal_lsn: string;
+  insert_lsn: string;
   snapshot_xmin: string;
   seq: string | null;
   txid: string | null;
@@ -107,6 +108,11 @@ export async function readChangePage(
   const first = rows[0];
   if (first === undefined)
     throw new Error('pgmcp.read_changes returned no row');
+  // Issue 36 point 1: every change read here committed before this position was taken (the insert
+  // position: an asynchronous commit is visible before its WAL is written), so a standby read
+  // after the notifications these rows become must have replayed this far.
+  if (db.standbys !== undefined && rows.some((row) => row.seq !== null))
+    db.standbys.raiseFloor(BigInt(first.insert_lsn));
   return {
     snapshotXmin: BigInt(first.snapshot_xmin),
     history: {
@@ -135,7 +141,8 @@ const systemIdDenied = new WeakSet<DatabaseHandle>();
 const historyColumns = (systemId: string) =>
   `${systemId} as system_id,
    ('x' || left(pg_walfile_name(pg_current_wal_lsn()), 8))::bit(32)::integer as timeline,
-   (pg_current_wal_lsn() - '0/0'::pg_lsn)::text as wal_lsn`;
+   (pg_current_wal_lsn() - '0/0'::pg_lsn)::text as wal_lsn,
+   (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::text as insert_lsn`;
 const READ_CHANGES_TEXT = (systemId: string) =>
   `select ${historyColumns(systemId)},
           snapshot_xmin::text, seq::text, txid::text, relation, uri, kind, detail

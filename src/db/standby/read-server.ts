@@ -1,0 +1,97 @@
+// Where a read runs: a standby the database's StandbySet picks, else the primary. A standby that
+// fails as a server fails (its connection lost, a recovery conflict) hands the read to the
+// primary, which runs it again: reads are read-only, so a second run changes nothing.
+import { ProtocolError } from '../../errors.js';
+import type { DatabaseHandle } from '../pool.js';
+import type { ReadServer } from './standby-options.js';
+import type { Standby, StandbyFault } from './standby-set.js';
+
+/** A standby cannot run this read (not a server fault): it goes to the primary, whatever is configured. */
+export class StandbyUnsuitableError extends Error {}
+
+const PRIMARY: ReadServer = { kind: 'primary', name: 'primary' };
+
+/** The handle a read on a standby uses: the primary's, over the standby's pool, without pipelines. */
+const standbyHandles = new WeakMap<Standby, DatabaseHandle>();
+
+/**
+ * Run `work` on the server that answers `db`'s reads: `db` itself when it has no standbys, else the
+ * one its StandbySet picks (db/standby/standby-set.ts), told which it is. A standby's failure is
+ * logged by the set and the read runs on the primary (or fails, as configured). `beforeStandby`
+ * runs first when a standby was picked; its failure ends the read before anything ran.
+ */
+export async function onReadServer<T>(
+  db: DatabaseHandle,
+  work: (target: DatabaseHandle, server: ReadServer) => Promise<T>,
+  options: {
+    readonly beforeStandby?:
+      ((server: ReadServer) => Promise<void>) | undefined;
+  } = {},
+): Promise<T> {
+  const set = db.standbys;
+  if (set === undefined) return work(db, PRIMARY);
+  const standby = await set.pick();
+  if (standby === undefined) return work(db, PRIMARY);
+  const server: ReadServer = { kind: 'standby', name: standby.label };
+  // Outside the fault handling below: its failure is the primary's, not the standby's.
+  await options.beforeStandby?.(server);
+  try {
+    return await work(handleOf(db, standby), server);
+  } catch (error) {
+    const fault = standbyFault(error);
+    if (fault === undefined || !set.failed(standby, fault)) throw error;
+    return work(db, PRIMARY);
+  }
+}
+
+function handleOf(db: DatabaseHandle, standby: Standby): DatabaseHandle {
+  let handle = standbyHandles.get(standby);
+  if (handle === undefined) {
+    handle = {
+      ...db,
+      pool: standby.pool,
+      pipelines: undefined,
+      standbys: undefined,
+    };
+    standbyHandles.set(standby, handle);
+  }
+  return handle;
+}
+
+/**
+ * Whether an error is the standby's rather than the statement's: the connection lost or refused
+ * (UNAVAILABLE from a connection class), its pool full, or a query cancelled by a conflict with
+ * recovery (40001 with the standby's message, 40P01), which the primary does not have.
+ */
+function standbyFault(error: unknown): StandbyFault | undefined {
+  const unsuitable = error instanceof ProtocolError ? error.cause : error;
+  if (unsuitable instanceof StandbyUnsuitableError)
+    return {
+      why: unsuitable.message,
+      connectionLost: false,
+      unsuitable: true,
+    };
+  const cause =
+    error instanceof ProtocolError ? (error.cause ?? {}) : (error ?? {});
+  const { code, message, sqlstate } = cause as {
+    code?: unknown;
+    message?: unknown;
+    sqlstate?: unknown;
+  };
+  const state =
+    typeof code === 'string'
+      ? code
+      : typeof sqlstate === 'string'
+        ? sqlstate
+        : undefined;
+  const why = `${state ?? 'no SQLSTATE'}: ${typeof message === 'string' ? message : 'no message'}`;
+  if (state === '40001' || state === '40P01')
+    return /conflict with recovery/i.test(why)
+      ? { why, connectionLost: false, unsuitable: false }
+      : undefined;
+  if (!(error instanceof ProtocolError)) return undefined;
+  if (error.key === 'POOL_EXHAUSTED')
+    return { why, connectionLost: false, unsuitable: false };
+  if (error.key !== 'UNAVAILABLE' || state === '55P03') return undefined;
+  return { why, connectionLost: true, unsuitable: false };
+}
