@@ -4,7 +4,7 @@
 import type { Principal } from '../auth/index.js';
 import type { ClientSessionKeys } from './client-session-keys.js';
 import { toDatabaseError } from './connection/sqlstate.js';
-import { writeOneStatement } from './connection/write-transaction.js';
+import { writeUnnamedStatement as write } from './connection/write-transaction.js';
 import type { DatabaseHandle } from './pool.js';
 
 /**
@@ -49,14 +49,6 @@ export interface ClientSessionStreams {
 export interface SessionDigests {
   readonly keys: (id: string, principal: Principal) => ClientSessionKeys;
   readonly idHash: (id: string) => Buffer;
-}
-
-async function write<TRow>(
-  db: DatabaseHandle,
-  text: string,
-  values: unknown[],
-): Promise<TRow[]> {
-  return writeOneStatement<TRow>(db, { name: '', text, values });
 }
 
 /** The streams' part of the session store, over the store's own keys. */

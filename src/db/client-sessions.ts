@@ -7,7 +7,7 @@ import { principalIdentity, type Principal } from '../auth/index.js';
 import type { DatabaseHandle } from './pool.js';
 import { builder, prepare } from './connection/prepared.js';
 import type { LeadingStatement } from '../leading-statement.js';
-import { writeOneStatement } from './connection/write-transaction.js';
+import { writeUnnamedStatement as write } from './connection/write-transaction.js';
 import { toDatabaseError } from './connection/sqlstate.js';
 import type { ClientSessionKeys } from './client-session-keys.js';
 import {
@@ -21,15 +21,6 @@ export interface ClientSessionRow {
   readonly clientInfo: unknown;
   readonly clientCapabilities: unknown;
   readonly logLevel: string | null;
-}
-
-/** Run one statement in its own read-write transaction (the pool's sessions default to read-only). */
-async function write<TRow>(
-  db: DatabaseHandle,
-  text: string,
-  values: unknown[],
-): Promise<TRow[]> {
-  return writeOneStatement<TRow>(db, { name: '', text, values });
 }
 
 /** Store a new session; false when `role` already holds `maxPerRole` live sessions. */

@@ -75,3 +75,12 @@ export async function writeOneStatement<TRow>(
     client.release(broken);
   }
 }
+
+/** {@link writeOneStatement} for a statement run once per call site, unprepared. */
+export function writeUnnamedStatement<TRow>(
+  db: DatabaseHandle,
+  text: string,
+  values: readonly unknown[],
+): Promise<TRow[]> {
+  return writeOneStatement<TRow>(db, { name: '', text, values });
+}
