@@ -99,6 +99,16 @@ export {
   type ChangeRow,
 } from './own-tables/changes.js';
 export {
+  FEED_BATCHES_CHANNEL,
+  createFeedLeadership,
+  latestFeedBatch,
+  readFeedBatches,
+  registerFeedReplica,
+  unregisterFeedReplica,
+  type FeedBatch,
+  type FeedLeadership,
+} from './own-tables/feed-batches.js';
+export {
   createClientSessionStore,
   type ClientSessionCheck,
   type ClientSessionRow,

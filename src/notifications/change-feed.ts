@@ -5,13 +5,11 @@ import { METRICS } from '../observability/index.js';
 import {
   currentHorizon,
   pruneChanges,
-  readChangePage,
-  type ChangePosition,
-  type ChangePage,
   type ChangeRow,
   type DatabaseHandle,
-  type DatabaseHistory,
 } from '../db/index.js';
+import { ChangeLogReader } from './change-log-reader.js';
+import type { FeedSharing } from './feed-sharing.js';
 
 // pg-listen is CommonJS; under ESM its function is the default export's `default`.
 const createSubscriber = createSubscriberModule.default;
@@ -38,6 +36,11 @@ export interface ChangeFeedOptions {
   /** Read the log this often even without a notification (a safety net, and catch-up after outages). */
   readonly pollIntervalMs?: number;
   readonly pruneIntervalMs?: number;
+  /**
+   * Decide each change once per database (shared-delivery.ts): this replica leads or follows
+   * instead of reading the log on every wake-up. Absent: it reads and decides on its own.
+   */
+  readonly sharing?: FeedSharing;
 }
 
 export interface FeedHealth {
@@ -83,103 +86,51 @@ export async function startChangeFeed(
     },
     await currentHorizon(options.db),
   );
+  const { sharing } = options;
   const poller = createPoller(() => {
     readNotifiedAt = notifiedAt;
     notifiedAt = undefined;
-    return reader.readOnce();
+    return sharing === undefined ? reader.readOnce() : sharing.step(reader);
   }, warn);
+  // The safety net and a reconnect make even a follower read the log itself.
+  const readSelf = (): Promise<void> => {
+    sharing?.readSelf();
+    return poller.poll();
+  };
   const listener = await startListener(
     { ...options, warn },
-    poller.poll,
-    () => {
-      notifiedAt ??= performance.now();
+    readSelf,
+    (channel, payload) => {
+      if (channel === CHANGES_CHANNEL) notifiedAt ??= performance.now();
+      if (sharing === undefined || sharing.notified(channel, payload, reader))
+        void poller.poll();
     },
   );
-  const stopTimers = startTimers(options, poller.poll);
+  sharing?.start(poller.poll);
+  const stopTimers = startTimers(options, readSelf);
   return {
-    readiness: () => ({
-      ok: listener.listening && poller.reading,
-      detail: {
-        liveUpdates: {
-          listening: listener.listening,
-          reading: poller.reading,
-        },
-      },
-    }),
-    poll: poller.poll,
+    readiness: () => readinessOf(listener, poller),
+    poll: readSelf,
     async stop() {
       stopTimers();
       await poller.stop();
+      await sharing?.stop();
       await listener.close();
     },
   };
 }
 
-/**
- * Reads the log exactly once per change. It keeps a horizon H (every transaction below H has
- * finished and its rows were delivered) and the seqs it delivered from transactions at or above
- * H. Each read takes rows of transactions >= H that are visible now, delivers the ones not seen,
- * then moves H to the xmin of the read's first snapshot.
- */
-class ChangeLogReader {
-  readonly #options: ChangeFeedOptions;
-  #horizon: bigint;
-  /** Which history the horizon belongs to; set by the first read. */
-  #history: DatabaseHistory | undefined;
-  /** Seqs delivered from transactions at or above the horizon, with their transaction ids. */
-  readonly #delivered = new Map<string, bigint>();
-
-  constructor(options: ChangeFeedOptions, horizon: bigint) {
-    this.#options = options;
-    this.#horizon = horizon;
-  }
-
-  async readOnce(): Promise<void> {
-    const pageSize = this.#options.pageSize ?? 1000;
-    let after: ChangePosition | undefined;
-    let nextHorizon: bigint | undefined;
-    for (;;) {
-      const page = await readChangePage(this.#options.db, {
-        horizon: this.#horizon,
-        after,
-        limit: pageSize,
-      });
-      if (nextHorizon === undefined) {
-        const changed = historyChange(this.#history, this.#horizon, page);
-        this.#history = page.history;
-        if (changed !== undefined) {
-          this.#resynchronise(changed, page.snapshotXmin);
-          continue;
-        }
-        nextHorizon = page.snapshotXmin;
-      }
-      const fresh = page.rows.filter((row) => !this.#delivered.has(row.seq));
-      if (fresh.length > 0) {
-        await this.#options.publish(fresh);
-        for (const row of fresh) this.#delivered.set(row.seq, row.txid);
-      }
-      const last = page.rows.at(-1);
-      if (page.rows.length < pageSize || last === undefined) break;
-      after = { txid: last.txid, seq: last.seq };
-    }
-    if (nextHorizon > this.#horizon) this.#horizon = nextHorizon;
-    for (const [seq, txid] of this.#delivered)
-      if (txid < this.#horizon) this.#delivered.delete(seq);
-  }
-
-  /**
-   * Start again in the new history at `snapshotXmin`: what committed below it finished before
-   * the streams are told their view may be stale, so re-reading covers it; what commits from
-   * there on is read from the log as usual. The delivered seqs belong to the old history.
-   */
-  #resynchronise(reason: string, snapshotXmin: bigint): void {
-    (this.#options.warn ?? this.#options.log)(
-      `live updates: the database's history changed (${reason}); every stream is told its resources may have changed, and the change log is read again from now`,
-    );
-    this.#horizon = snapshotXmin;
-    this.#delivered.clear();
-    this.#options.resync();
-  }
+/** Ready while listening and reading. */
+function readinessOf(
+  listener: { readonly listening: boolean },
+  poller: Poller,
+): ReturnType<ChangeFeed['readiness']> {
+  const { listening } = listener;
+  const { reading } = poller;
+  return {
+    ok: listening && reading,
+    detail: { liveUpdates: { listening, reading } },
+  };
 }
 
 interface Poller {
@@ -263,7 +214,7 @@ function createPoller(
 async function startListener(
   options: ChangeFeedOptions & { readonly warn: (line: string) => void },
   poll: () => Promise<void>,
-  notified: () => void,
+  notified: (channel: string, payload: unknown) => void,
 ): Promise<{ readonly listening: boolean; close(): Promise<void> }> {
   const { warn } = options;
   let listening = false;
@@ -298,13 +249,15 @@ async function startListener(
     // Catch up on whatever committed while we were not listening.
     void poll();
   });
-  subscriber.notifications.on(CHANGES_CHANNEL, () => {
-    notified();
-    void poll();
-  });
+  const channels = [CHANGES_CHANNEL];
+  if (options.sharing !== undefined) channels.push(options.sharing.channel);
+  for (const channel of channels)
+    subscriber.notifications.on(channel, (payload: unknown) =>
+      notified(channel, payload),
+    );
   // eslint-disable-next-line no-restricted-syntax -- pg-listen's own connection: LISTEN belongs to notifications/ (STYLE §1, §2)
   await subscriber.connect();
-  await subscriber.listenTo(CHANGES_CHANNEL);
+  for (const channel of channels) await subscriber.listenTo(channel);
   listening = true;
   return {
     get listening() {
@@ -353,33 +306,6 @@ function startTimers(
     clearInterval(pollTimer);
     clearInterval(pruneTimer);
   };
-}
-
-/**
- * Why `page` cannot come from the history the feed has been reading (`previous`, up to `horizon`),
- * or undefined when it can. Transaction ids (xid8, with epoch) and the WAL position never go back
- * within one history; a restore or a lagging standby's promotion sends them back, and a promotion
- * or another cluster also changes the timeline or the system identifier.
- */
-function historyChange(
-  previous: DatabaseHistory | undefined,
-  horizon: bigint,
-  page: ChangePage,
-): string | undefined {
-  const now = page.history;
-  if (previous !== undefined) {
-    if (
-      previous.systemId !== null &&
-      now.systemId !== null &&
-      previous.systemId !== now.systemId
-    )
-      return 'another database system identifier';
-    if (now.timeline !== previous.timeline)
-      return `timeline ${previous.timeline} → ${now.timeline}`;
-    if (now.walLsn < previous.walLsn) return 'the WAL position went back';
-  }
-  if (page.snapshotXmin < horizon) return 'transaction ids went back';
-  return undefined;
 }
 
 function describe(error: unknown): string {

@@ -1,0 +1,349 @@
+// Issue 34 point 3: who may hear each change is decided once per database, not once per replica.
+// One replica, the feed leader (a session advisory lock), reads the log, decides for every role
+// any replica listens as, and publishes the batch; the others deliver from it. A follower whose
+// batches lag a committed change past a short bound, or whose safety-net poll comes, reads the
+// log and decides itself: a frozen or lost leader delays delivery by that bound, never loses it.
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Principal } from '../auth/index.js';
+import {
+  FEED_BATCHES_CHANNEL,
+  createFeedLeadership,
+  latestFeedBatch,
+  readFeedBatches,
+  type ChangeRow,
+  type DatabaseHandle,
+  type FeedBatch,
+  type FeedLeadership,
+} from '../db/index.js';
+import { CHANGES_CHANNEL } from './change-feed.js';
+import type { ChangeLogReader } from './change-log-reader.js';
+import type { FeedSharing } from './feed-sharing.js';
+import {
+  batchRoleKey,
+  decodeDecisions,
+  decodePrincipals,
+  decodeRows,
+  encodeDecisions,
+  encodeRows,
+} from './published-batch.js';
+import {
+  enqueueHeard,
+  whoMayHear,
+  type Authorize,
+  type PublishedChange,
+  type Visibility,
+} from './role-batches.js';
+import {
+  startRegistration,
+  REFRESH_MS,
+  type Registration,
+} from './replica-registration.js';
+import type { StreamRegistry } from './stream-registry.js';
+
+export interface SharedDeliveryOptions {
+  /** The feed's handle of the database. */
+  readonly db: DatabaseHandle;
+  readonly streams: StreamRegistry;
+  /** What rows mean to subscribers (the change path's step 2, with forgetting the catalog). */
+  readonly meaning: (rows: readonly ChangeRow[]) => readonly PublishedChange[];
+  /** The access check as a role (index.ts authorizeIn). */
+  readonly authorize: Authorize;
+  readonly log: (line: string) => void;
+  readonly warn: (line: string) => void;
+  /** How long a committed change waits for the leader's batch before a follower decides itself. */
+  readonly lagMs?: number;
+  /** How often a follower tries to become the leader. */
+  readonly leadRetryMs?: number;
+}
+
+/** A replica not seen for this long is left out of the leader's decisions. */
+const REPLICA_EXPIRY_SECONDS = 15;
+/** Published batches are kept this long (a follower further behind reads the log itself). */
+const BATCH_RETENTION_SECONDS = 60;
+const BATCH_PAGE = 50;
+
+/** The parts of the change path for one database that decide once for every replica. */
+export interface SharedDelivery {
+  readonly sharing: FeedSharing;
+  /** The feed's publish: a leader decides and publishes; a follower reading the log decides itself. */
+  readonly publish: (rows: readonly ChangeRow[]) => Promise<void>;
+}
+
+export function createSharedDelivery(
+  options: SharedDeliveryOptions,
+): SharedDelivery {
+  const delivery = new Sharing(options);
+  return { sharing: delivery, publish: (rows) => delivery.publish(rows) };
+}
+
+class Sharing implements FeedSharing {
+  readonly channel = FEED_BATCHES_CHANNEL;
+  readonly #options: SharedDeliveryOptions;
+  readonly #replica = `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
+  readonly #leadership: FeedLeadership;
+  readonly #lagMs: number;
+  #lastBatch: bigint | undefined;
+  #lastLeadTry = -Infinity;
+  #caughtUp = false;
+  #selfReadDue = true;
+  /** Seqs notified committed and not yet delivered, with when they were noticed. */
+  readonly #awaited = new Map<string, number>();
+  #others = new Map<string, Principal>();
+  #othersListen = false;
+  #othersReadAt = -Infinity;
+  #prunedAt = -Infinity;
+  #poll: (() => Promise<void>) | undefined;
+  #lagTimer: NodeJS.Timeout | undefined;
+  #registration: Registration | undefined;
+
+  constructor(options: SharedDeliveryOptions) {
+    this.#options = options;
+    this.#lagMs = options.lagMs ?? 1000;
+    this.#leadership = createFeedLeadership(options.db, () => {
+      this.#selfReadDue = true;
+      options.warn(
+        'live updates: lost the feed leader session; following the next leader',
+      );
+    });
+  }
+
+  async step(reader: ChangeLogReader): Promise<void> {
+    this.#lastBatch ??= await latestFeedBatch(this.#options.db);
+    if (await this.#lead()) {
+      // Batches of a previous leader first, once: a new leader's own batches follow them.
+      if (!this.#caughtUp) await this.#consume(reader);
+      this.#caughtUp = true;
+      await this.#leaderChores();
+      this.#selfReadDue = false;
+      await reader.readOnce();
+      this.#awaited.clear();
+      return;
+    }
+    this.#caughtUp = false;
+    await this.#consume(reader);
+    if (!this.#selfReadDue && !this.#lagging()) return;
+    this.#selfReadDue = false;
+    const started = performance.now();
+    try {
+      await reader.readOnce();
+    } catch (error) {
+      this.#selfReadDue = true;
+      throw error;
+    }
+    // The read saw every change committed before it started.
+    for (const [seq, noticed] of this.#awaited)
+      if (noticed <= started) this.#awaited.delete(seq);
+  }
+
+  notified(
+    channel: string,
+    payload: unknown,
+    reader: ChangeLogReader,
+  ): boolean {
+    if (this.#leadership.leading) return channel === CHANGES_CHANNEL;
+    if (channel === FEED_BATCHES_CHANNEL) return true;
+    const seq = notifiedSeq(payload);
+    if (seq === undefined) return true;
+    if (this.#options.streams.size === 0) return false;
+    if (!reader.hasDeliveredSeq(seq) && !this.#awaited.has(seq)) {
+      this.#awaited.set(seq, performance.now());
+      this.#armLagTimer();
+    }
+    return false;
+  }
+
+  readSelf(): void {
+    this.#selfReadDue = true;
+  }
+
+  start(poll: () => Promise<void>): void {
+    this.#poll = poll;
+    this.#registration = startRegistration(this.#options, this.#replica);
+  }
+
+  async stop(): Promise<void> {
+    clearTimeout(this.#lagTimer);
+    await this.#registration?.stop();
+    await this.#leadership.close();
+  }
+
+  async publish(rows: readonly ChangeRow[]): Promise<void> {
+    if (!this.#leadership.leading) {
+      const { streams, meaning, authorize } = this.#options;
+      const hearing = await whoMayHear(streams, meaning(rows), authorize);
+      await enqueueHeard(streams, hearing);
+      return;
+    }
+    await this.#leaderPublish(rows);
+  }
+
+  /** Lead when this replica holds the lock or can take it (tried every leadRetryMs). */
+  async #lead(): Promise<boolean> {
+    if (this.#leadership.leading) return true;
+    const now = performance.now();
+    if (now - this.#lastLeadTry < (this.#options.leadRetryMs ?? 2000))
+      return false;
+    this.#lastLeadTry = now;
+    try {
+      if (!(await this.#leadership.tryLead())) return false;
+    } catch {
+      return false;
+    }
+    this.#options.log(
+      'live updates: this replica now decides who may hear each change for every replica (feed leader)',
+    );
+    return true;
+  }
+
+  /** Deliver every batch published since the last one this replica saw. */
+  async #consume(reader: ChangeLogReader): Promise<void> {
+    for (;;) {
+      const batches = await readFeedBatches(this.#options.db, {
+        afterId: this.#lastBatch ?? 0n,
+        limit: BATCH_PAGE,
+      });
+      for (const batch of batches) {
+        await this.#follow(batch, reader);
+        this.#lastBatch = batch.id;
+      }
+      if (batches.length < BATCH_PAGE) return;
+    }
+  }
+
+  /** Deliver the rows of `batch` not delivered yet, by its decisions; roles it lacks are asked. */
+  async #follow(batch: FeedBatch, reader: ChangeLogReader): Promise<void> {
+    const rows = decodeRows(batch.changes);
+    const fresh = rows.filter((row) => !reader.hasDelivered(row));
+    if (fresh.length > 0) {
+      const decided = decodeDecisions(batch.decisions);
+      const { streams, meaning, authorize } = this.#options;
+      const shared: Authorize = async (principal, seqs) =>
+        decided.get(batchRoleKey(principal)) ?? authorize(principal, seqs);
+      const hearing = await whoMayHear(streams, meaning(fresh), shared);
+      await enqueueHeard(streams, hearing);
+      reader.markDelivered(fresh);
+    }
+    for (const row of rows) this.#awaited.delete(row.seq);
+  }
+
+  /**
+   * Decide who may hear `rows` for the roles of this replica's streams and every other replica's,
+   * publish the batch when another replica listens, then enqueue this replica's share.
+   */
+  async #leaderPublish(rows: readonly ChangeRow[]): Promise<void> {
+    const { streams, meaning, authorize } = this.#options;
+    const changes = meaning(rows);
+    const seqs = [...new Set(changes.map((change) => change.seq))];
+    const decided = new Map<string, Visibility>();
+    if (seqs.length > 0 && this.#othersListen)
+      await decideEach(this.#others, { seqs, authorize, decided });
+    const remembered: Authorize = async (principal, asked) => {
+      const key = batchRoleKey(principal);
+      const known = decided.get(key);
+      if (known !== undefined) return known;
+      const visibility = await authorize(principal, asked);
+      decided.set(key, visibility);
+      return visibility;
+    };
+    const hearing = await whoMayHear(streams, changes, remembered);
+    if (this.#othersListen)
+      this.#lastBatch = await this.#leadership.publish({
+        changes: encodeRows(rows),
+        decisions: encodeDecisions(decided),
+      });
+    await enqueueHeard(streams, hearing);
+  }
+
+  /** The leader re-reads whom other replicas listen as, and prunes old batches and replicas. */
+  async #leaderChores(): Promise<void> {
+    const now = performance.now();
+    if (now - this.#othersReadAt >= REFRESH_MS) {
+      const lists = await this.#leadership.otherReplicas(
+        this.#replica,
+        REPLICA_EXPIRY_SECONDS,
+      );
+      this.#others = decodePrincipals(lists);
+      this.#othersListen = this.#others.size > 0;
+      this.#othersReadAt = now;
+    }
+    if (now - this.#prunedAt >= BATCH_RETENTION_SECONDS * 1000) {
+      this.#prunedAt = now;
+      await this.#leadership
+        .prune(BATCH_RETENTION_SECONDS)
+        .catch((error: unknown) =>
+          this.#options.warn(
+            `live updates: pruning published batches failed (${String(error)})`,
+          ),
+        );
+    }
+  }
+
+  #lagging(): boolean {
+    const now = performance.now();
+    for (const noticed of this.#awaited.values())
+      if (now - noticed >= this.#lagMs) return true;
+    return false;
+  }
+
+  /** Step once the oldest awaited change has waited lagMs, unless a batch delivered it first. */
+  #armLagTimer(): void {
+    if (this.#lagTimer !== undefined) return;
+    const oldest = Math.min(...this.#awaited.values());
+    const wait = Math.max(0, oldest + this.#lagMs - performance.now());
+    this.#lagTimer = setTimeout(() => {
+      this.#lagTimer = undefined;
+      if (this.#awaited.size === 0) return;
+      if (this.#lagging()) void this.#poll?.();
+      this.#armLagTimer();
+    }, wait);
+    this.#lagTimer.unref();
+  }
+}
+
+/**
+ * Ask each of `principals` which of `seqs` it may hear of, into `decided`. A refused check leaves
+ * the role out (a replica with its streams asks itself, and ends them); any other failure throws,
+ * so the batch is read again.
+ */
+async function decideEach(
+  principals: ReadonlyMap<string, Principal>,
+  {
+    seqs,
+    authorize,
+    decided,
+  }: {
+    seqs: readonly string[];
+    authorize: Authorize;
+    decided: Map<string, Visibility>;
+  },
+): Promise<void> {
+  await Promise.all(
+    [...principals].map(async ([key, principal]) => {
+      try {
+        decided.set(key, await authorize(principal, seqs));
+      } catch (error) {
+        if (isTransient(error)) throw error;
+      }
+    }),
+  );
+}
+
+function isTransient(error: unknown): boolean {
+  const key = (error as { key?: unknown }).key;
+  return (
+    typeof key !== 'string' ||
+    key === 'UNAVAILABLE' ||
+    key === 'TIMEOUT' ||
+    key === 'POOL_EXHAUSTED'
+  );
+}
+
+/** The seq a capture trigger's wake-up names ({"seq": …}), if any. */
+function notifiedSeq(payload: unknown): string | undefined {
+  if (typeof payload !== 'object' || payload === null) return undefined;
+  const seq = (payload as { seq?: unknown }).seq;
+  return typeof seq === 'number' || typeof seq === 'string'
+    ? String(seq)
+    : undefined;
+}
