@@ -17,18 +17,28 @@ comment on table pgmcp.feed_replicas is 'Live replicas and the principals their 
 create table pgmcp.feed_batches (
   id bigint generated always as identity primary key,
   published_at timestamptz not null default now(),
+  -- JSON text, read only by replicas (text: neither parsed nor printed by PostgreSQL)
   -- the change log rows of the batch, as the leader read them
-  changes jsonb not null,
-  -- principal key -> [[seq, before, after, sensitive], ...]
-  decisions jsonb not null
+  changes text not null,
+  -- role -> [[seq, before, after, sensitive], ...]
+  decisions text not null
 );
 comment on table pgmcp.feed_batches is 'Batches of the change log with who may hear each change, published by the feed leader; pruned after a minute.';
 
 revoke all on pgmcp.feed_replicas, pgmcp.feed_batches from public;
 
+-- The newest change a follower's batches should have brought by now (a follower listens for the
+-- leader's batches, not for every change; this asks every few hundred milliseconds instead).
+create function pgmcp.latest_change()
+returns table (seq bigint, txid xid8)
+language sql stable security definer set search_path = pg_catalog, pgmcp, pg_temp
+as $$ select c.seq, c.txid from pgmcp.changes c order by c.seq desc limit 1 $$;
+revoke all on function pgmcp.latest_change() from public;
+
 do $$
 begin
   if exists (select from pg_roles where rolname = 'pgmcp_authenticator') then
     grant select, insert, update, delete on pgmcp.feed_replicas, pgmcp.feed_batches to pgmcp_authenticator;
+    grant execute on function pgmcp.latest_change() to pgmcp_authenticator;
   end if;
 end $$;

@@ -48,7 +48,8 @@ export async function wireChangePath(
     // Issue 35: failures at warn (a test's own `log` hears both).
     warn: tuning?.log ?? ((line) => options.logger.warn(line)),
     pollIntervalMs: tuning?.pollIntervalMs,
-    shareDecisions: tuning?.shareDecisions,
+    shareDecisions:
+      tuning?.shareDecisions ?? options.live.sharedDelivery === 'on',
     leaderLagMs: tuning?.leaderLagMs,
   });
   promptPages.start();

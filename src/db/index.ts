@@ -99,8 +99,8 @@ export {
   type ChangeRow,
 } from './own-tables/changes.js';
 export {
-  FEED_BATCHES_CHANNEL,
   createFeedLeadership,
+  latestChange,
   latestFeedBatch,
   readFeedBatches,
   registerFeedReplica,

@@ -37,6 +37,11 @@ export interface ChangeFeedOptions {
   readonly pollIntervalMs?: number;
   readonly pruneIntervalMs?: number;
   /**
+   * Reads that follow one another start at least this far apart (default 20 ms), so a busy log is
+   * read, and decided, in batches; a read after a quiet spell starts at once.
+   */
+  readonly batchGapMs?: number;
+  /**
    * Decide each change once per database (shared-delivery.ts): this replica leads or follows
    * instead of reading the log on every wake-up. Absent: it reads and decides on its own.
    */
@@ -87,11 +92,14 @@ export async function startChangeFeed(
     await currentHorizon(options.db),
   );
   const { sharing } = options;
-  const poller = createPoller(() => {
-    readNotifiedAt = notifiedAt;
-    notifiedAt = undefined;
-    return sharing === undefined ? reader.readOnce() : sharing.step(reader);
-  }, warn);
+  const poller = createPoller(
+    spaced(() => {
+      readNotifiedAt = notifiedAt;
+      notifiedAt = undefined;
+      return sharing === undefined ? reader.readOnce() : sharing.step(reader);
+    }, options.batchGapMs ?? 20),
+    warn,
+  );
   // The safety net and a reconnect make even a follower read the log itself.
   const readSelf = (): Promise<void> => {
     sharing?.readSelf();
@@ -100,13 +108,13 @@ export async function startChangeFeed(
   const listener = await startListener(
     { ...options, warn },
     readSelf,
-    (channel, payload) => {
-      if (channel === CHANGES_CHANNEL) notifiedAt ??= performance.now();
-      if (sharing === undefined || sharing.notified(channel, payload, reader))
+    (payload) => {
+      notifiedAt ??= performance.now();
+      if (sharing === undefined || sharing.notified(payload, reader))
         void poller.poll();
     },
   );
-  sharing?.start(poller.poll);
+  sharing?.start(poller.poll, (on) => listener.hearChanges(on));
   const stopTimers = startTimers(options, readSelf);
   return {
     readiness: () => readinessOf(listener, poller),
@@ -130,6 +138,17 @@ function readinessOf(
   return {
     ok: listening && reading,
     detail: { liveUpdates: { listening, reading } },
+  };
+}
+
+/** `read`, each call starting at least `gapMs` after the one before it started. */
+function spaced(read: () => Promise<void>, gapMs: number): () => Promise<void> {
+  let startedAt = -Infinity;
+  return async function spacedRead() {
+    const wait = startedAt + gapMs - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    startedAt = performance.now();
+    await read();
   };
 }
 
@@ -207,6 +226,16 @@ function createPoller(
   };
 }
 
+interface Listener {
+  readonly listening: boolean;
+  /**
+   * LISTEN to the change log's channel, or stop: PostgreSQL wakes every listening session of a
+   * database on every NOTIFY, whatever its channels, so a follower listens to nothing.
+   */
+  hearChanges(on: boolean): Promise<void>;
+  close(): Promise<void>;
+}
+
 /**
  * LISTEN on a dedicated connection (pg-listen), reconnecting forever; every wake-up, reconnect
  * and listener error reads the log, so a lost notification loses nothing.
@@ -214,8 +243,8 @@ function createPoller(
 async function startListener(
   options: ChangeFeedOptions & { readonly warn: (line: string) => void },
   poll: () => Promise<void>,
-  notified: (channel: string, payload: unknown) => void,
-): Promise<{ readonly listening: boolean; close(): Promise<void> }> {
+  notified: (payload: unknown) => void,
+): Promise<Listener> {
   const { warn } = options;
   let listening = false;
   let lost = false;
@@ -249,19 +278,21 @@ async function startListener(
     // Catch up on whatever committed while we were not listening.
     void poll();
   });
-  const channels = [CHANGES_CHANNEL];
-  if (options.sharing !== undefined) channels.push(options.sharing.channel);
-  for (const channel of channels)
-    subscriber.notifications.on(channel, (payload: unknown) =>
-      notified(channel, payload),
-    );
+  subscriber.notifications.on(CHANGES_CHANNEL, notified);
   // eslint-disable-next-line no-restricted-syntax -- pg-listen's own connection: LISTEN belongs to notifications/ (STYLE §1, §2)
   await subscriber.connect();
-  for (const channel of channels) await subscriber.listenTo(channel);
+  await subscriber.listenTo(CHANGES_CHANNEL);
   listening = true;
   return {
     get listening() {
       return listening;
+    },
+    async hearChanges(on) {
+      const heard = subscriber
+        .getSubscribedChannels()
+        .includes(CHANGES_CHANNEL);
+      if (on && !heard) await subscriber.listenTo(CHANGES_CHANNEL);
+      if (!on && heard) await subscriber.unlisten(CHANGES_CHANNEL);
     },
     close: () => subscriber.close().catch(() => undefined),
   };

@@ -8,16 +8,20 @@ import type { ChangeLogReader } from './change-log-reader.js';
  * itself when they lag or as a safety net).
  */
 export interface FeedSharing {
-  /** The channel published batches wake replicas on, listened to beside the change log's. */
-  readonly channel: string;
   /** One step in place of reading the log on every wake-up. */
   step(reader: ChangeLogReader): Promise<void>;
-  /** A notification on the change log's channel or `channel`: whether to step now. */
-  notified(channel: string, payload: unknown, reader: ChangeLogReader): boolean;
+  /** A wake-up on the change log's channel: whether to step now. */
+  notified(payload: unknown, reader: ChangeLogReader): boolean;
   /** This replica reads the log itself at its next step (the safety-net poll, a reconnect). */
   readSelf(): void;
-  /** Start its timers, stepping through `poll`. */
-  start(poll: () => Promise<void>): void;
+  /**
+   * Start its timers, stepping through `poll`; `hearChanges` turns the feed's LISTEN to the change
+   * log's channel on (leading) or off (following: it fetches the leader's batches on a timer).
+   */
+  start(
+    poll: () => Promise<void>,
+    hearChanges: (on: boolean) => Promise<void>,
+  ): void;
   /** Stop the timers and give up leading. */
   stop(): Promise<void>;
 }

@@ -7,8 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Principal } from '../auth/index.js';
 import {
-  FEED_BATCHES_CHANNEL,
   createFeedLeadership,
+  latestChange,
   latestFeedBatch,
   readFeedBatches,
   type ChangeRow,
@@ -16,7 +16,6 @@ import {
   type FeedBatch,
   type FeedLeadership,
 } from '../db/index.js';
-import { CHANGES_CHANNEL } from './change-feed.js';
 import type { ChangeLogReader } from './change-log-reader.js';
 import type { FeedSharing } from './feed-sharing.js';
 import {
@@ -28,6 +27,7 @@ import {
   encodeRows,
 } from './published-batch.js';
 import {
+  decideEach,
   enqueueHeard,
   whoMayHear,
   type Authorize,
@@ -62,6 +62,8 @@ const REPLICA_EXPIRY_SECONDS = 15;
 /** Published batches are kept this long (a follower further behind reads the log itself). */
 const BATCH_RETENTION_SECONDS = 60;
 const BATCH_PAGE = 50;
+/** How often a follower with streams fetches the leader's batches. */
+const FOLLOW_MS = 25;
 
 /** The parts of the change path for one database that decide once for every replica. */
 export interface SharedDelivery {
@@ -78,7 +80,6 @@ export function createSharedDelivery(
 }
 
 class Sharing implements FeedSharing {
-  readonly channel = FEED_BATCHES_CHANNEL;
   readonly #options: SharedDeliveryOptions;
   readonly #replica = `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
   readonly #leadership: FeedLeadership;
@@ -94,6 +95,12 @@ class Sharing implements FeedSharing {
   #othersReadAt = -Infinity;
   #prunedAt = -Infinity;
   #poll: (() => Promise<void>) | undefined;
+  #hearChanges: ((on: boolean) => Promise<void>) | undefined;
+  /** Whether the feed LISTENs to the change log's channel (it starts listening); undefined: unsure. */
+  #hearing: boolean | undefined = true;
+  #reader: ChangeLogReader | undefined;
+  #probeTimer: NodeJS.Timeout | undefined;
+  #followTimer: NodeJS.Timeout | undefined;
   #lagTimer: NodeJS.Timeout | undefined;
   #registration: Registration | undefined;
 
@@ -109,8 +116,11 @@ class Sharing implements FeedSharing {
   }
 
   async step(reader: ChangeLogReader): Promise<void> {
+    this.#reader = reader;
     this.#lastBatch ??= await latestFeedBatch(this.#options.db);
-    if (await this.#lead()) {
+    const leading = await this.#lead();
+    await this.#hear(leading);
+    if (leading) {
       // Batches of a previous leader first, once: a new leader's own batches follow them.
       if (!this.#caughtUp) await this.#consume(reader);
       this.#caughtUp = true;
@@ -136,13 +146,9 @@ class Sharing implements FeedSharing {
       if (noticed <= started) this.#awaited.delete(seq);
   }
 
-  notified(
-    channel: string,
-    payload: unknown,
-    reader: ChangeLogReader,
-  ): boolean {
-    if (this.#leadership.leading) return channel === CHANGES_CHANNEL;
-    if (channel === FEED_BATCHES_CHANNEL) return true;
+  notified(payload: unknown, reader: ChangeLogReader): boolean {
+    if (this.#leadership.leading) return true;
+    // A follower still listening (until its first step): the batches should bring it.
     const seq = notifiedSeq(payload);
     if (seq === undefined) return true;
     if (this.#options.streams.size === 0) return false;
@@ -157,12 +163,29 @@ class Sharing implements FeedSharing {
     this.#selfReadDue = true;
   }
 
-  start(poll: () => Promise<void>): void {
+  start(
+    poll: () => Promise<void>,
+    hearChanges: (on: boolean) => Promise<void>,
+  ): void {
     this.#poll = poll;
+    this.#hearChanges = hearChanges;
     this.#registration = startRegistration(this.#options, this.#replica);
+    this.#probeTimer = setInterval(
+      () => void this.#probe(),
+      Math.max(50, this.#lagMs / 2),
+    );
+    this.#probeTimer.unref();
+    // A follower listens to nothing (change-feed.ts says why): it fetches batches on a timer.
+    this.#followTimer = setInterval(() => {
+      if (!this.#leadership.leading && this.#options.streams.size > 0)
+        void poll();
+    }, FOLLOW_MS);
+    this.#followTimer.unref();
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.#probeTimer);
+    clearInterval(this.#followTimer);
     clearTimeout(this.#lagTimer);
     await this.#registration?.stop();
     await this.#leadership.close();
@@ -176,6 +199,44 @@ class Sharing implements FeedSharing {
       return;
     }
     await this.#leaderPublish(rows);
+  }
+
+  /**
+   * A leader hears every change's wake-up; a follower only the leader's batches (PostgreSQL wakes
+   * each listening session for every change, a cost per replica that sharing exists to avoid).
+   */
+  async #hear(leading: boolean): Promise<void> {
+    if (this.#hearing === leading || this.#hearChanges === undefined) return;
+    this.#hearing = undefined;
+    try {
+      await this.#hearChanges(leading);
+      this.#hearing = leading;
+    } catch {
+      // The listener is reconnecting; the next step tries again.
+    }
+  }
+
+  /**
+   * A follower asks for the newest change every lagMs / 2: one its batches have not brought yet
+   * is awaited, and read from the log by this replica once it has waited lagMs.
+   */
+  async #probe(): Promise<void> {
+    const reader = this.#reader;
+    if (
+      reader === undefined ||
+      this.#leadership.leading ||
+      this.#options.streams.size === 0
+    )
+      return;
+    const latest = await latestChange(this.#options.db).catch(() => undefined);
+    if (
+      latest === undefined ||
+      reader.hasDelivered(latest) ||
+      this.#awaited.has(latest.seq)
+    )
+      return;
+    this.#awaited.set(latest.seq, performance.now());
+    this.#armLagTimer();
   }
 
   /** Lead when this replica holds the lock or can take it (tried every leadRetryMs). */
@@ -299,44 +360,6 @@ class Sharing implements FeedSharing {
     }, wait);
     this.#lagTimer.unref();
   }
-}
-
-/**
- * Ask each of `principals` which of `seqs` it may hear of, into `decided`. A refused check leaves
- * the role out (a replica with its streams asks itself, and ends them); any other failure throws,
- * so the batch is read again.
- */
-async function decideEach(
-  principals: ReadonlyMap<string, Principal>,
-  {
-    seqs,
-    authorize,
-    decided,
-  }: {
-    seqs: readonly string[];
-    authorize: Authorize;
-    decided: Map<string, Visibility>;
-  },
-): Promise<void> {
-  await Promise.all(
-    [...principals].map(async ([key, principal]) => {
-      try {
-        decided.set(key, await authorize(principal, seqs));
-      } catch (error) {
-        if (isTransient(error)) throw error;
-      }
-    }),
-  );
-}
-
-function isTransient(error: unknown): boolean {
-  const key = (error as { key?: unknown }).key;
-  return (
-    typeof key !== 'string' ||
-    key === 'UNAVAILABLE' ||
-    key === 'TIMEOUT' ||
-    key === 'POOL_EXHAUSTED'
-  );
 }
 
 /** The seq a capture trigger's wake-up names ({"seq": …}), if any. */

@@ -49,6 +49,7 @@ export const TEST_LIVE: Config['live'] = {
   // (fanout.test.ts covers the pacing).
   listChangedIntervalMs: 0,
   changeRetentionSeconds: 86_400,
+  sharedDelivery: 'on',
   auditRetentionSeconds: 86_400,
   legacySessionIdleSeconds: 1800,
   maxLegacySessions: 100,

@@ -5,9 +5,6 @@ import pg from 'pg';
 import type { DatabaseHandle } from '../pool.js';
 import { writeOneStatement } from '../connection/write-transaction.js';
 
-/** The NOTIFY channel a published batch wakes the other replicas on (its payload: the batch id). */
-export const FEED_BATCHES_CHANNEL = 'pgmcp_feed_batches';
-
 // One fixed advisory lock key per database: whoever holds it decides for every replica.
 const LEADER_LOCK_KEY = '7034003500';
 
@@ -27,7 +24,7 @@ export interface FeedLeadership {
   tryLead(): Promise<boolean>;
   /** Whether the last tryLead took or kept the lock and the session is still up. */
   readonly leading: boolean;
-  /** Insert a batch and wake the other replicas; returns its id. Throws when not leading. */
+  /** Insert a batch; returns its id. Throws when not leading. */
   publish(batch: {
     readonly changes: unknown;
     readonly decisions: unknown;
@@ -78,9 +75,8 @@ class LeaderSession implements FeedLeadership {
   }): Promise<bigint> {
     if (!this.#leading) throw new Error('not the feed leader');
     const [row] = await this.#query<{ id: string }>(
-      `with b as (insert into pgmcp.feed_batches (changes, decisions)
-                  values ($1::jsonb, $2::jsonb) returning id)
-       select id::text, pg_notify('${FEED_BATCHES_CHANNEL}', id::text) from b`,
+      `insert into pgmcp.feed_batches (changes, decisions)
+       values ($1, $2) returning id::text`,
       [JSON.stringify(batch.changes), JSON.stringify(batch.decisions)],
     );
     return BigInt(row?.id ?? '0');
@@ -158,8 +154,8 @@ export async function readFeedBatches(
 ): Promise<FeedBatch[]> {
   const { rows } = await db.pool.query<{
     id: string;
-    changes: unknown;
-    decisions: unknown;
+    changes: string;
+    decisions: string;
   }>({
     name: 'pgmcp_read_feed_batches',
     text: `select id::text, changes, decisions from pgmcp.feed_batches
@@ -168,9 +164,23 @@ export async function readFeedBatches(
   });
   return rows.map((row) => ({
     id: BigInt(row.id),
-    changes: row.changes,
-    decisions: row.decisions,
+    changes: JSON.parse(row.changes) as unknown,
+    decisions: JSON.parse(row.decisions) as unknown,
   }));
+}
+
+/** The newest change in the log (seq and transaction), if any: what a follower expects batches to bring. */
+export async function latestChange(
+  db: DatabaseHandle,
+): Promise<{ seq: string; txid: bigint } | undefined> {
+  const { rows } = await db.pool.query<{ seq: string; txid: string }>({
+    name: 'pgmcp_latest_change',
+    text: 'select seq::text, txid::text from pgmcp.latest_change()',
+  });
+  const row = rows[0];
+  return row === undefined
+    ? undefined
+    : { seq: row.seq, txid: BigInt(row.txid) };
 }
 
 /** The newest published batch's id (0 when none): where a replica starting now follows from. */
