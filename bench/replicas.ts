@@ -23,7 +23,7 @@ export interface ReplicaBenchContext {
 
 const DATABASE = 'pgmcp_bench_replicas';
 const ROLES = ['bench_r1', 'bench_r2', 'bench_r3', 'bench_r4'];
-const RATE = Number(process.env['BENCH_REPLICA_RATE'] ?? 200);
+const RATE = Number(process.env['BENCH_REPLICA_RATE'] ?? 1000);
 const SECONDS = Number(process.env['BENCH_REPLICA_SECONDS'] ?? 10);
 const CHANGES = RATE * SECONDS;
 const WRITERS = 4;
@@ -45,6 +45,8 @@ interface Stream {
 /** One run's figures. */
 interface RunFigures {
   readonly cpuMsPerChange: number;
+  /** The same by connection purpose (application_name's first part). */
+  readonly byPurpose: Record<string, number>;
   readonly missed: number;
   readonly extra: number;
 }
@@ -66,6 +68,7 @@ export async function replicaBenchmarks(
       `bench: ${key}: ${figures.cpuMsPerChange.toFixed(3)} ms PostgreSQL CPU per change, ${figures.missed} missed, ${figures.extra} extra`,
     );
     results[`${key}_pg_cpu_ms_per_change`] = round(figures.cpuMsPerChange);
+    results[`${key}_pg_cpu_ms_per_change_by_purpose`] = figures.byPurpose;
     results[`${key}_missed`] = figures.missed;
     results[`${key}_extra`] = figures.extra;
   }
@@ -146,7 +149,7 @@ async function measureRun(
       () => streams.every((stream) => stream.heard >= expected(stream.role)),
       30_000,
     );
-    const spentMs = await cpu.stop();
+    const spent = await cpu.stop();
     let missed = 0;
     let extra = 0;
     for (const stream of streams) {
@@ -154,7 +157,10 @@ async function measureRun(
       if (stream.heard < want) missed += want - stream.heard;
       if (stream.heard > want) extra += stream.heard - want;
     }
-    return { cpuMsPerChange: spentMs / CHANGES, missed, extra };
+    const byPurpose: Record<string, number> = {};
+    for (const [purpose, ms] of spent.byPurpose)
+      byPurpose[purpose] = round(ms / CHANGES);
+    return { cpuMsPerChange: spent.ms / CHANGES, byPurpose, missed, extra };
   } finally {
     for (const stream of streams) stream.close();
     await Promise.all(replicas.map(stopReplica));
@@ -331,9 +337,9 @@ async function writeAtRate(url: string, uris: string[]): Promise<void> {
  * CPU time of the replicas' backends from now until stop(): sampled every 200 ms, so backends that
  * come and go in between count what they spent while seen.
  */
-async function cpuOfReplicas(
-  sql: pg.Client,
-): Promise<{ stop(): Promise<number> }> {
+async function cpuOfReplicas(sql: pg.Client): Promise<{
+  stop(): Promise<{ ms: number; byPurpose: Map<string, number> }>;
+}> {
   const first = new Map<number, number>();
   const last = new Map<number, number>();
   let initial = true;
@@ -371,10 +377,7 @@ async function cpuOfReplicas(
         const purpose = purposes.get(pid) ?? '?';
         byPurpose.set(purpose, (byPurpose.get(purpose) ?? 0) + spent * TICK_MS);
       }
-      process.stderr.write(
-        `bench: CPU ms by purpose ${JSON.stringify([...byPurpose])}\n`,
-      );
-      return ticks * TICK_MS;
+      return { ms: ticks * TICK_MS, byPurpose };
     },
   };
 }
