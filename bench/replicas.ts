@@ -51,34 +51,69 @@ interface RunFigures {
   readonly extra: number;
 }
 
+/** What one replica count measured: its runs' mean CPU per change, one run's breakdown, all runs' misses. */
+export interface ReplicaFigures extends RunFigures {
+  readonly replicas: number;
+  readonly runs: number;
+}
+
+/** The `replica_delivery` result: shared decisions (1 and 3 replicas) and, for context, unshared. */
+export interface ReplicaDelivery {
+  readonly workload: string;
+  readonly shared: readonly ReplicaFigures[];
+  readonly unshared: readonly ReplicaFigures[];
+}
+
+/**
+ * 1 and 3 replicas with decisions shared, alternated 1, 3, 3, 1 (background load moves both), then
+ * once each with PGMCP_SHARED_DELIVERY=off for context.
+ */
 export async function replicaBenchmarks(
   context: ReplicaBenchContext,
 ): Promise<{ results: Record<string, unknown> }> {
   const url = await freshDatabase(context);
-  const results: Record<string, unknown> = {};
-  const runs: [string, number, 'on' | 'off'][] = [
-    ['replicas_1', 1, 'on'],
-    ['replicas_3', 3, 'on'],
-    ['replicas_1_unshared', 1, 'off'],
-    ['replicas_3_unshared', 3, 'off'],
+  const measured = new Map<string, RunFigures[]>();
+  const plan: [number, 'on' | 'off'][] = [
+    [1, 'on'],
+    [3, 'on'],
+    [3, 'on'],
+    [1, 'on'],
+    [1, 'off'],
+    [3, 'off'],
   ];
-  for (const [key, count, shared] of runs) {
+  for (const [count, shared] of plan) {
     const figures = await measureRun(context, { url, count, shared });
     context.logger.info(
-      `bench: ${key}: ${figures.cpuMsPerChange.toFixed(3)} ms PostgreSQL CPU per change, ${figures.missed} missed, ${figures.extra} extra`,
+      `bench: ${count} replicas, shared delivery ${shared}: ${figures.cpuMsPerChange.toFixed(3)} ms PostgreSQL CPU per change, ${figures.missed} missed, ${figures.extra} extra`,
     );
-    results[`${key}_pg_cpu_ms_per_change`] = round(figures.cpuMsPerChange);
-    results[`${key}_pg_cpu_ms_per_change_by_purpose`] = figures.byPurpose;
-    results[`${key}_missed`] = figures.missed;
-    results[`${key}_extra`] = figures.extra;
+    const key = `${count}/${shared}`;
+    measured.set(key, [...(measured.get(key) ?? []), figures]);
   }
-  results['replicas_3_vs_1_pg_cpu'] = round(
-    (results['replicas_3_pg_cpu_ms_per_change'] as number) /
-      (results['replicas_1_pg_cpu_ms_per_change'] as number),
-  );
-  results['replicas_workload'] =
-    `${RATE} updates a second for ${SECONDS} s, each its own transaction; ${ROLES.length} roles, one listen stream per role on each replica`;
-  return { results };
+  const summarize = (shared: 'on' | 'off'): ReplicaFigures[] =>
+    [1, 3].map((count) =>
+      medianFigures(count, measured.get(`${count}/${shared}`) ?? []),
+    );
+  const delivery: ReplicaDelivery = {
+    workload: `${RATE} updates a second for ${SECONDS} s, each its own transaction and resource; ${ROLES.length} roles, one listen stream per role on each replica`,
+    shared: summarize('on'),
+    unshared: summarize('off'),
+  };
+  return { results: { replica_delivery: delivery } };
+}
+
+function medianFigures(replicas: number, runs: RunFigures[]): ReplicaFigures {
+  const sorted = [...runs].sort((a, b) => a.cpuMsPerChange - b.cpuMsPerChange);
+  const middle = sorted[Math.floor((sorted.length - 1) / 2)];
+  return {
+    replicas,
+    runs: runs.length,
+    cpuMsPerChange: round(
+      runs.reduce((sum, run) => sum + run.cpuMsPerChange, 0) / runs.length,
+    ),
+    byPurpose: middle?.byPurpose ?? {},
+    missed: runs.reduce((sum, run) => sum + run.missed, 0),
+    extra: runs.reduce((sum, run) => sum + run.extra, 0),
+  };
 }
 
 function round(value: number): number {

@@ -40,6 +40,7 @@ import {
   type Registration,
 } from './replica-registration.js';
 import type { StreamRegistry } from './stream-registry.js';
+import { deniedSharing, notifiedSeq } from './sharing-signals.js';
 
 export interface SharedDeliveryOptions {
   /** The feed's handle of the database. */
@@ -87,6 +88,7 @@ class Sharing implements FeedSharing {
   #lastBatch: bigint | undefined;
   #lastLeadTry = -Infinity;
   #caughtUp = false;
+  #disabled = false;
   #selfReadDue = true;
   /** Seqs notified committed and not yet delivered, with when they were noticed. */
   readonly #awaited = new Map<string, number>();
@@ -116,6 +118,31 @@ class Sharing implements FeedSharing {
   }
 
   async step(reader: ChangeLogReader): Promise<void> {
+    if (this.#disabled) return reader.readOnce();
+    try {
+      await this.#sharedStep(reader);
+    } catch (error) {
+      if (!deniedSharing(error)) throw error;
+      await this.#disable(error);
+      await reader.readOnce();
+    }
+  }
+
+  /**
+   * A login without migration 0035's grants cannot share: this replica reads and decides on its
+   * own from now on, as with PGMCP_SHARED_DELIVERY=off.
+   */
+  async #disable(error: unknown): Promise<void> {
+    this.#disabled = true;
+    this.#options.warn(
+      `live updates: this login may not use the shared delivery tables (${error instanceof Error ? error.message : String(error)}); this replica decides who may hear each change on its own (operations.md "The listener's login")`,
+    );
+    await this.#leadership.close();
+    this.#hearing = undefined;
+    await this.#hear(true);
+  }
+
+  async #sharedStep(reader: ChangeLogReader): Promise<void> {
     this.#reader = reader;
     this.#lastBatch ??= await latestFeedBatch(this.#options.db);
     const leading = await this.#lead();
@@ -147,7 +174,7 @@ class Sharing implements FeedSharing {
   }
 
   notified(payload: unknown, reader: ChangeLogReader): boolean {
-    if (this.#leadership.leading) return true;
+    if (this.#disabled || this.#leadership.leading) return true;
     // A follower still listening (until its first step): the batches should bring it.
     const seq = notifiedSeq(payload);
     if (seq === undefined) return true;
@@ -177,7 +204,11 @@ class Sharing implements FeedSharing {
     this.#probeTimer.unref();
     // A follower listens to nothing (change-feed.ts says why): it fetches batches on a timer.
     this.#followTimer = setInterval(() => {
-      if (!this.#leadership.leading && this.#options.streams.size > 0)
+      if (
+        !this.#disabled &&
+        !this.#leadership.leading &&
+        this.#options.streams.size > 0
+      )
         void poll();
     }, FOLLOW_MS);
     this.#followTimer.unref();
@@ -224,6 +255,7 @@ class Sharing implements FeedSharing {
     const reader = this.#reader;
     if (
       reader === undefined ||
+      this.#disabled ||
       this.#leadership.leading ||
       this.#options.streams.size === 0
     )
@@ -360,13 +392,4 @@ class Sharing implements FeedSharing {
     }, wait);
     this.#lagTimer.unref();
   }
-}
-
-/** The seq a capture trigger's wake-up names ({"seq": …}), if any. */
-function notifiedSeq(payload: unknown): string | undefined {
-  if (typeof payload !== 'object' || payload === null) return undefined;
-  const seq = (payload as { seq?: unknown }).seq;
-  return typeof seq === 'number' || typeof seq === 'string'
-    ? String(seq)
-    : undefined;
 }
