@@ -37,8 +37,9 @@ export interface ChangeFeedOptions {
   readonly pollIntervalMs?: number;
   readonly pruneIntervalMs?: number;
   /**
-   * Reads that follow one another start at least this far apart (default 20 ms), so a busy log is
-   * read, and decided, in batches; a read after a quiet spell starts at once.
+   * A read that follows one during which a notification came starts at least this long after it
+   * (default 20 ms), so a busy log is read, and decided, in batches; after a quiet read the next
+   * starts at once.
    */
   readonly batchGapMs?: number;
   /**
@@ -92,14 +93,12 @@ export async function startChangeFeed(
     await currentHorizon(options.db),
   );
   const { sharing } = options;
-  const poller = createPoller(
-    spaced(() => {
-      readNotifiedAt = notifiedAt;
-      notifiedAt = undefined;
-      return sharing === undefined ? reader.readOnce() : sharing.step(reader);
-    }, options.batchGapMs ?? 20),
-    warn,
-  );
+  const spacing = spaced(() => {
+    readNotifiedAt = notifiedAt;
+    notifiedAt = undefined;
+    return sharing === undefined ? reader.readOnce() : sharing.step(reader);
+  }, options.batchGapMs ?? 20);
+  const poller = createPoller(spacing.read, warn);
   // The safety net and a reconnect make even a follower read the log itself.
   const readSelf = (): Promise<void> => {
     sharing?.readSelf();
@@ -110,6 +109,7 @@ export async function startChangeFeed(
     readSelf,
     (payload) => {
       notifiedAt ??= performance.now();
+      spacing.woken();
       if (sharing === undefined || sharing.notified(payload, reader))
         void poller.poll();
     },
@@ -141,14 +141,33 @@ function readinessOf(
   };
 }
 
-/** `read`, each call starting at least `gapMs` after the one before it started. */
-function spaced(read: () => Promise<void>, gapMs: number): () => Promise<void> {
+/**
+ * `read`, where a call that follows a read during which a notification came (a busy log) starts at
+ * least `gapMs` after that read started; after a quiet read it starts at once.
+ */
+function spaced(
+  read: () => Promise<void>,
+  gapMs: number,
+): { read: () => Promise<void>; woken: () => void } {
   let startedAt = -Infinity;
-  return async function spacedRead() {
-    const wait = startedAt + gapMs - performance.now();
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-    startedAt = performance.now();
-    await read();
+  let reading = false;
+  let busy = false;
+  return {
+    woken() {
+      if (reading) busy = true;
+    },
+    async read() {
+      const wait = busy ? startedAt + gapMs - performance.now() : 0;
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      busy = false;
+      reading = true;
+      startedAt = performance.now();
+      try {
+        await read();
+      } finally {
+        reading = false;
+      }
+    },
   };
 }
 

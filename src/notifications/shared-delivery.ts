@@ -64,7 +64,7 @@ const REPLICA_EXPIRY_SECONDS = 15;
 const BATCH_RETENTION_SECONDS = 60;
 const BATCH_PAGE = 50;
 /** How often a follower with streams fetches the leader's batches. */
-const FOLLOW_MS = 25;
+const FOLLOW_MS = 100;
 
 /** The parts of the change path for one database that decide once for every replica. */
 export interface SharedDelivery {
