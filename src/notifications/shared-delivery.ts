@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Principal } from '../auth/index.js';
+import { METRICS } from '../observability/index.js';
 import {
   createFeedLeadership,
   latestChange,
@@ -316,6 +317,8 @@ class Sharing implements FeedSharing {
       const hearing = await whoMayHear(streams, meaning(fresh), shared);
       await enqueueHeard(streams, hearing);
       reader.markDelivered(fresh);
+      // The log's rows as this replica delivers them, read once by the leader for it.
+      METRICS.changes.inc(fresh.length);
     }
     for (const row of rows) this.#awaited.delete(row.seq);
   }
