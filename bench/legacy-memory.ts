@@ -173,6 +173,7 @@ async function startServer(
       stallTimeoutMs: 30_000,
       listChangedIntervalMs: 1000,
       changeRetentionSeconds: 86_400,
+      sharedDelivery: 'on',
       auditRetentionSeconds: 7_776_000,
       legacySessionIdleSeconds: 1800,
       maxLegacySessions: caps,

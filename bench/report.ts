@@ -46,7 +46,8 @@ interface P50 {
   p50: number;
 }
 
-type Group = 'request' | 'driver' | 'storage' | 'live' | 'legacy' | 'catalog';
+type Group =
+  'request' | 'driver' | 'storage' | 'live' | 'replicas' | 'legacy' | 'catalog';
 
 /** One row of a results table. */
 export interface Row {
@@ -638,11 +639,93 @@ const STORAGE: Record<string, Measure> = {
   },
 };
 
+interface ReplicaRun {
+  replicas: number;
+  cpuMsPerChange: number;
+  missed: number;
+  extra: number;
+  byPurpose: Record<string, number>;
+}
+
+/** bench/replicas.ts: delivery's PostgreSQL CPU per change with 1 and 3 replicas. */
+const replicaDelivery: Measure = (result) => {
+  const run = result as {
+    workload: string;
+    shared: ReplicaRun[];
+    unshared: ReplicaRun[];
+  };
+  const [one, three] = run.shared;
+  if (one === undefined || three === undefined) return [];
+  const ratio = three.cpuMsPerChange / one.cpuMsPerChange;
+  const lost = [...run.shared, ...run.unshared].reduce(
+    (sum, figures) => sum + figures.missed + figures.extra,
+    0,
+  );
+  return [
+    targetRow(
+      {
+        measure: `PostgreSQL CPU per committed change, 3 replicas vs 1 (${run.workload})`,
+        figure: `${ms(three.cpuMsPerChange, 3)} vs ${ms(one.cpuMsPerChange, 3)}`,
+        ratio,
+      },
+      atMost(1.2),
+      ratio,
+    ),
+    targetRow(
+      {
+        measure: 'PostgreSQL CPU per committed change, 4 roles, 3 replicas',
+        figure: ms(three.cpuMsPerChange, 3),
+      },
+      atMost(0.5, '0.5 ms'),
+      three.cpuMsPerChange,
+    ),
+    targetRow(
+      {
+        measure: 'notifications missed or repeated, every run',
+        figure: String(lost),
+      },
+      atMost(0, '0'),
+      lost,
+    ),
+    ...replicaContext(three, run.unshared),
+  ];
+};
+
+/** Context rows: the unshared runs, and where the 3 replicas' CPU went. */
+function replicaContext(
+  three: ReplicaRun,
+  unshared: ReplicaRun[],
+): Omit<Row, 'group'>[] {
+  const [oneAlone, threeAlone] = unshared;
+  const purposes = Object.entries(three.byPurpose)
+    .filter(([, perChange]) => perChange > 0)
+    .map(([purpose, perChange]) => `${purpose} ${perChange.toFixed(3)}`)
+    .join(', ');
+  const rows: Omit<Row, 'group'>[] = [];
+  if (oneAlone !== undefined && threeAlone !== undefined)
+    rows.push({
+      measure:
+        'context: the same with `PGMCP_SHARED_DELIVERY=off` (each replica decides itself), 3 replicas vs 1',
+      figure: `${ms(threeAlone.cpuMsPerChange, 3)} vs ${ms(oneAlone.cpuMsPerChange, 3)}`,
+      ratio: threeAlone.cpuMsPerChange / oneAlone.cpuMsPerChange,
+    });
+  rows.push({
+    measure: 'context: 3 replicas, ms per change by connection purpose',
+    figure: purposes,
+  });
+  return rows;
+}
+
+const REPLICAS: Record<string, Measure> = {
+  replica_delivery: replicaDelivery,
+};
+
 const GROUPS: [Group, Record<string, Measure>][] = [
   ['request', REQUEST],
   ['driver', DRIVER],
   ['storage', STORAGE],
   ['live', LIVE],
+  ['replicas', REPLICAS],
   ['legacy', LEGACY],
   ['catalog', CATALOG],
 ];
@@ -708,6 +791,8 @@ export function renderResults(summary: BenchSummary): string {
     storage:
       'Storage beside the table, and single-row writes (the same 1,000,000 resources)',
     live: 'Live updates',
+    replicas:
+      'Delivery with several replicas (built servers on one database of their own)',
     legacy: '2025-11-25 sessions (the same 1,000,000 resources)',
     catalog:
       'Catalogs of 10,000 and 100,000 tables (their own databases; runs last)',
@@ -774,6 +859,7 @@ const GROUP_NAMES: Record<Exclude<Group, 'request'>, string> = {
   driver: 'driver internals on vs off',
   storage: 'storage and writes',
   live: 'live updates',
+  replicas: 'delivery with several replicas',
   legacy: 'the 2025-11-25 era',
   catalog: 'the schema catalog',
 };

@@ -37,6 +37,7 @@ import { loadConfig } from '../src/config/index.js';
 import { createLogger, type Logger } from '../src/log.js';
 import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../src/config/index.js';
 import { catalogBenchmarks } from './catalog.js';
+import { replicaBenchmarks } from './replicas.js';
 import { legacyBenchmarks } from './legacy.js';
 import { liveBenchmarks } from './live.js';
 import { readSummary, renderResults, writeBenchDocs } from './report.js';
@@ -75,7 +76,7 @@ if (!/^[a-z_][a-z0-9_]*$/.test(BENCH_DATABASE))
   );
 // A comma-separated list of result keys without the token scheme's suffix (e.g.
 // "list_role_10pct_vs_all_p50,read_vs_point_read": each runs with every scheme of BENCH_AUTH),
-// or the groups "catalog", "legacy", "live" and "storage", runs only those; unset runs all. A partial run merges its
+// or the groups "catalog", "legacy", "live", "replicas" and "storage", runs only those; unset runs all. A partial run merges its
 // figures into latest.json and notes its date under `partialRuns`.
 const ONLY = process.env['BENCH_ONLY']?.split(',').filter((key) => key !== '');
 const runs = (key: string): boolean => ONLY === undefined || ONLY.includes(key);
@@ -93,6 +94,9 @@ const TOKENS_PER_ROLE = 25;
 // The catalog alone needs no 1M-row seed.
 const CATALOG_ONLY =
   ONLY !== undefined && ONLY.length === 1 && ONLY[0] === 'catalog';
+// The replicas group runs on a database of its own too: alone, nothing else is seeded.
+const REPLICAS_ONLY =
+  ONLY !== undefined && ONLY.length === 1 && ONLY[0] === 'replicas';
 const CURSOR_SECRET = 'bench-cursor-secret-0123456789';
 
 // The baselines: what a program would run against the same pool without pgmcp.
@@ -664,8 +668,13 @@ async function main(): Promise<void> {
   const database = await benchDatabase((line) => logger.info(line));
   const results: Record<string, unknown> = {};
   const postgres = await serverFacts(database.url);
-  if (CATALOG_ONLY) {
-    Object.assign(results, await catalogFigures(database.url, logger));
+  if (CATALOG_ONLY || REPLICAS_ONLY) {
+    Object.assign(
+      results,
+      CATALOG_ONLY
+        ? await catalogFigures(database.url, logger)
+        : await replicaFigures(database.url, logger),
+    );
     await database.stop();
     writeSummary(results, postgres);
     return;
@@ -689,9 +698,24 @@ async function main(): Promise<void> {
   // the raw baselines (which allocate a JS object per row) far more than pgmcp.
   if (runs('catalog'))
     Object.assign(results, await catalogFigures(database.url, logger));
+  if (runs('replicas'))
+    Object.assign(results, await replicaFigures(database.url, logger));
   await database.stop();
 
   writeSummary(results, postgres);
+}
+
+/** Delivery's PostgreSQL cost with 1 and 3 replica processes (bench/replicas.ts), on their own database. */
+async function replicaFigures(
+  serverUrl: string,
+  logger: Logger,
+): Promise<Record<string, unknown>> {
+  const issuer = await startTokenIssuer('hs256');
+  try {
+    return (await replicaBenchmarks({ serverUrl, logger, issuer })).results;
+  } finally {
+    await issuer.close();
+  }
 }
 
 /** The catalog figures (bench/catalog.ts) on their own database on the server at `serverUrl`. */

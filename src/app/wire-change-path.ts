@@ -12,9 +12,15 @@ import { deliveredChanges, type CatalogSource } from '../resources/index.js';
 import type { AppOptions } from './app-options.js';
 import type { PromptFeature } from './wire-prompts.js';
 
-/** How a test or the server tunes the path: its poll interval and where it logs. */
+/**
+ * How a test or the server tunes the path: its poll interval, where it logs, and whether (and how
+ * patiently) it shares delivery decisions with other replicas.
+ */
 export type ChangePathTuning = Partial<
-  Pick<ChangePathOptions<CatalogSource>, 'pollIntervalMs' | 'log'>
+  Pick<
+    ChangePathOptions<CatalogSource>,
+    'pollIntervalMs' | 'log' | 'shareDecisions' | 'leaderLagMs'
+  >
 >;
 
 /** Start reading every source's change log into `streams`. */
@@ -49,6 +55,9 @@ export async function wireChangePath(
     warn: tuning?.log ?? ((line) => options.logger.warn(line)),
     pollIntervalMs: tuning?.pollIntervalMs,
     channels: parts.channels,
+    shareDecisions:
+      tuning?.shareDecisions ?? options.live.sharedDelivery === 'on',
+    leaderLagMs: tuning?.leaderLagMs,
   });
   promptPages.start();
   for (const source of options.sources) source.navigators.start();

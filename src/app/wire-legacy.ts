@@ -79,6 +79,7 @@ export function wireLegacyEra(options: AppOptions, core: EraCore): EraWiring {
         channel: CLIENT_SESSIONS_CHANNEL,
         notified: (payload) => http.sessionChanged(payload),
         listening: () => http.resync(),
+        watch: (want) => http.watch(want),
       },
     ],
     gauges: {

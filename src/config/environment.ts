@@ -129,6 +129,7 @@ function liveSettings(env: Env) {
     stallTimeoutMs: env['PGMCP_STALL_TIMEOUT_MS'] ?? '30000',
     listChangedIntervalMs: env['PGMCP_LIST_CHANGED_INTERVAL_MS'] ?? '1000',
     changeRetentionSeconds: env['PGMCP_CHANGE_RETENTION_SECONDS'] ?? '86400',
+    sharedDelivery: env['PGMCP_SHARED_DELIVERY'] ?? 'on',
     auditRetentionSeconds: env['PGMCP_AUDIT_RETENTION_SECONDS'] ?? '7776000',
     legacySessionIdleSeconds:
       env['PGMCP_LEGACY_SESSION_IDLE_SECONDS'] ?? '1800',

@@ -115,6 +115,10 @@ export const SettingsSchema = z.object({
       60,
       365 * 86_400,
     ),
+    /** Issue 34 point 3: one replica decides who may hear each change for all (on), or each itself. */
+    sharedDelivery: z.enum(['on', 'off'], {
+      message: 'PGMCP_SHARED_DELIVERY must be "on" or "off"',
+    }),
     /** How long pgmcp.audit keeps query and explain calls (issue 15). */
     auditRetentionSeconds: integer(
       'PGMCP_AUDIT_RETENTION_SECONDS',

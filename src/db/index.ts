@@ -101,6 +101,16 @@ export {
   type ChangeRow,
 } from './own-tables/changes.js';
 export {
+  createFeedLeadership,
+  latestChange,
+  latestFeedBatch,
+  readFeedBatches,
+  registerFeedReplica,
+  unregisterFeedReplica,
+  type FeedBatch,
+  type FeedLeadership,
+} from './own-tables/feed-batches.js';
+export {
   createClientSessionStore,
   type ClientSessionCheck,
   type ClientSessionRow,

@@ -4,14 +4,11 @@ import { METRICS } from '../observability/index.js';
 import {
   currentHorizon,
   pruneChanges,
-  readChangePage,
-  type ChangePosition,
-  type ChangePage,
   type ChangeRow,
   type DatabaseHandle,
-  type DatabaseHistory,
 } from '../db/index.js';
-
+import { ChangeLogReader } from './change-log-reader.js';
+import type { FeedSharing } from './feed-sharing.js';
 import { CHANGES_CHANNEL, describe, startListener } from './feed-listener.js';
 import type { ListenChannel } from './listen-channel.js';
 
@@ -36,6 +33,17 @@ export interface ChangeFeedOptions {
   /** Read the log this often even without a notification (a safety net, and catch-up after outages). */
   readonly pollIntervalMs?: number;
   readonly pruneIntervalMs?: number;
+  /**
+   * A read that follows one during which a notification came starts at least this long after it
+   * (default 20 ms), so a busy log is read, and decided, in batches; after a quiet read the next
+   * starts at once.
+   */
+  readonly batchGapMs?: number;
+  /**
+   * Decide each change once per database (shared-delivery.ts): this replica leads or follows
+   * instead of reading the log on every wake-up. Absent: it reads and decides on its own.
+   */
+  readonly sharing?: FeedSharing;
   /** Other channels the feed's listener connection also LISTENs on (none by default). */
   readonly channels?: readonly ListenChannel[];
 }
@@ -83,103 +91,83 @@ export async function startChangeFeed(
     },
     await currentHorizon(options.db),
   );
-  const poller = createPoller(() => {
+  const { sharing } = options;
+  const spacing = spaced(() => {
     readNotifiedAt = notifiedAt;
     notifiedAt = undefined;
-    return reader.readOnce();
-  }, warn);
+    return sharing === undefined ? reader.readOnce() : sharing.step(reader);
+  }, options.batchGapMs ?? 20);
+  const poller = createPoller(spacing.read, warn);
+  // The safety net and a reconnect make even a follower read the log itself.
+  const readSelf = (): Promise<void> => {
+    sharing?.readSelf();
+    return poller.poll();
+  };
   const listener = await startListener(
     { ...options, warn },
-    poller.poll,
-    () => {
+    readSelf,
+    (payload) => {
       notifiedAt ??= performance.now();
+      spacing.woken();
+      if (sharing === undefined || sharing.notified(payload, reader))
+        void poller.poll();
     },
   );
-  const stopTimers = startTimers(options, poller.poll);
+  sharing?.start(poller.poll, (on) => listener.hearChanges(on));
+  const stopTimers = startTimers(options, readSelf);
   return {
-    readiness: () => ({
-      ok: listener.listening && poller.reading,
-      detail: {
-        liveUpdates: {
-          listening: listener.listening,
-          reading: poller.reading,
-        },
-      },
-    }),
-    poll: poller.poll,
+    readiness: () => readinessOf(listener, poller),
+    poll: readSelf,
     async stop() {
       stopTimers();
       await poller.stop();
+      await sharing?.stop();
       await listener.close();
     },
   };
 }
 
+/** Ready while listening and reading. */
+function readinessOf(
+  listener: { readonly listening: boolean },
+  poller: Poller,
+): ReturnType<ChangeFeed['readiness']> {
+  const { listening } = listener;
+  const { reading } = poller;
+  return {
+    ok: listening && reading,
+    detail: { liveUpdates: { listening, reading } },
+  };
+}
+
 /**
- * Reads the log exactly once per change. It keeps a horizon H (every transaction below H has
- * finished and its rows were delivered) and the seqs it delivered from transactions at or above
- * H. Each read takes rows of transactions >= H that are visible now, delivers the ones not seen,
- * then moves H to the xmin of the read's first snapshot.
+ * `read`, where a call that follows a read during which a notification came (a busy log) starts at
+ * least `gapMs` after that read started; after a quiet read it starts at once.
  */
-class ChangeLogReader {
-  readonly #options: ChangeFeedOptions;
-  #horizon: bigint;
-  /** Which history the horizon belongs to; set by the first read. */
-  #history: DatabaseHistory | undefined;
-  /** Seqs delivered from transactions at or above the horizon, with their transaction ids. */
-  readonly #delivered = new Map<string, bigint>();
-
-  constructor(options: ChangeFeedOptions, horizon: bigint) {
-    this.#options = options;
-    this.#horizon = horizon;
-  }
-
-  async readOnce(): Promise<void> {
-    const pageSize = this.#options.pageSize ?? 1000;
-    let after: ChangePosition | undefined;
-    let nextHorizon: bigint | undefined;
-    for (;;) {
-      const page = await readChangePage(this.#options.db, {
-        horizon: this.#horizon,
-        after,
-        limit: pageSize,
-      });
-      if (nextHorizon === undefined) {
-        const changed = historyChange(this.#history, this.#horizon, page);
-        this.#history = page.history;
-        if (changed !== undefined) {
-          this.#resynchronise(changed, page.snapshotXmin);
-          continue;
-        }
-        nextHorizon = page.snapshotXmin;
+function spaced(
+  read: () => Promise<void>,
+  gapMs: number,
+): { read: () => Promise<void>; woken: () => void } {
+  let startedAt = -Infinity;
+  let reading = false;
+  let busy = false;
+  return {
+    woken() {
+      if (reading) busy = true;
+    },
+    async read() {
+      const wait = busy ? startedAt + gapMs - performance.now() : 0;
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      busy = false;
+      reading = true;
+      startedAt = performance.now();
+      try {
+        await read();
+      } finally {
+        reading = false;
       }
-      const fresh = page.rows.filter((row) => !this.#delivered.has(row.seq));
-      if (fresh.length > 0) {
-        await this.#options.publish(fresh);
-        for (const row of fresh) this.#delivered.set(row.seq, row.txid);
-      }
-      const last = page.rows.at(-1);
-      if (page.rows.length < pageSize || last === undefined) break;
-      after = { txid: last.txid, seq: last.seq };
-    }
-    if (nextHorizon > this.#horizon) this.#horizon = nextHorizon;
-    for (const [seq, txid] of this.#delivered)
-      if (txid < this.#horizon) this.#delivered.delete(seq);
-  }
-
-  /**
-   * Start again in the new history at `snapshotXmin`: what committed below it finished before
-   * the streams are told their view may be stale, so re-reading covers it; what commits from
-   * there on is read from the log as usual. The delivered seqs belong to the old history.
-   */
-  #resynchronise(reason: string, snapshotXmin: bigint): void {
-    (this.#options.warn ?? this.#options.log)(
-      `live updates: the database's history changed (${reason}); every stream is told its resources may have changed, and the change log is read again from now`,
-    );
-    this.#horizon = snapshotXmin;
-    this.#delivered.clear();
-    this.#options.resync();
-  }
+    },
+  };
 }
 
 interface Poller {
@@ -295,31 +283,4 @@ function startTimers(
     clearInterval(pollTimer);
     clearInterval(pruneTimer);
   };
-}
-
-/**
- * Why `page` cannot come from the history the feed has been reading (`previous`, up to `horizon`),
- * or undefined when it can. Transaction ids (xid8, with epoch) and the WAL position never go back
- * within one history; a restore or a lagging standby's promotion sends them back, and a promotion
- * or another cluster also changes the timeline or the system identifier.
- */
-function historyChange(
-  previous: DatabaseHistory | undefined,
-  horizon: bigint,
-  page: ChangePage,
-): string | undefined {
-  const now = page.history;
-  if (previous !== undefined) {
-    if (
-      previous.systemId !== null &&
-      now.systemId !== null &&
-      previous.systemId !== now.systemId
-    )
-      return 'another database system identifier';
-    if (now.timeline !== previous.timeline)
-      return `timeline ${previous.timeline} → ${now.timeline}`;
-    if (now.walLsn < previous.walLsn) return 'the WAL position went back';
-  }
-  if (page.snapshotXmin < horizon) return 'transaction ids went back';
-  return undefined;
 }

@@ -19,16 +19,28 @@ export interface ListenerOptions {
   readonly channels?: readonly ListenChannel[];
 }
 
+/** The feed's listener: whether it is connected, and which channels it LISTENs on. */
+export interface FeedListener {
+  readonly listening: boolean;
+  /**
+   * LISTEN to the change log's channel, or stop: PostgreSQL wakes every listening session of a
+   * database on every NOTIFY, whatever its channels, so a follower listens to nothing it need not.
+   */
+  hearChanges(on: boolean): Promise<void>;
+  close(): Promise<void>;
+}
+
 /**
- * LISTEN on a dedicated connection (pg-listen), reconnecting forever; every wake-up, reconnect
- * and listener error reads the log, so a lost notification loses nothing. The other channels'
- * notifications go to their handlers, and each is told of every (re)connect.
+ * LISTEN on a dedicated connection (pg-listen), reconnecting forever; every reconnect and
+ * listener error reads the log, so a lost notification loses nothing. `notified` hears the change
+ * log's notifications; the other channels' go to their handlers, and each is told of every
+ * (re)connect, and of every LISTEN it asked for (`ListenChannel.watch`).
  */
 export async function startListener(
   options: ListenerOptions,
   poll: () => Promise<void>,
-  notified: () => void,
-): Promise<{ readonly listening: boolean; close(): Promise<void> }> {
+  notified: (payload: unknown) => void,
+): Promise<FeedListener> {
   const { warn } = options;
   const channels = options.channels ?? [];
   let listening = false;
@@ -64,10 +76,7 @@ export async function startListener(
     void poll();
     for (const other of channels) other.listening();
   });
-  subscriber.notifications.on(CHANGES_CHANNEL, () => {
-    notified();
-    void poll();
-  });
+  subscriber.notifications.on(CHANGES_CHANNEL, notified);
   for (const other of channels)
     subscriber.notifications.on(other.channel, (payload: unknown) =>
       other.notified(payload),
@@ -75,14 +84,50 @@ export async function startListener(
   // eslint-disable-next-line no-restricted-syntax -- pg-listen's own connection: LISTEN belongs to notifications/ (STYLE §1, §2)
   await subscriber.connect();
   await subscriber.listenTo(CHANGES_CHANNEL);
-  for (const other of channels) await subscriber.listenTo(other.channel);
+  for (const other of channels)
+    if (other.watch === undefined) await subscriber.listenTo(other.channel);
   listening = true;
+  // One switch at a time, so two quick turns cannot LISTEN twice or leave the wrong state.
+  let switching = Promise.resolve();
+  const turn = (
+    channel: Pick<ListenChannel, 'channel' | 'listening'>,
+    on: boolean,
+  ): Promise<void> =>
+    (switching = switching
+      .then(() => hear(subscriber, channel, on))
+      .catch((error: unknown) => {
+        // A lost connection: pg-listen LISTENs again to what it listened to, and a channel it
+        // missed is read again at its next sweep.
+        warn(
+          `live updates: LISTEN ${channel.channel} failed (${describe(error)})`,
+        );
+      }));
+  for (const other of channels) other.watch?.((on) => turn(other, on));
   return {
     get listening() {
       return listening;
     },
+    hearChanges: (on) =>
+      turn({ channel: CHANGES_CHANNEL, listening: () => {} }, on),
     close: () => subscriber.close().catch(() => undefined),
   };
+}
+
+/**
+ * LISTEN to `channel` or stop (pg-listen LISTENs again after a reconnect to what it listens to);
+ * a channel newly heard is told, since what was sent on it before was not.
+ */
+async function hear(
+  subscriber: ReturnType<typeof createSubscriber>,
+  channel: Pick<ListenChannel, 'channel' | 'listening'>,
+  on: boolean,
+): Promise<void> {
+  const heard = subscriber.getSubscribedChannels().includes(channel.channel);
+  if (on && !heard) {
+    await subscriber.listenTo(channel.channel);
+    channel.listening();
+  }
+  if (!on && heard) await subscriber.unlisten(channel.channel);
 }
 
 /** An error for the log: its SQLSTATE, if any, and message. */

@@ -7,6 +7,7 @@ import {
   type DatabaseHandle,
 } from '../db/index.js';
 import { startChangeFeed, type ChangeFeed } from './change-feed.js';
+import { createSharedDelivery } from './shared-delivery.js';
 import {
   enqueueHeard,
   whoMayHear,
@@ -70,6 +71,13 @@ export interface ChangePathOptions<TSource extends ChangeSource> {
   readonly pollIntervalMs?: number;
   /** Other channels the main database's (the first source's) listener also LISTENs on. */
   readonly channels?: readonly ListenChannel[];
+  /**
+   * Decide who may hear each change once per database for every replica (shared-delivery.ts;
+   * default true); false: this process reads each log and decides on its own.
+   */
+  readonly shareDecisions?: boolean;
+  /** How long a committed change waits for the leader's decisions before this replica decides itself. */
+  readonly leaderLagMs?: number;
 }
 
 /**
@@ -92,33 +100,63 @@ export async function startChangePath<TSource extends ChangeSource>(
   const feeds: ChangeFeed[] = [];
   try {
     for (const source of options.sources)
-      feeds.push(
-        await startChangeFeed({
-          // The feed's own pool: live updates never wait behind requests (issue 32 point 4).
-          db: source.db.feed,
-          publish: (rows) => deliverRows(options, source, rows),
-          resync: () => resync(options, source),
-          retentionSeconds: options.retentionSeconds,
-          log:
-            options.sources.length === 1
-              ? options.log
-              : (line) => options.log(`${source.name}: ${line}`),
-          warn: (line) => {
-            const warn = options.warn ?? options.log;
-            warn(
-              options.sources.length === 1 ? line : `${source.name}: ${line}`,
-            );
-          },
-          pollIntervalMs: options.pollIntervalMs,
-          channels:
-            source === options.sources[0] ? options.channels : undefined,
-        }),
-      );
+      feeds.push(await startSourceFeed(options, source));
   } catch (error) {
     for (const feed of feeds) await feed.stop().catch(() => undefined);
     throw error;
   }
   return everyFeed(feeds);
+}
+
+/** One source's feed: shared with the other replicas unless asked not to. */
+function startSourceFeed<TSource extends ChangeSource>(
+  options: ChangePathOptions<TSource>,
+  source: TSource,
+): Promise<ChangeFeed> {
+  const log =
+    options.sources.length === 1
+      ? options.log
+      : (line: string) => options.log(`${source.name}: ${line}`);
+  const warn = (line: string): void => {
+    const warnLine = options.warn ?? options.log;
+    warnLine(options.sources.length === 1 ? line : `${source.name}: ${line}`);
+  };
+  const shared =
+    options.shareDecisions === false
+      ? undefined
+      : createSharedDelivery({
+          db: source.db.feed,
+          streams: options.streams,
+          meaning: (rows) => meaningOf(options, source, rows),
+          authorize: authorizeIn(source.db.feed),
+          log,
+          warn,
+          lagMs: options.leaderLagMs,
+          leadRetryMs: options.pollIntervalMs,
+        });
+  return startChangeFeed({
+    // The feed's own pool: live updates never wait behind requests (issue 32 point 4).
+    db: source.db.feed,
+    publish: shared?.publish ?? ((rows) => deliverRows(options, source, rows)),
+    resync: () => resync(options, source),
+    retentionSeconds: options.retentionSeconds,
+    log,
+    warn,
+    pollIntervalMs: options.pollIntervalMs,
+    sharing: shared?.sharing,
+    channels: source === options.sources[0] ? options.channels : undefined,
+  });
+}
+
+/** Step 2 for one batch: the changes subscribers hear of. */
+function meaningOf<TSource extends ChangeSource>(
+  options: ChangePathOptions<TSource>,
+  source: TSource,
+  rows: readonly ChangeRow[],
+): readonly PublishedChange[] {
+  // A schema change (DDL, GRANT, REVOKE) may change whose catalog has entries.
+  if (rows.some((row) => row.kind === 'schema')) options.forgetCatalog(source);
+  return rows.flatMap((row) => options.deliveredChanges(source, row));
 }
 
 /** Steps 2 to 4 for one batch of `source`'s log. Throwing means "not delivered": read it again. */
@@ -127,9 +165,7 @@ async function deliverRows<TSource extends ChangeSource>(
   source: TSource,
   rows: readonly ChangeRow[],
 ): Promise<void> {
-  // A schema change (DDL, GRANT, REVOKE) may change whose catalog has entries.
-  if (rows.some((row) => row.kind === 'schema')) options.forgetCatalog(source);
-  const changes = rows.flatMap((row) => options.deliveredChanges(source, row));
+  const changes = meaningOf(options, source, rows);
   await deliverChanges(options.streams, changes, authorizeIn(source.db.feed));
 }
 

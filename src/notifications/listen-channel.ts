@@ -12,4 +12,9 @@ export interface ListenChannel {
    * so read again whatever it would have announced. Never throws.
    */
   readonly listening: () => void;
+  /**
+   * Absent: LISTEN always. Present: the channel is LISTENed only while wanted; the listener hands
+   * it the switch once it has started, and calls `listening` each time the switch turns it on.
+   */
+  readonly watch?: (want: (on: boolean) => Promise<void>) => void;
 }

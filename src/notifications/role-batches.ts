@@ -99,6 +99,34 @@ export async function whoMayHear(
   return { changes, interested, visibility };
 }
 
+/**
+ * Ask each of `principals` which of `seqs` it may hear of, into `decided`. A refused check leaves
+ * the role out (a replica with its streams asks itself, and ends them); any other failure throws,
+ * so the batch is read again.
+ */
+export async function decideEach(
+  principals: ReadonlyMap<string, Principal>,
+  {
+    seqs,
+    authorize,
+    decided,
+  }: {
+    seqs: readonly string[];
+    authorize: Authorize;
+    decided: Map<string, Visibility>;
+  },
+): Promise<void> {
+  await Promise.all(
+    [...principals].map(async ([key, principal]) => {
+      try {
+        decided.set(key, await authorize(principal, seqs));
+      } catch (error) {
+        if (!isRefusal(error)) throw error;
+      }
+    }),
+  );
+}
+
 /** Whether an access check was refused for good, rather than failing for a while. */
 function isRefusal(error: unknown): error is ProtocolError {
   return (

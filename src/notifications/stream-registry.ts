@@ -74,6 +74,17 @@ export class StreamRegistry {
   }
 
   /** Streams that asked for notifications/resources/list_changed. */
+  /** One principal per role among the open streams, by role key (shared delivery lists them). */
+  principalsByRole(): Map<string, Principal> {
+    const found = new Map<string, Principal>();
+    for (const stream of this.#streams) {
+      if (!found.has(stream.roleKey))
+        found.set(stream.roleKey, stream.principal);
+      if (found.size === this.#perRole.size) break;
+    }
+    return found;
+  }
+
   get listStreams(): ReadonlySet<StreamQueue> {
     return this.#listStreams;
   }

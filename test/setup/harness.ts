@@ -53,6 +53,7 @@ export const TEST_LIVE: Config['live'] = {
   // (fanout.test.ts covers the pacing).
   listChangedIntervalMs: 0,
   changeRetentionSeconds: 86_400,
+  sharedDelivery: 'on',
   auditRetentionSeconds: 86_400,
   legacySessionIdleSeconds: 1800,
   maxLegacySessions: 100,
@@ -89,6 +90,12 @@ export interface TestServerOptions {
   roleCacheMaxAgeMs?: number;
   /** Start the change feed (LISTEN + change log), with these live-update settings over TEST_LIVE. */
   live?: Partial<Config['live']>;
+  /** How the change path runs when `live` is set (default: polling every 500 ms, decisions shared). */
+  changePath?: {
+    pollIntervalMs?: number;
+    shareDecisions?: boolean;
+    leaderLagMs?: number;
+  };
   /** Live-update settings without a change feed (stream caps, listen validation). */
   liveSettings?: Partial<Config['live']>;
   /** The catalog's scope (config file "catalog"); every schema by default. */
@@ -206,7 +213,10 @@ export async function startTestServer(
   const feed =
     options.live === undefined
       ? undefined
-      : await app.startChangePath({ pollIntervalMs: 500 });
+      : await app.startChangePath({
+          pollIntervalMs: 500,
+          ...options.changePath,
+        });
   const http = await startHttpTransport({
     host: '127.0.0.1',
     port: 0,

@@ -110,6 +110,11 @@ export class HeldSessions {
   /** Session ids by the name the store's channel gives them (its eventKey). */
   readonly #byKey = new Map<string, string>();
   readonly #sweep: NodeJS.Timeout;
+  /**
+   * The sessions' channel's switch: on while this process holds a session, so a replica no
+   * 2025-11-25 client uses is not woken by every NOTIFY in the database.
+   */
+  #want: ((on: boolean) => Promise<void>) | undefined;
 
   constructor(options: HeldSessionsOptions) {
     this.#options = options;
@@ -136,6 +141,13 @@ export class HeldSessions {
   #hold(id: string, entry: Held): void {
     this.#held.set(id, entry);
     this.#byKey.set(this.#options.records.eventKey(id), id);
+    if (this.#held.size === 1) void this.#want?.(true);
+  }
+
+  /** The listener hands the channel's switch over once it has started. */
+  watch(want: (on: boolean) => Promise<void>): void {
+    this.#want = want;
+    void want(this.#held.size > 0);
   }
 
   /** Refuse a new session when this process holds its maximum. */
@@ -316,7 +328,8 @@ export class HeldSessions {
 
   /** The session leaves this process: its stream, requests in flight and waits end. */
   drop(id: string, entry: Held): void {
-    this.#held.delete(id);
+    if (this.#held.delete(id) && this.#held.size === 0)
+      void this.#want?.(false);
     this.#byKey.delete(this.#options.records.eventKey(id));
     this.#options.subscriptions.detach(entry.session);
     for (const flight of entry.inFlight.values()) flight.cancel();

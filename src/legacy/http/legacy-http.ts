@@ -49,6 +49,8 @@ export interface LegacyHttp extends HttpEraRoute {
   sessionChanged(payload: unknown): void;
   /** The channel's listener reconnected: every session with a stream here is read again. */
   resync(): void;
+  /** The channel's switch: LISTENed only while this process holds a session. */
+  watch(want: (on: boolean) => Promise<void>): void;
 }
 
 export function createLegacyHttp(options: LegacyHttpOptions): LegacyHttp {
@@ -200,6 +202,10 @@ class LegacyHttpSessions implements LegacyHttp {
 
   resync(): void {
     this.#held.resync();
+  }
+
+  watch(want: (on: boolean) => Promise<void>): void {
+    this.#held.watch(want);
   }
 
   close(): void {
