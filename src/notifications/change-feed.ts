@@ -319,6 +319,8 @@ function historyChange(
     if (now.timeline !== previous.timeline)
       return `timeline ${previous.timeline} → ${now.timeline}`;
     if (now.walLsn < previous.walLsn) return 'the WAL position went back';
+    if (now.captureEpoch !== previous.captureEpoch)
+      return 'the WAL change source has a new slot';
   }
   if (page.snapshotXmin < horizon) return 'transaction ids went back';
   return undefined;

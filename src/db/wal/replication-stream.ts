@@ -1,0 +1,276 @@
+// One replication connection reading a logical slot with pgoutput: decoded transactions handed
+// over one at a time, in commit order, each acknowledged only after it was handed over.
+import pg from 'pg';
+import { PgoutputPlugin, type Pgoutput } from 'pg-logical-replication';
+import type { SessionConfig } from '../pool.js';
+
+/** A row change as the WAL names it: column → text form (null for SQL NULL). */
+export type TupleText = Record<string, string | null>;
+
+export interface DecodedChange {
+  readonly schema: string;
+  readonly table: string;
+  readonly kind: 'created' | 'updated' | 'deleted';
+  /** The new row (or its key columns) for inserts and updates; the old key for deletes. */
+  readonly key: TupleText;
+  /** An update's old key (or old row), when the WAL carries it. */
+  readonly old?: TupleText;
+}
+
+export interface DecodedTransaction {
+  /** Where its commit record starts: the order transactions commit in. */
+  readonly commitLsn: bigint;
+  readonly changes: readonly DecodedChange[];
+}
+
+export interface ReplicationStreamOptions {
+  readonly session: SessionConfig;
+  readonly slot: string;
+  readonly publication: string;
+  /** Resolves once the transaction is logged; the slot is acknowledged past it only then. */
+  readonly onTransaction: (transaction: DecodedTransaction) => Promise<void>;
+}
+
+export interface ReplicationStream {
+  /** Rejects when the stream ends, with why (a lost connection, a busy slot, a failed hand-over). */
+  readonly done: Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** "X/Y" (hex halves) as a byte position. */
+export function lsnToBigInt(lsn: string | null): bigint {
+  if (lsn === null) return 0n;
+  const [high, low] = lsn.split('/');
+  return (BigInt(`0x${high ?? '0'}`) << 32n) + BigInt(`0x${low ?? '0'}`);
+}
+
+/**
+ * pgoutput as text: the library parses each column with pg's type parsers, but a row is named by
+ * its key's text forms (as the capture triggers name it, `column::text`), so every column of a
+ * relation keeps the text the server sent.
+ */
+class TextPgoutputPlugin extends PgoutputPlugin {
+  override parse(buffer: Buffer): Pgoutput.Message {
+    const message = super.parse(buffer);
+    if (message.tag === 'relation')
+      for (const column of message.columns)
+        column.parser = (raw: unknown) => raw;
+    return message;
+  }
+}
+
+type Queued =
+  | { readonly type: 'data'; readonly message: Pgoutput.Message }
+  | { readonly type: 'keepalive'; readonly lsn: bigint };
+
+/**
+ * START_REPLICATION on `slot` from where it was last acknowledged. Messages are handled strictly
+ * in arrival order; a keepalive received while no transaction is open acknowledges the server's
+ * position (everything before it was handed over), so a slot whose publication sees no writes
+ * still moves on and holds no WAL.
+ */
+export function openReplicationStream(
+  options: ReplicationStreamOptions,
+): ReplicationStream {
+  const reader = new StreamReader(options);
+  reader.start();
+  return reader;
+}
+
+/** pg's connection object, which carries the COPY BOTH stream (pg has no public API for it). */
+interface CopyBothConnection {
+  on(
+    event: 'copyData',
+    listener: (message: { chunk: Buffer }) => void,
+  ): unknown;
+  sendCopyFromChunk(chunk: Buffer): void;
+}
+
+/** One replication connection and the ordered hand-over of what it decodes. */
+class StreamReader implements ReplicationStream {
+  readonly #options: ReplicationStreamOptions;
+  readonly #client: pg.Client;
+  // Only the library's pgoutput decoder is used: the connection, its errors and what is
+  // acknowledged when stay here.
+  readonly #plugin: TextPgoutputPlugin;
+  /** The changes of the transaction being received, if one is. */
+  #open: DecodedChange[] | undefined;
+  #acknowledged = 0n;
+  #failure: unknown;
+  #chain = Promise.resolve();
+  #reject: (error: unknown) => void = () => undefined;
+  readonly done: Promise<void>;
+
+  constructor(options: ReplicationStreamOptions) {
+    this.#options = options;
+    // @types/pg does not list `replication`; pg passes it in the startup packet.
+    this.#client = new pg.Client({
+      ...options.session,
+      replication: 'database',
+    } as pg.ClientConfig);
+    // Never removed: a late FATAL or reset on this connection must not end the process.
+    this.#client.on('error', (error) => this.#fail(error));
+    this.#plugin = new TextPgoutputPlugin({
+      protoVersion: 1,
+      publicationNames: [options.publication],
+    });
+    this.done = new Promise<void>((_, reject) => {
+      this.#reject = reject;
+    });
+    this.done.catch(() => undefined);
+  }
+
+  start(): void {
+    this.#stream().catch((error: unknown) => this.#fail(error));
+  }
+
+  async #stream(): Promise<void> {
+    await this.#client.connect();
+    if (this.#failure !== undefined) return;
+    const connection = (
+      this.#client as unknown as { connection: CopyBothConnection }
+    ).connection;
+    connection.on('copyData', ({ chunk }) => this.#received(chunk));
+    // From 0/0: the server starts at the slot's confirmed position. The slot name is pgmcp's own
+    // (letters, digits, "_"); the publication is a constant.
+    await this.#client.query(
+      `START_REPLICATION SLOT ${this.#options.slot} LOGICAL 0/0 (proto_version '1', publication_names '${this.#options.publication}')`,
+    );
+    this.#fail(new Error('the replication stream ended'));
+  }
+
+  /** XLogData ('w') carries a pgoutput message after its 25-byte header; 'k' is a keepalive. */
+  #received(chunk: Buffer): void {
+    if (chunk[0] === 0x77)
+      this.#enqueue({
+        type: 'data',
+        message: this.#plugin.parse(chunk.subarray(25)),
+      });
+    else if (chunk[0] === 0x6b)
+      this.#enqueue({ type: 'keepalive', lsn: chunk.readBigUInt64BE(1) });
+  }
+
+  async stop(): Promise<void> {
+    this.#fail(new Error('stopped'));
+    await this.#client.end().catch(() => undefined);
+    await this.#chain.catch(() => undefined);
+  }
+
+  #fail(error: unknown): void {
+    if (this.#failure !== undefined) return;
+    this.#failure = error;
+    this.#reject(error);
+  }
+
+  #enqueue(item: Queued): void {
+    this.#chain = this.#chain.then(() =>
+      this.#failure === undefined ? this.#handle(item) : undefined,
+    );
+    this.#chain.catch((error: unknown) => this.#fail(error));
+  }
+
+  async #handle(item: Queued): Promise<void> {
+    if (item.type === 'keepalive') {
+      this.#acknowledge(
+        this.#open === undefined ? item.lsn : this.#acknowledged,
+      );
+      return;
+    }
+    const { message } = item;
+    if (message.tag === 'begin') this.#open = [];
+    else if (message.tag === 'commit') {
+      const changes = this.#open ?? [];
+      this.#open = undefined;
+      if (changes.length > 0)
+        await this.#options.onTransaction({
+          commitLsn: lsnToBigInt(message.commitLsn),
+          changes,
+        });
+      this.#acknowledge(lsnToBigInt(message.commitEndLsn));
+    } else {
+      const change = decodedChange(message);
+      if (change !== undefined) this.#open?.push(change);
+    }
+  }
+
+  /**
+   * Standby status update ('r'): `position` (never less than before) as written, flushed and
+   * applied, so the slot's confirmed_flush_lsn moves to it.
+   */
+  #acknowledge(position: bigint): void {
+    if (position > this.#acknowledged) this.#acknowledged = position;
+    const update = Buffer.alloc(34);
+    update.write('r', 0);
+    update.writeBigUInt64BE(this.#acknowledged, 1);
+    update.writeBigUInt64BE(this.#acknowledged, 9);
+    update.writeBigUInt64BE(this.#acknowledged, 17);
+    // Microseconds since 2000-01-01.
+    update.writeBigInt64BE(BigInt(Date.now() - 946_684_800_000) * 1000n, 25);
+    update.writeUInt8(0, 33);
+    (
+      this.#client as unknown as { connection: CopyBothConnection }
+    ).connection.sendCopyFromChunk(update);
+  }
+}
+
+/** What one pgoutput message says about a row, or undefined when it is not a row change. */
+function decodedChange(message: Pgoutput.Message): DecodedChange | undefined {
+  switch (message.tag) {
+    case 'insert':
+      return {
+        schema: message.relation.schema,
+        table: message.relation.name,
+        kind: 'created',
+        key: keyOf(message.relation, message.new),
+      };
+    case 'update':
+      return {
+        schema: message.relation.schema,
+        table: message.relation.name,
+        kind: 'updated',
+        key: keyOf(message.relation, message.new),
+        ...(message.key !== null || message.old !== null
+          ? { old: texts(message.key ?? message.old ?? {}) }
+          : {}),
+      };
+    case 'delete':
+      return {
+        schema: message.relation.schema,
+        table: message.relation.name,
+        kind: 'deleted',
+        key: texts(message.key ?? message.old ?? {}),
+      };
+    case 'begin':
+    case 'commit':
+    case 'message':
+    case 'origin':
+    case 'relation':
+    case 'truncate':
+    case 'type':
+      // Truncates name no rows (the capture triggers do not log them either); relation, type,
+      // origin and message carry no row change.
+      return undefined;
+  }
+}
+
+/**
+ * The columns that may name the row: under REPLICA IDENTITY DEFAULT the primary key's (the
+ * relation's key columns); otherwise the whole row, and the database picks the primary key.
+ */
+function keyOf(
+  relation: Pgoutput.MessageRelation,
+  row: Record<string, unknown>,
+): TupleText {
+  const all = texts(row);
+  if (relation.replicaIdentity !== 'default') return all;
+  const key: TupleText = {};
+  for (const name of relation.keyColumns) key[name] = all[name] ?? null;
+  return key;
+}
+
+function texts(row: Record<string, unknown>): TupleText {
+  const out: TupleText = {};
+  for (const [name, value] of Object.entries(row))
+    out[name] = typeof value === 'string' ? value : null;
+  return out;
+}
