@@ -2,6 +2,7 @@
 // over one at a time, in commit order, each acknowledged only after it was handed over.
 import pg from 'pg';
 import { PgoutputPlugin, type Pgoutput } from 'pg-logical-replication';
+import { copyBothOf, type CopyBoth } from '../driver/index.js';
 import type { SessionConfig } from '../pool.js';
 
 /** A row change as the WAL names it: column → text form (null for SQL NULL). */
@@ -77,19 +78,11 @@ export function openReplicationStream(
   return reader;
 }
 
-/** pg's connection object, which carries the COPY BOTH stream (pg has no public API for it). */
-interface CopyBothConnection {
-  on(
-    event: 'copyData',
-    listener: (message: { chunk: Buffer }) => void,
-  ): unknown;
-  sendCopyFromChunk(chunk: Buffer): void;
-}
-
 /** One replication connection and the ordered hand-over of what it decodes. */
 class StreamReader implements ReplicationStream {
   readonly #options: ReplicationStreamOptions;
   readonly #client: pg.Client;
+  #copy: CopyBoth | undefined;
   // Only the library's pgoutput decoder is used: the connection, its errors and what is
   // acknowledged when stay here.
   readonly #plugin: TextPgoutputPlugin;
@@ -127,10 +120,8 @@ class StreamReader implements ReplicationStream {
   async #stream(): Promise<void> {
     await this.#client.connect();
     if (this.#failure !== undefined) return;
-    const connection = (
-      this.#client as unknown as { connection: CopyBothConnection }
-    ).connection;
-    connection.on('copyData', ({ chunk }) => this.#received(chunk));
+    this.#copy = copyBothOf(this.#client);
+    this.#copy.onData((chunk) => this.#received(chunk));
     // From 0/0: the server starts at the slot's confirmed position. The slot name is pgmcp's own
     // (letters, digits, "_"); the publication is a constant.
     await this.#client.query(
@@ -207,9 +198,7 @@ class StreamReader implements ReplicationStream {
     // Microseconds since 2000-01-01.
     update.writeBigInt64BE(BigInt(Date.now() - 946_684_800_000) * 1000n, 25);
     update.writeUInt8(0, 33);
-    (
-      this.#client as unknown as { connection: CopyBothConnection }
-    ).connection.sendCopyFromChunk(update);
+    this.#copy?.send(update);
   }
 }
 
