@@ -7,6 +7,7 @@ import {
   type DatabaseHandle,
   type WalCapture,
 } from '../db/index.js';
+import { ConfigError } from '../errors.js';
 import type { Logger } from '../log.js';
 
 /** The databases whose sources start: the main one (its administrative login) and each --database. */
@@ -30,6 +31,11 @@ export async function startChangeSources(
 ): Promise<void> {
   const { changeCapture } = config;
   const all = [{ name: 'main', db: targets.main }, ...targets.more];
+  for (const name of Object.keys(changeCapture.source.databases))
+    if (!all.some((target) => target.name === name))
+      throw new ConfigError(
+        `PGMCP_CHANGE_SOURCE names database ${name}, which this server does not serve: use main for the main database, or a name given with --database.`,
+      );
   for (const { name, db } of all) {
     const source =
       changeCapture.source.databases[name] ?? changeCapture.source.default;

@@ -193,7 +193,7 @@ export const SettingsSchema = z.object({
     source: z
       .string()
       .regex(
-        /^\s*(triggers|wal)?(\s+[A-Za-z0-9][A-Za-z0-9._-]*=(triggers|wal))*\s*$/,
+        /^\s*(triggers|wal|[A-Za-z0-9][A-Za-z0-9._-]*=(triggers|wal))?(\s+[A-Za-z0-9][A-Za-z0-9._-]*=(triggers|wal))*\s*$/,
         'PGMCP_CHANGE_SOURCE is "triggers" or "wal", optionally followed by name=triggers or name=wal for single databases (main for the main one), e.g. "triggers main=wal"',
       )
       .transform(parseChangeSource),
