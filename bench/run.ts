@@ -54,6 +54,7 @@ import {
   type TokenScheme,
 } from './token-issuer.js';
 import { toolFigures } from './tools.js';
+import { walFigures, type WalFigures } from './wal.js';
 import { alternate } from './alternate.js';
 import { internalsFigures } from './internals.js';
 import { PROJECT_ROOT, SERVER_INFO } from '../src/version.js';
@@ -75,7 +76,7 @@ if (!/^[a-z_][a-z0-9_]*$/.test(BENCH_DATABASE))
   );
 // A comma-separated list of result keys without the token scheme's suffix (e.g.
 // "list_role_10pct_vs_all_p50,read_vs_point_read": each runs with every scheme of BENCH_AUTH),
-// or the groups "catalog", "legacy", "live" and "storage", runs only those; unset runs all. A partial run merges its
+// or the groups "catalog", "legacy", "live", "storage" and "wal", runs only those; unset runs all. A partial run merges its
 // figures into latest.json and notes its date under `partialRuns`.
 const ONLY = process.env['BENCH_ONLY']?.split(',').filter((key) => key !== '');
 const runs = (key: string): boolean => ONLY === undefined || ONLY.includes(key);
@@ -93,6 +94,8 @@ const TOKENS_PER_ROLE = 25;
 // The catalog alone needs no 1M-row seed.
 const CATALOG_ONLY =
   ONLY !== undefined && ONLY.length === 1 && ONLY[0] === 'catalog';
+// Nor the WAL change source's cost (bench/wal.ts), on a database of its own.
+const WAL_ONLY = ONLY !== undefined && ONLY.length === 1 && ONLY[0] === 'wal';
 const CURSOR_SECRET = 'bench-cursor-secret-0123456789';
 
 // The baselines: what a program would run against the same pool without pgmcp.
@@ -664,8 +667,10 @@ async function main(): Promise<void> {
   const database = await benchDatabase((line) => logger.info(line));
   const results: Record<string, unknown> = {};
   const postgres = await serverFacts(database.url);
-  if (CATALOG_ONLY) {
-    Object.assign(results, await catalogFigures(database.url, logger));
+  if (CATALOG_ONLY || WAL_ONLY) {
+    if (CATALOG_ONLY)
+      Object.assign(results, await catalogFigures(database.url, logger));
+    else results['wal_capture'] = await walBench(database.url, logger);
     await database.stop();
     writeSummary(results, postgres);
     return;
@@ -689,9 +694,20 @@ async function main(): Promise<void> {
   // the raw baselines (which allocate a JS object per row) far more than pgmcp.
   if (runs('catalog'))
     Object.assign(results, await catalogFigures(database.url, logger));
+  if (runs('wal'))
+    results['wal_capture'] = await walBench(database.url, logger);
   await database.stop();
 
   writeSummary(results, postgres);
+}
+
+/** The WAL change source against an inert pgoutput consumer (bench/wal.ts). */
+function walBench(serverUrl: string, logger: Logger): Promise<WalFigures> {
+  return walFigures(serverUrl, {
+    logger,
+    durationMs: DURATION_MS,
+    rounds: ROUNDS,
+  });
 }
 
 /** The catalog figures (bench/catalog.ts) on their own database on the server at `serverUrl`. */
