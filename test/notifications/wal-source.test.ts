@@ -174,6 +174,27 @@ describe('the wal source', () => {
     expect(exposed.rows[0]?.exposed).toBe(true);
   });
 
+  it('exposes a table by publishing it, and refuses one whose deletions the WAL would not name', async () => {
+    await sql.query(`create table inv.extra (id int primary key, v text)`);
+    await sql.query(`select pgmcp.expose_table('inv.extra')`);
+    const { rows } = await sql.query<{ triggers: number; published: boolean }>(
+      `select (select count(*)::int from pg_trigger where tgname like 'pgmcp_capture_%'
+                 and tgrelid = 'inv.extra'::regclass) as triggers,
+              exists (select from pg_publication_tables
+                       where pubname = 'pgmcp_changes' and tablename = 'extra') as published`,
+    );
+    expect(rows[0]).toEqual({ triggers: 0, published: true });
+    await sql.query(`select pgmcp.unexpose_table('inv.extra')`);
+    await sql.query(`alter table inv.extra replica identity nothing`);
+    await expect(
+      sql.query(`select pgmcp.expose_table('inv.extra')`),
+    ).rejects.toMatchObject({ code: '42P16' });
+    const after = await sql.query<{ exposed: boolean }>(
+      `select pgmcp.table_exposed('inv.extra') as exposed`,
+    );
+    expect(after.rows[0]?.exposed).toBe(false);
+  });
+
   it('delivers updates, inserts and deletes to the subscribers whose role may see them', async () => {
     const a = await open(ROLE_A, {
       resourcesListChanged: true,

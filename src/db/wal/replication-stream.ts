@@ -1,22 +1,13 @@
 // One replication connection reading a logical slot with pgoutput: decoded transactions handed
 // over one at a time, in commit order, each acknowledged only after it was handed over.
 import pg from 'pg';
-import { PgoutputPlugin, type Pgoutput } from 'pg-logical-replication';
 import { copyBothOf, type CopyBoth } from '../driver/index.js';
 import type { SessionConfig } from '../pool.js';
-
-/** A row change as the WAL names it: column → text form (null for SQL NULL). */
-export type TupleText = Record<string, string | null>;
-
-export interface DecodedChange {
-  readonly schema: string;
-  readonly table: string;
-  readonly kind: 'created' | 'updated' | 'deleted';
-  /** The new row (or its key columns) for inserts and updates; the old key for deletes. */
-  readonly key: TupleText;
-  /** An update's old key (or old row), when the WAL carries it. */
-  readonly old?: TupleText;
-}
+import {
+  PgoutputDecoder,
+  type DecodedChange,
+  type PgoutputMessage,
+} from './pgoutput.js';
 
 export interface DecodedTransaction {
   /** Where its commit record starts: the order transactions commit in. */
@@ -38,30 +29,8 @@ export interface ReplicationStream {
   stop(): Promise<void>;
 }
 
-/** "X/Y" (hex halves) as a byte position. */
-export function lsnToBigInt(lsn: string | null): bigint {
-  if (lsn === null) return 0n;
-  const [high, low] = lsn.split('/');
-  return (BigInt(`0x${high ?? '0'}`) << 32n) + BigInt(`0x${low ?? '0'}`);
-}
-
-/**
- * pgoutput as text: the library parses each column with pg's type parsers, but a row is named by
- * its key's text forms (as the capture triggers name it, `column::text`), so every column of a
- * relation keeps the text the server sent.
- */
-class TextPgoutputPlugin extends PgoutputPlugin {
-  override parse(buffer: Buffer): Pgoutput.Message {
-    const message = super.parse(buffer);
-    if (message.tag === 'relation')
-      for (const column of message.columns)
-        column.parser = (raw: unknown) => raw;
-    return message;
-  }
-}
-
 type Queued =
-  | { readonly type: 'data'; readonly message: Pgoutput.Message }
+  | { readonly type: 'data'; readonly message: PgoutputMessage }
   | { readonly type: 'keepalive'; readonly lsn: bigint };
 
 /**
@@ -83,9 +52,7 @@ class StreamReader implements ReplicationStream {
   readonly #options: ReplicationStreamOptions;
   readonly #client: pg.Client;
   #copy: CopyBoth | undefined;
-  // Only the library's pgoutput decoder is used: the connection, its errors and what is
-  // acknowledged when stay here.
-  readonly #plugin: TextPgoutputPlugin;
+  readonly #decoder = new PgoutputDecoder();
   /** The changes of the transaction being received, if one is. */
   #open: DecodedChange[] | undefined;
   #acknowledged = 0n;
@@ -103,10 +70,6 @@ class StreamReader implements ReplicationStream {
     } as pg.ClientConfig);
     // Never removed: a late FATAL or reset on this connection must not end the process.
     this.#client.on('error', (error) => this.#fail(error));
-    this.#plugin = new TextPgoutputPlugin({
-      protoVersion: 1,
-      publicationNames: [options.publication],
-    });
     this.done = new Promise<void>((_, reject) => {
       this.#reject = reject;
     });
@@ -135,7 +98,7 @@ class StreamReader implements ReplicationStream {
     if (chunk[0] === 0x77)
       this.#enqueue({
         type: 'data',
-        message: this.#plugin.parse(chunk.subarray(25)),
+        message: this.#decoder.decode(chunk.subarray(25)),
       });
     else if (chunk[0] === 0x6b)
       this.#enqueue({ type: 'keepalive', lsn: chunk.readBigUInt64BE(1) });
@@ -174,14 +137,11 @@ class StreamReader implements ReplicationStream {
       this.#open = undefined;
       if (changes.length > 0)
         await this.#options.onTransaction({
-          commitLsn: lsnToBigInt(message.commitLsn),
+          commitLsn: message.commitLsn,
           changes,
         });
-      this.#acknowledge(lsnToBigInt(message.commitEndLsn));
-    } else {
-      const change = decodedChange(message);
-      if (change !== undefined) this.#open?.push(change);
-    }
+      this.#acknowledge(message.endLsn);
+    } else if (message.tag === 'change') this.#open?.push(message.change);
   }
 
   /**
@@ -200,66 +160,4 @@ class StreamReader implements ReplicationStream {
     update.writeUInt8(0, 33);
     this.#copy?.send(update);
   }
-}
-
-/** What one pgoutput message says about a row, or undefined when it is not a row change. */
-function decodedChange(message: Pgoutput.Message): DecodedChange | undefined {
-  switch (message.tag) {
-    case 'insert':
-      return {
-        schema: message.relation.schema,
-        table: message.relation.name,
-        kind: 'created',
-        key: keyOf(message.relation, message.new),
-      };
-    case 'update':
-      return {
-        schema: message.relation.schema,
-        table: message.relation.name,
-        kind: 'updated',
-        key: keyOf(message.relation, message.new),
-        ...(message.key !== null || message.old !== null
-          ? { old: texts(message.key ?? message.old ?? {}) }
-          : {}),
-      };
-    case 'delete':
-      return {
-        schema: message.relation.schema,
-        table: message.relation.name,
-        kind: 'deleted',
-        key: texts(message.key ?? message.old ?? {}),
-      };
-    case 'begin':
-    case 'commit':
-    case 'message':
-    case 'origin':
-    case 'relation':
-    case 'truncate':
-    case 'type':
-      // Truncates name no rows (the capture triggers do not log them either); relation, type,
-      // origin and message carry no row change.
-      return undefined;
-  }
-}
-
-/**
- * The columns that may name the row: under REPLICA IDENTITY DEFAULT the primary key's (the
- * relation's key columns); otherwise the whole row, and the database picks the primary key.
- */
-function keyOf(
-  relation: Pgoutput.MessageRelation,
-  row: Record<string, unknown>,
-): TupleText {
-  const all = texts(row);
-  if (relation.replicaIdentity !== 'default') return all;
-  const key: TupleText = {};
-  for (const name of relation.keyColumns) key[name] = all[name] ?? null;
-  return key;
-}
-
-function texts(row: Record<string, unknown>): TupleText {
-  const out: TupleText = {};
-  for (const [name, value] of Object.entries(row))
-    out[name] = typeof value === 'string' ? value : null;
-  return out;
 }
