@@ -148,7 +148,7 @@ function walSides(db: DatabaseHandle): {
         session: db.sessionConfig('bench-inert'),
         slot: INERT_SLOT,
         publication: INERT_PUBLICATION,
-        onTransaction: () => Promise.resolve(),
+        onTransactions: () => Promise.resolve(),
       });
       try {
         return await work();

@@ -149,12 +149,13 @@ $$;
 revoke all on function pgmcp.exposed_tables(), pgmcp.ensure_change_publication(),
   pgmcp.unexpose_table(regclass), pgmcp.expose_table(regclass), pgmcp.use_change_source(text) from public;
 
--- One decoded transaction's row changes, logged once: `changes` is a JSON array of
--- {schema, table, kind, key: {column: text form}, old?: {column: text form}} (`old`: the old row's
--- key when an update changed it, or the whole old row under REPLICA IDENTITY FULL); each row is
--- named by its primary key's values, in key order.
--- A commit at or before the last one logged is a replay (the reader crashed between logging and
--- acknowledging it): nothing is logged again. Returns the rows logged, or -1 for a replay.
+-- Decoded transactions' row changes, logged once: `changes` is a JSON array, in commit order, of
+-- {lsn, schema, table, kind, key: {column: text form}, old?: {column: text form}} (`lsn`: its
+-- transaction's commit; `old`: the old row's key when an update changed it, or the whole old row
+-- under REPLICA IDENTITY FULL); each row is named by its primary key's values, in key order.
+-- `commit_lsn` is the last transaction's commit. Transactions at or before the last one logged
+-- are replays (the reader crashed between logging and acknowledging them): they log nothing.
+-- Returns the rows logged, or -1 when every transaction was a replay.
 create function pgmcp.log_wal_changes(commit_lsn pg_lsn, changes jsonb) returns integer
 language plpgsql security definer set search_path = pg_catalog, pgmcp, pg_temp
 as $$
@@ -171,7 +172,9 @@ begin
     select c.position, c.value->>'schema' as schema_name, c.value->>'table' as table_name,
            c.value->>'kind' as kind, c.value->'key' as key_values, c.value->'old' as old_values,
            pgmcp.find_relation(c.value->>'schema', c.value->>'table') as relid
-      from jsonb_array_elements(changes) with ordinality as c(value, position)),
+      from jsonb_array_elements(changes) with ordinality as c(value, position)
+     -- A batch read again after a crash may hold transactions logged before it.
+     where coalesce((c.value->>'lsn')::pg_lsn, commit_lsn) > done),
   keyed as (
     select e.position, e.schema_name, e.table_name, e.kind,
            array(select e.key_values->>k.column_name

@@ -275,6 +275,26 @@ describe('the wal source', () => {
     );
     expect(rows[0]?.applied).not.toBe('0/0');
     expect(rows[0]?.again).toBe(-1);
+    // A batch read again may hold a logged transaction and a new one: only the new one is logged
+    // (in a transaction rolled back: a made-up position must not stay the last logged).
+    await sql.query('begin');
+    try {
+      const batch = await sql.query<{ logged: number; keys: string[] }>(
+        `select pgmcp.log_wal_changes(applied_lsn + 16, jsonb_build_array(
+                  jsonb_build_object('lsn', applied_lsn::text, 'schema', 'inv', 'table', 'docs',
+                                     'kind', 'updated', 'key', jsonb_build_object('id', '5')),
+                  jsonb_build_object('lsn', (applied_lsn + 16)::text, 'schema', 'inv', 'table', 'docs',
+                                     'kind', 'updated', 'key', jsonb_build_object('id', '7')))) as logged
+           from pgmcp.change_capture`,
+      );
+      expect(batch.rows[0]?.logged).toBe(1);
+      const { rows: last } = await sql.query<{ key: string }>(
+        `select detail->'key'->>0 as key from pgmcp.changes order by seq desc limit 1`,
+      );
+      expect(last[0]?.key).toBe('7');
+    } finally {
+      await sql.query('rollback');
+    }
   });
 
   it('loses nothing and logs nothing twice when the reader is killed mid-stream, and another replica takes over', async () => {

@@ -131,14 +131,26 @@ export async function slotRetainedBytes(
   };
 }
 
-/** Log one decoded transaction (once: a replay of a logged commit logs nothing). */
-export async function logTransaction(
+/**
+ * Log decoded transactions (in commit order) in one transaction, each once: one whose commit is at
+ * or before the last logged is a replay and is skipped. Returns how many rows were logged, -1 when
+ * every transaction was a replay.
+ */
+export async function logTransactions(
   client: pg.Client,
-  transaction: DecodedTransaction,
+  transactions: readonly DecodedTransaction[],
 ): Promise<number> {
+  const last = transactions.at(-1);
+  if (last === undefined) return 0;
+  const changes = transactions.flatMap((transaction) =>
+    transaction.changes.map((change) => ({
+      ...change,
+      lsn: lsnLiteral(transaction.commitLsn),
+    })),
+  );
   const { rows } = await client.query<{ logged: number }>(
     'select pgmcp.log_wal_changes($1::pg_lsn, $2::jsonb) as logged',
-    [lsnLiteral(transaction.commitLsn), JSON.stringify(transaction.changes)],
+    [lsnLiteral(last.commitLsn), JSON.stringify(changes)],
   );
   return rows[0]?.logged ?? 0;
 }

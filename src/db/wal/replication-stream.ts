@@ -1,5 +1,5 @@
 // One replication connection reading a logical slot with pgoutput: decoded transactions handed
-// over one at a time, in commit order, each acknowledged only after it was handed over.
+// over in batches, in commit order, each acknowledged only after it was handed over.
 import pg from 'pg';
 import { copyBothOf, type CopyBoth } from '../driver/index.js';
 import type { SessionConfig } from '../pool.js';
@@ -15,12 +15,21 @@ export interface DecodedTransaction {
   readonly changes: readonly DecodedChange[];
 }
 
+interface PendingTransaction extends DecodedTransaction {
+  readonly endLsn: bigint;
+}
+
 export interface ReplicationStreamOptions {
   readonly session: SessionConfig;
   readonly slot: string;
   readonly publication: string;
-  /** Resolves once the transaction is logged; the slot is acknowledged past it only then. */
-  readonly onTransaction: (transaction: DecodedTransaction) => Promise<void>;
+  /**
+   * Resolves once the transactions (one or more, in commit order) are logged; the slot is
+   * acknowledged past them only then.
+   */
+  readonly onTransactions: (
+    transactions: readonly DecodedTransaction[],
+  ) => Promise<void>;
 }
 
 export interface ReplicationStream {
@@ -58,6 +67,11 @@ class StreamReader implements ReplicationStream {
   #acknowledged = 0n;
   #failure: unknown;
   #chain = Promise.resolve();
+  /** Committed transactions with row changes not yet logged, in commit order. */
+  readonly #pending: PendingTransaction[] = [];
+  #writing = false;
+  /** The end of the last commit received. */
+  #endLsn = 0n;
   #reject: (error: unknown) => void = () => undefined;
   readonly done: Promise<void>;
 
@@ -116,32 +130,62 @@ class StreamReader implements ReplicationStream {
     this.#reject(error);
   }
 
+  /**
+   * Take one message in arrival order. A committed transaction with row changes waits in
+   * `#pending`; whatever has piled up while the last batch was being logged is logged next, as one
+   * batch (one commit of the log for many of the source's), so a busy slot is read at the pace of
+   * the log's writes rather than one flush per decoded transaction.
+   */
   #enqueue(item: Queued): void {
-    this.#chain = this.#chain.then(() =>
-      this.#failure === undefined ? this.#handle(item) : undefined,
-    );
-    this.#chain.catch((error: unknown) => this.#fail(error));
-  }
-
-  async #handle(item: Queued): Promise<void> {
+    if (this.#failure !== undefined) return;
     if (item.type === 'keepalive') {
-      this.#acknowledge(
-        this.#open === undefined ? item.lsn : this.#acknowledged,
-      );
+      // Idle (nothing open, nothing waiting): everything before the server's position is handled.
+      const idle =
+        this.#open === undefined &&
+        this.#pending.length === 0 &&
+        !this.#writing;
+      this.#acknowledge(idle ? item.lsn : this.#acknowledged);
       return;
     }
     const { message } = item;
     if (message.tag === 'begin') this.#open = [];
+    else if (message.tag === 'change') this.#open?.push(message.change);
     else if (message.tag === 'commit') {
       const changes = this.#open ?? [];
       this.#open = undefined;
+      this.#endLsn = message.endLsn;
       if (changes.length > 0)
-        await this.#options.onTransaction({
+        this.#pending.push({
           commitLsn: message.commitLsn,
+          endLsn: message.endLsn,
           changes,
         });
-      this.#acknowledge(message.endLsn);
-    } else if (message.tag === 'change') this.#open?.push(message.change);
+      if (this.#pending.length === 0 && !this.#writing)
+        this.#acknowledge(message.endLsn);
+      else this.#drain();
+    }
+  }
+
+  /** Log the waiting transactions in batches, acknowledging each batch only once it is logged. */
+  #drain(): void {
+    if (this.#writing) return;
+    this.#writing = true;
+    this.#chain = (async () => {
+      while (this.#pending.length > 0 && this.#failure === undefined) {
+        const batch = this.#pending.splice(0);
+        const last = batch.at(-1) as PendingTransaction;
+        await this.#options.onTransactions(batch);
+        // Past the batch; up to the last commit received when nothing else waits (the ones
+        // after the batch had no row changes).
+        this.#acknowledge(
+          this.#pending.length === 0 ? this.#endLsn : last.endLsn,
+        );
+      }
+    })()
+      .catch((error: unknown) => this.#fail(error))
+      .finally(() => {
+        this.#writing = false;
+      });
   }
 
   /**

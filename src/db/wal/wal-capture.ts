@@ -7,7 +7,7 @@ import {
   CHANGE_PUBLICATION,
   dropSlot,
   ensureSlot,
-  logTransaction,
+  logTransactions,
   slotKeepLimit,
   slotName,
   slotRetainedBytes,
@@ -162,9 +162,9 @@ async function readOnce(
       session: options.db.sessionConfig('pgmcp-wal'),
       slot,
       publication: CHANGE_PUBLICATION,
-      onTransaction: async (transaction) => {
-        if ((await logTransaction(writer, transaction)) >= 0)
-          METRICS.walTransactions.inc();
+      onTransactions: async (transactions) => {
+        if ((await logTransactions(writer, transactions)) >= 0)
+          METRICS.walTransactions.inc(transactions.length);
       },
     });
     signal.addEventListener('abort', stop);
