@@ -87,21 +87,7 @@ export async function startListener(
   for (const other of channels)
     if (other.watch === undefined) await subscriber.listenTo(other.channel);
   listening = true;
-  // One switch at a time, so two quick turns cannot LISTEN twice or leave the wrong state.
-  let switching = Promise.resolve();
-  const turn = (
-    channel: Pick<ListenChannel, 'channel' | 'listening'>,
-    on: boolean,
-  ): Promise<void> =>
-    (switching = switching
-      .then(() => hear(subscriber, channel, on))
-      .catch((error: unknown) => {
-        // A lost connection: pg-listen LISTENs again to what it listened to, and a channel it
-        // missed is read again at its next sweep.
-        warn(
-          `live updates: LISTEN ${channel.channel} failed (${describe(error)})`,
-        );
-      }));
+  const turn = switchOf(subscriber, warn);
   for (const other of channels) other.watch?.((on) => turn(other, on));
   return {
     get listening() {
@@ -111,6 +97,27 @@ export async function startListener(
       turn({ channel: CHANGES_CHANNEL, listening: () => {} }, on),
     close: () => subscriber.close().catch(() => undefined),
   };
+}
+
+/** Turns channels on and off one at a time, so two quick turns cannot LISTEN twice. */
+function switchOf(
+  subscriber: ReturnType<typeof createSubscriber>,
+  warn: (line: string) => void,
+): (
+  channel: Pick<ListenChannel, 'channel' | 'listening'>,
+  on: boolean,
+) => Promise<void> {
+  let switching = Promise.resolve();
+  return (channel, on) =>
+    (switching = switching
+      .then(() => hear(subscriber, channel, on))
+      .catch((error: unknown) => {
+        // A lost connection: pg-listen LISTENs again to what it listened to, and a channel it
+        // missed is read again at its next sweep.
+        warn(
+          `live updates: LISTEN ${channel.channel} failed (${describe(error)})`,
+        );
+      }));
 }
 
 /**
