@@ -55,6 +55,7 @@ import {
   type TokenScheme,
 } from './token-issuer.js';
 import { toolFigures } from './tools.js';
+import { walFigures, type WalFigures } from './wal.js';
 import { alternate } from './alternate.js';
 import { internalsFigures } from './internals.js';
 import { PROJECT_ROOT, SERVER_INFO } from '../src/version.js';
@@ -76,7 +77,7 @@ if (!/^[a-z_][a-z0-9_]*$/.test(BENCH_DATABASE))
   );
 // A comma-separated list of result keys without the token scheme's suffix (e.g.
 // "list_role_10pct_vs_all_p50,read_vs_point_read": each runs with every scheme of BENCH_AUTH),
-// or the groups "catalog", "legacy", "live", "replicas" and "storage", runs only those; unset runs all. A partial run merges its
+// or the groups "catalog", "legacy", "live", "replicas", "storage" and "wal", runs only those; unset runs all. A partial run merges its
 // figures into latest.json and notes its date under `partialRuns`.
 const ONLY = process.env['BENCH_ONLY']?.split(',').filter((key) => key !== '');
 const runs = (key: string): boolean => ONLY === undefined || ONLY.includes(key);
@@ -97,6 +98,8 @@ const CATALOG_ONLY =
 // The replicas group runs on a database of its own too: alone, nothing else is seeded.
 const REPLICAS_ONLY =
   ONLY !== undefined && ONLY.length === 1 && ONLY[0] === 'replicas';
+// Nor the WAL change source's cost (bench/wal.ts), on a database of its own.
+const WAL_ONLY = ONLY !== undefined && ONLY.length === 1 && ONLY[0] === 'wal';
 const CURSOR_SECRET = 'bench-cursor-secret-0123456789';
 
 // The baselines: what a program would run against the same pool without pgmcp.
@@ -668,13 +671,12 @@ async function main(): Promise<void> {
   const database = await benchDatabase((line) => logger.info(line));
   const results: Record<string, unknown> = {};
   const postgres = await serverFacts(database.url);
-  if (CATALOG_ONLY || REPLICAS_ONLY) {
-    Object.assign(
-      results,
-      CATALOG_ONLY
-        ? await catalogFigures(database.url, logger)
-        : await replicaFigures(database.url, logger),
-    );
+  if (CATALOG_ONLY || REPLICAS_ONLY || WAL_ONLY) {
+    if (CATALOG_ONLY)
+      Object.assign(results, await catalogFigures(database.url, logger));
+    else if (REPLICAS_ONLY)
+      Object.assign(results, await replicaFigures(database.url, logger));
+    else results['wal_capture'] = await walBench(database.url, logger);
     await database.stop();
     writeSummary(results, postgres);
     return;
@@ -700,6 +702,8 @@ async function main(): Promise<void> {
     Object.assign(results, await catalogFigures(database.url, logger));
   if (runs('replicas'))
     Object.assign(results, await replicaFigures(database.url, logger));
+  if (runs('wal'))
+    results['wal_capture'] = await walBench(database.url, logger);
   await database.stop();
 
   writeSummary(results, postgres);
@@ -716,6 +720,15 @@ async function replicaFigures(
   } finally {
     await issuer.close();
   }
+}
+
+/** The WAL change source against an inert pgoutput consumer (bench/wal.ts). */
+function walBench(serverUrl: string, logger: Logger): Promise<WalFigures> {
+  return walFigures(serverUrl, {
+    logger,
+    durationMs: DURATION_MS,
+    rounds: ROUNDS,
+  });
 }
 
 /** The catalog figures (bench/catalog.ts) on their own database on the server at `serverUrl`. */

@@ -13,6 +13,7 @@ import {
   requestDatabase,
   requireAuthentication,
   startChangeFeeds,
+  startChangeSources,
   startTransports,
   type App,
   type AppExtension,
@@ -24,6 +25,7 @@ import {
   changeLogBytes,
   type DatabaseHandle,
   type RoleChecker,
+  type WalCapture,
 } from './db/index.js';
 import type { Logger } from './log.js';
 import type { ChangeFeed } from './notifications/index.js';
@@ -56,6 +58,8 @@ interface Started {
   requestDb: DatabaseHandle | undefined;
   readonly moreDbs: DatabaseHandle[];
   readonly feeds: ChangeFeed[];
+  /** The WAL readers (PGMCP_CHANGE_SOURCE=wal), stopped after the feeds. */
+  readonly captures: WalCapture[];
   /** Set when a drain begins: /readyz answers 503 from then on. */
   draining: boolean;
   admin: AdminListener | undefined;
@@ -76,6 +80,7 @@ export async function startServer(
     requestDb: undefined,
     moreDbs: [],
     feeds: [],
+    captures: [],
     draining: false,
     admin: undefined,
   };
@@ -132,6 +137,7 @@ export async function startApp(
     requestDb: undefined,
     moreDbs: [],
     feeds: [],
+    captures: [],
     draining: false,
     admin: undefined,
   };
@@ -211,6 +217,12 @@ async function prepareApp(
     }),
     extension,
   });
+  // The sources first: a slot created now starts its epoch before the feeds read the log.
+  await startChangeSources(
+    config,
+    { main: open.db, more },
+    { captures: started.captures, logger },
+  );
   await startChangeFeeds(app, started.feeds, { sources, logger });
   return { app, roleDecisions };
 }
@@ -277,6 +289,7 @@ async function stopServer(
   started.draining = true;
   app.fanout.closeAll();
   await Promise.all(started.feeds.map((feed) => feed.stop()));
+  await Promise.all(started.captures.map((capture) => capture.stop()));
   stdio?.close();
   await stdio?.closed;
   await http?.close();
@@ -292,6 +305,8 @@ async function stopServer(
 /** Start-up failed: stop whatever had started, quietly (the start-up error is what is reported). */
 async function abandon(started: Started): Promise<void> {
   for (const feed of started.feeds) await feed.stop().catch(() => undefined);
+  for (const capture of started.captures)
+    await capture.stop().catch(() => undefined);
   for (const db of started.moreDbs) await db.close().catch(() => undefined);
   if (started.requestDb !== undefined && started.requestDb !== started.open.db)
     await started.requestDb.close().catch(() => undefined);

@@ -44,3 +44,4 @@ export {
   requestDatabase,
 } from './request-databases.js';
 export { createProgress } from './progress.js';
+export { startChangeSources, type CaptureTargets } from './change-sources.js';

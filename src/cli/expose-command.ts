@@ -17,7 +17,8 @@ const HELP = `Usage: pgmcp expose <schema.table>
 
 Install (or remove) change capture on a company table: three statement-level triggers that log
 its row changes to pgmcp.changes, so subscribers of its rows (pg://{database}/{schema}/{table}/rows/{key})
-hear of them. Name the table as SQL would ("My Schema"."My Table" for mixed case). Serve its rows
+hear of them; or, when the database's change source is the WAL (PGMCP_CHANGE_SOURCE=wal, set by
+the last pgmcp serve), membership of the publication pgmcp_changes, and no trigger. Name the table as SQL would ("My Schema"."My Table" for mixed case). Serve its rows
 by listing it under "collections" in the config file (docs/databases.md "Row collections"). Runs as the
 database's administrative login (DATABASE_URL, or the embedded superuser), which must own the
 table or be a superuser. --database NAME picks a database given with --database NAME=url.

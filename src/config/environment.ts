@@ -67,6 +67,10 @@ export function rawSettings(flags: ConfigFlags, env: Env) {
     allowUnsafeLogin:
       flags.allowUnsafeLogin ?? env['PGMCP_ALLOW_UNSAFE_LOGIN'] === '1',
     operations: operationsSettings(env),
+    changeCapture: {
+      source: env['PGMCP_CHANGE_SOURCE'] ?? 'triggers',
+      slotMaxBytes: env['PGMCP_WAL_SLOT_MAX_BYTES'] ?? String(1024 ** 3),
+    },
   };
 }
 

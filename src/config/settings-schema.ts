@@ -188,6 +188,41 @@ export const SettingsSchema = z.object({
     drainDelayMs: integer('PGMCP_DRAIN_DELAY_MS', 0, 600_000),
     shutdownGraceMs: integer('PGMCP_SHUTDOWN_GRACE_MS', 0, 3_600_000),
   }),
+  /**
+   * Issue 36 point 2: where exposed tables' row changes come from, per database: capture triggers
+   * (default) or the WAL (logical replication, pgoutput). "wal" or "triggers" for every database,
+   * then name=wal / name=triggers for a --database name (the main database is "main").
+   */
+  changeCapture: z.object({
+    source: z
+      .string()
+      .regex(
+        /^\s*(triggers|wal|[A-Za-z0-9][A-Za-z0-9._-]*=(triggers|wal))?(\s+[A-Za-z0-9][A-Za-z0-9._-]*=(triggers|wal))*\s*$/,
+        'PGMCP_CHANGE_SOURCE is "triggers" or "wal", optionally followed by name=triggers or name=wal for single databases (main for the main one), e.g. "triggers main=wal"',
+      )
+      .transform(parseChangeSource),
+    /** Most WAL the slot may hold back before a running pgmcp drops it (and listeners resync). */
+    slotMaxBytes: integer('PGMCP_WAL_SLOT_MAX_BYTES', 1024 * 1024, 2 ** 50),
+  }),
 });
+
+/** Where one database's row changes come from. */
+export type ChangeSource = 'triggers' | 'wal';
+
+/** PGMCP_CHANGE_SOURCE: the default, and the databases that differ from it. */
+function parseChangeSource(value: string): {
+  readonly default: ChangeSource;
+  readonly databases: Readonly<Record<string, ChangeSource>>;
+} {
+  let fallback: ChangeSource = 'triggers';
+  const databases: Record<string, ChangeSource> = {};
+  for (const word of value.trim().split(/\s+/)) {
+    if (word === '') continue;
+    const [name, source] = word.split('=');
+    if (source === undefined) fallback = name as ChangeSource;
+    else if (name !== undefined) databases[name] = source as ChangeSource;
+  }
+  return { default: fallback, databases };
+}
 
 export type Settings = z.infer<typeof SettingsSchema>;

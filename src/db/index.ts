@@ -122,3 +122,10 @@ export {
   type ClientSessionStreamState,
   type ClientSubscribeOutcome,
 } from './client-session-streams.js';
+export {
+  startWalCapture,
+  useTriggerSource,
+  type WalCapture,
+  type WalCaptureOptions,
+} from './wal/wal-capture.js';
+export { type ChangeSourceKind } from './wal/capture-slot.js';

@@ -109,7 +109,8 @@ export class ChangeLogReader {
  * Why `page` cannot come from the history the feed has been reading (`previous`, up to `horizon`),
  * or undefined when it can. Transaction ids (xid8, with epoch) and the WAL position never go back
  * within one history; a restore or a lagging standby's promotion sends them back, and a promotion
- * or another cluster also changes the timeline or the system identifier.
+ * or another cluster also changes the timeline or the system identifier. A new slot of the WAL
+ * change source (its capture epoch) may have missed changes too.
  */
 function historyChange(
   previous: DatabaseHistory | undefined,
@@ -127,6 +128,8 @@ function historyChange(
     if (now.timeline !== previous.timeline)
       return `timeline ${previous.timeline} → ${now.timeline}`;
     if (now.walLsn < previous.walLsn) return 'the WAL position went back';
+    if (now.captureEpoch !== previous.captureEpoch)
+      return 'the WAL change source has a new slot';
   }
   if (page.snapshotXmin < horizon) return 'transaction ids went back';
   return undefined;

@@ -231,6 +231,27 @@ export const METRICS = {
     labelNames: ['standby', 'state'] as const,
     registers: [registry],
   }),
+  walSlotRetainedBytes: new Gauge({
+    name: 'pgmcp_wal_slot_retained_bytes',
+    help: 'WAL the change source slot holds back (PGMCP_CHANGE_SOURCE=wal), by database.',
+    labelNames: ['database'] as const,
+    registers: [registry],
+  }),
+  walSlotWarnings: new Counter({
+    name: 'pgmcp_wal_slot_warnings_total',
+    help: 'Times the change source slot held more than half its limit (PGMCP_WAL_SLOT_MAX_BYTES).',
+    registers: [registry],
+  }),
+  walSlotDrops: new Counter({
+    name: 'pgmcp_wal_slot_drops_total',
+    help: 'Change source slots dropped past their limit, or found lost and recreated.',
+    registers: [registry],
+  }),
+  walTransactions: new Counter({
+    name: 'pgmcp_wal_transactions_total',
+    help: 'Decoded transactions with row changes the WAL change source logged.',
+    registers: [registry],
+  }),
   draining: new Gauge({
     name: 'pgmcp_draining',
     help: '1 while this process drains after SIGTERM, else 0.',

@@ -1,6 +1,7 @@
 // The one room where pgmcp drives pg's private API (README.md beside this file): the rest of db/
 // imports the driver internals from here, and only through a handle that the probe allowed them.
 export { cancelBackend } from './backend-cancel.js';
+export { copyBothOf, type CopyBoth } from './copy-both.js';
 export {
   ImplicitTransaction,
   parsedStatementsOf,

@@ -36,6 +36,11 @@ export interface DatabaseHistory {
   readonly timeline: number;
   /** pg_current_wal_lsn() as a byte position. */
   readonly walLsn: bigint;
+  /**
+   * The WAL change source's slot epoch (migration 0037): it grows when the slot is created anew,
+   * after it was dropped or lost, and changes made meanwhile never reached the log.
+   */
+  readonly captureEpoch: string;
 }
 
 export interface ChangePage {
@@ -56,6 +61,7 @@ interface PageRow {
   timeline: number;
   wal_lsn: string;
   insert_lsn: string;
+  capture_epoch: string;
   snapshot_xmin: string;
   seq: string | null;
   txid: string | null;
@@ -119,6 +125,7 @@ export async function readChangePage(
       systemId: first.system_id,
       timeline: first.timeline,
       walLsn: BigInt(first.wal_lsn),
+      captureEpoch: first.capture_epoch,
     },
     rows: rows
       .filter((row) => row.seq !== null)
@@ -142,7 +149,8 @@ const historyColumns = (systemId: string) =>
   `${systemId} as system_id,
    ('x' || left(pg_walfile_name(pg_current_wal_lsn()), 8))::bit(32)::integer as timeline,
    (pg_current_wal_lsn() - '0/0'::pg_lsn)::text as wal_lsn,
-   (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::text as insert_lsn`;
+   (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::text as insert_lsn,
+   pgmcp.capture_epoch()::text as capture_epoch`;
 const READ_CHANGES_TEXT = (systemId: string) =>
   `select ${historyColumns(systemId)},
           snapshot_xmin::text, seq::text, txid::text, relation, uri, kind, detail

@@ -46,7 +46,8 @@ export const LIST_COLLECTION_ROWS: PreparedQuery<
 };
 
 /**
- * What start-up checks of a configured collection: the table, its key, its capture triggers, its
+ * What start-up checks of a configured collection: the table, its key, its change capture (the
+ * capture triggers, or membership of the WAL source's publication: pgmcp.table_exposed), its
  * columns, and whether an index serves search (any index over pgmcp.search_document).
  */
 export async function inspectCollection(
@@ -69,9 +70,7 @@ export async function inspectCollection(
   }>(
     `select r.relid is not null as exists,
             exists (select from pg_index i where i.indrelid = r.relid and i.indisprimary) as has_primary_key,
-            (select count(*) = 3 from pg_trigger t
-              where t.tgrelid = r.relid
-                and t.tgname in ('pgmcp_capture_inserts', 'pgmcp_capture_updates', 'pgmcp_capture_deletes')) as exposed,
+            coalesce(pgmcp.table_exposed(r.relid), false) as exposed,
             array(select a.attname::text from pg_attribute a
                    where a.attrelid = r.relid and a.attnum > 0 and not a.attisdropped) as columns,
             exists (select from pg_index i
@@ -92,7 +91,8 @@ export async function inspectCollection(
 
 /**
  * pgmcp expose / unexpose: install or remove change capture on `table` (a name as SQL writes it,
- * "schema.table", quoted parts allowed), as a role that may create triggers on it. Returns the
+ * "schema.table", quoted parts allowed) the way the database's change source captures (triggers,
+ * or the publication pgmcp_changes), as a role that may create triggers on it. Returns the
  * table's canonical name, or undefined when there is no such table.
  */
 export async function setExposed(

@@ -1,0 +1,160 @@
+// The WAL change source's database side (migrations/0037): which source exposed tables use, the
+// logical slot pgmcp manages, its bound, and logging a decoded transaction to pgmcp.changes.
+import type pg from 'pg';
+import { ConfigError } from '../../errors.js';
+import type { DecodedTransaction } from './replication-stream.js';
+
+/** The publication `pgmcp expose` adds tables to under the wal source. */
+export const CHANGE_PUBLICATION = 'pgmcp_changes';
+
+/** Where a database's changes come from (PGMCP_CHANGE_SOURCE). */
+export type ChangeSourceKind = 'triggers' | 'wal';
+
+/**
+ * Move this database's exposed tables to `source` (triggers, or the publication), and check what
+ * the wal source needs: wal_level = logical. Returns how many tables moved.
+ */
+export async function useChangeSource(
+  client: pg.Client,
+  source: ChangeSourceKind,
+): Promise<number> {
+  if (source === 'wal') {
+    const { rows } = await client.query<{ wal_level: string }>(
+      'show wal_level',
+    );
+    if (rows[0]?.wal_level !== 'logical')
+      throw new ConfigError(
+        `PGMCP_CHANGE_SOURCE=wal needs wal_level = logical (it is ${rows[0]?.wal_level ?? 'unknown'}): set it in postgresql.conf and restart PostgreSQL, or use PGMCP_CHANGE_SOURCE=triggers (docs/operations.md "Choosing a change source").`,
+      );
+  }
+  const { rows } = await client.query<{ moved: number }>(
+    'select pgmcp.use_change_source($1) as moved',
+    [source],
+  );
+  return rows[0]?.moved ?? 0;
+}
+
+/** The slot's name: slots are per cluster, so each database has its own. */
+export async function slotName(client: pg.Client): Promise<string> {
+  const { rows } = await client.query<{ name: string }>(
+    `select left('pgmcp_' || regexp_replace(lower(current_database()), '[^a-z0-9_]', '_', 'g'), 54)
+            || '_' || left(md5(current_database()), 8) as name`,
+  );
+  return rows[0]?.name ?? 'pgmcp_changes';
+}
+
+/** max_slot_wal_keep_size in bytes, or -1 when PostgreSQL lets a slot keep WAL without bound. */
+export async function slotKeepLimit(client: pg.Client): Promise<number> {
+  const { rows } = await client.query<{ bytes: string }>(
+    `select case when setting::bigint < 0 then -1
+                 else setting::bigint * 1024 * 1024 end::text as bytes
+       from pg_settings where name = 'max_slot_wal_keep_size'`,
+  );
+  return Number(rows[0]?.bytes ?? -1);
+}
+
+/**
+ * Make sure the slot exists and can be read: create it when missing, drop and recreate it when
+ * PostgreSQL invalidated it (wal_status 'lost'). A new slot starts a new epoch, and listeners
+ * resync (what committed while there was none was never decoded). Returns whether it is new.
+ */
+export async function ensureSlot(
+  client: pg.Client,
+  slot: string,
+): Promise<boolean> {
+  const { rows } = await client.query<{ wal_status: string | null }>(
+    'select wal_status from pg_replication_slots where slot_name = $1',
+    [slot],
+  );
+  const found = rows[0];
+  if (found !== undefined && found.wal_status !== 'lost') return false;
+  if (found !== undefined) await dropSlot(client, slot);
+  try {
+    await client.query(
+      `select pg_create_logical_replication_slot($1, 'pgoutput')`,
+      [slot],
+    );
+  } catch (error) {
+    // Another replica created it first: it starts the epoch.
+    if ((error as { code?: string }).code === '42710') return false;
+    throw error;
+  }
+  await client.query('select pgmcp.begin_capture_epoch()');
+  return true;
+}
+
+/** Drop the slot, ending the session that reads it first; false when it was already gone. */
+export async function dropSlot(
+  client: pg.Client,
+  slot: string,
+): Promise<boolean> {
+  await client.query(
+    `select pg_terminate_backend(active_pid) from pg_replication_slots
+      where slot_name = $1 and active_pid is not null`,
+    [slot],
+  );
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      const { rowCount } = await client.query(
+        `select pg_drop_replication_slot(slot_name) from pg_replication_slots where slot_name = $1`,
+        [slot],
+      );
+      return (rowCount ?? 0) > 0;
+    } catch (error) {
+      // 55006: the terminated reader has not let go yet.
+      if ((error as { code?: string }).code !== '55006' || attempt >= 50)
+        throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
+
+/** How much WAL the slot holds back (null: no such slot, or it holds none it can still use). */
+export async function slotRetainedBytes(
+  client: pg.Client,
+  slot: string,
+): Promise<{ exists: boolean; retained: number | null; lost: boolean }> {
+  const { rows } = await client.query<{
+    retained: string | null;
+    wal_status: string | null;
+  }>(
+    `select (pg_current_wal_lsn() - restart_lsn)::bigint::text as retained, wal_status
+       from pg_replication_slots where slot_name = $1`,
+    [slot],
+  );
+  const row = rows[0];
+  if (row === undefined) return { exists: false, retained: null, lost: false };
+  return {
+    exists: true,
+    retained: row.retained === null ? null : Number(row.retained),
+    lost: row.wal_status === 'lost',
+  };
+}
+
+/**
+ * Log decoded transactions (in commit order) in one transaction, each once: one whose commit is at
+ * or before the last logged is a replay and is skipped. Returns how many rows were logged, -1 when
+ * every transaction was a replay.
+ */
+export async function logTransactions(
+  client: pg.Client,
+  transactions: readonly DecodedTransaction[],
+): Promise<number> {
+  const last = transactions.at(-1);
+  if (last === undefined) return 0;
+  const changes = transactions.flatMap((transaction) =>
+    transaction.changes.map((change) => ({
+      ...change,
+      lsn: lsnLiteral(transaction.commitLsn),
+    })),
+  );
+  const { rows } = await client.query<{ logged: number }>(
+    'select pgmcp.log_wal_changes($1::pg_lsn, $2::jsonb) as logged',
+    [lsnLiteral(last.commitLsn), JSON.stringify(changes)],
+  );
+  return rows[0]?.logged ?? 0;
+}
+
+function lsnLiteral(position: bigint): string {
+  return `${(position >> 32n).toString(16)}/${(position & 0xffffffffn).toString(16)}`;
+}

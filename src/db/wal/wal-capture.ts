@@ -1,0 +1,270 @@
+// The WAL change source (PGMCP_CHANGE_SOURCE=wal): one replica at a time reads the database's
+// logical slot and logs each transaction's row changes to pgmcp.changes, which the change feed reads
+// as it reads the triggers' rows; every replica watches the slot's bound.
+import { METRICS } from '../../observability/index.js';
+import type { DatabaseHandle } from '../pool.js';
+import {
+  CHANGE_PUBLICATION,
+  dropSlot,
+  ensureSlot,
+  logTransactions,
+  slotKeepLimit,
+  slotName,
+  slotRetainedBytes,
+  useChangeSource,
+} from './capture-slot.js';
+import {
+  openReplicationStream,
+  type ReplicationStream,
+} from './replication-stream.js';
+
+export interface WalCaptureOptions {
+  /** The database, on a login with REPLICATION (or a superuser) that owns the exposed tables. */
+  readonly db: DatabaseHandle;
+  /** Its name in logs and metrics. */
+  readonly name: string;
+  /** Most WAL the slot may hold back; past it the slot is dropped, and listeners resync. */
+  readonly slotMaxBytes: number;
+  readonly log: (line: string) => void;
+  readonly warn: (line: string) => void;
+  /** How often a replica that does not hold the slot tries to take it (default 5 s). */
+  readonly retryMs?: number;
+  /** How often the slot's retained WAL is checked (default 10 s). */
+  readonly watchMs?: number;
+}
+
+export interface WalCapture {
+  /** The slot this database's changes are read from. */
+  readonly slot: string;
+  /** This replica reads the slot now. */
+  readonly consuming: boolean;
+  /** Check the slot's bound now (tests; the timer does it on its own). */
+  watch(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Move exposed tables to the publication, check the slot (its bound, a lost one recreated), then
+ * keep trying to read it: a slot is read by one connection at a time, so another replica's
+ * reader that dies is replaced within `retryMs`.
+ */
+export async function startWalCapture(
+  options: WalCaptureOptions,
+): Promise<WalCapture> {
+  const admin = await options.db.connectAdmin();
+  let slot: string;
+  try {
+    const moved = await useChangeSource(admin, 'wal');
+    if (moved > 0)
+      options.log(
+        `live updates: ${moved} exposed tables of ${options.name} now publish their changes (${CHANGE_PUBLICATION}) instead of capture triggers`,
+      );
+    slot = await slotName(admin);
+    if ((await slotKeepLimit(admin)) < 0)
+      options.warn(
+        `live updates: max_slot_wal_keep_size is unbounded in ${options.name}: while no pgmcp runs, slot ${slot} keeps WAL without limit; set it (docs/operations.md "Choosing a change source")`,
+      );
+  } finally {
+    await admin.end();
+  }
+  const state = { stopped: false, consuming: false };
+  const watcher = createSlotWatch(options, slot);
+  await watcher
+    .watch()
+    .catch((error: unknown) =>
+      options.warn(
+        `live updates: checking slot ${slot} failed (${describe(error)})`,
+      ),
+    );
+  const stopping = new AbortController();
+  const reader = consumeSlot(options, { slot, state, signal: stopping.signal });
+  const timer = setInterval(() => {
+    watcher.watch().catch((error: unknown) => {
+      options.warn(
+        `live updates: checking slot ${slot} failed (${describe(error)})`,
+      );
+    });
+  }, options.watchMs ?? 10_000);
+  timer.unref();
+  return {
+    slot,
+    get consuming() {
+      return state.consuming;
+    },
+    watch: () => watcher.watch(),
+    async stop() {
+      state.stopped = true;
+      clearInterval(timer);
+      stopping.abort();
+      await reader;
+      METRICS.walSlotRetainedBytes.remove({ database: options.name });
+    },
+  };
+}
+
+/** Read the slot until stopped, retrying after every failure or while another replica reads it. */
+async function consumeSlot(
+  options: WalCaptureOptions,
+  {
+    slot,
+    state,
+    signal,
+  }: {
+    slot: string;
+    state: { stopped: boolean; consuming: boolean };
+    signal: AbortSignal;
+  },
+): Promise<void> {
+  let lastProblem: string | undefined;
+  while (!state.stopped) {
+    try {
+      await readOnce(options, { slot, state, signal });
+    } catch (error) {
+      const problem =
+        (error as { code?: string }).code === '55006'
+          ? `slot ${slot} is read by another replica; trying again every ${(options.retryMs ?? 5000) / 1000} s`
+          : `reading slot ${slot} failed (${describe(error)}); retrying`;
+      // Said once until it changes; a replica waiting for the slot is not a failure.
+      if (!state.stopped && problem !== lastProblem)
+        ((error as { code?: string }).code === '55006'
+          ? options.log
+          : options.warn)(`live updates: ${problem}`);
+      lastProblem = problem;
+    } finally {
+      state.consuming = false;
+    }
+    if (!state.stopped) await sleep(options.retryMs ?? 5000, signal);
+  }
+}
+
+/** One connection's life: ensure the slot, stream it, log each transaction before acknowledging. */
+async function readOnce(
+  options: WalCaptureOptions,
+  {
+    slot,
+    state,
+    signal,
+  }: {
+    slot: string;
+    state: { stopped: boolean; consuming: boolean };
+    signal: AbortSignal;
+  },
+): Promise<void> {
+  const writer = await options.db.connectAdmin();
+  let stream: ReplicationStream | undefined;
+  const stop = () => void stream?.stop();
+  try {
+    if (await ensureSlot(writer, slot))
+      options.warn(
+        `live updates: created slot ${slot} for ${options.name}; changes made while there was none are not in the log, so every stream is told its resources may have changed`,
+      );
+    stream = openReplicationStream({
+      session: options.db.sessionConfig('pgmcp-wal'),
+      slot,
+      publication: CHANGE_PUBLICATION,
+      onTransactions: async (transactions) => {
+        if ((await logTransactions(writer, transactions)) >= 0)
+          METRICS.walTransactions.inc(transactions.length);
+      },
+    });
+    signal.addEventListener('abort', stop);
+    // Stopped while the stream was being opened: the abort came before its listener.
+    if (signal.aborted) stop();
+    state.consuming = true;
+    await stream.done;
+  } finally {
+    signal.removeEventListener('abort', stop);
+    await stream?.stop();
+    await writer.end().catch(() => undefined);
+  }
+}
+
+/** The bound: warn past half of slotMaxBytes, drop the slot past all of it. */
+function createSlotWatch(
+  options: WalCaptureOptions,
+  slot: string,
+): { watch(): Promise<void> } {
+  let warned = false;
+  return {
+    async watch() {
+      const client = await options.db.connectAdmin();
+      try {
+        const facts = await slotRetainedBytes(client, slot);
+        const retained = facts.retained ?? 0;
+        METRICS.walSlotRetainedBytes.set({ database: options.name }, retained);
+        if (retained > options.slotMaxBytes) {
+          if (await dropSlot(client, slot)) {
+            METRICS.walSlotDrops.inc();
+            options.warn(
+              `live updates: slot ${slot} held ${retained} bytes of WAL, more than PGMCP_WAL_SLOT_MAX_BYTES (${options.slotMaxBytes}); dropped it: a new one is created, and every stream is told its resources may have changed`,
+            );
+          }
+          warned = false;
+          return;
+        }
+        if (retained > options.slotMaxBytes / 2) {
+          if (!warned) {
+            METRICS.walSlotWarnings.inc();
+            options.warn(
+              `live updates: slot ${slot} holds ${retained} bytes of WAL, over half of PGMCP_WAL_SLOT_MAX_BYTES (${options.slotMaxBytes}); at the limit it is dropped`,
+            );
+          }
+          warned = true;
+        } else warned = false;
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}
+
+/**
+ * PGMCP_CHANGE_SOURCE=triggers: exposed tables get their capture triggers back, and a slot left by
+ * the wal source is dropped (nothing would read it, and it would hold WAL forever).
+ */
+export async function useTriggerSource(
+  db: DatabaseHandle,
+  log: (line: string) => void,
+): Promise<void> {
+  const admin = await db.connectAdmin();
+  try {
+    const { rows } = await admin.query<{ source: string }>(
+      'select pgmcp.change_source() as source',
+    );
+    const moved =
+      rows[0]?.source === 'wal' ? await useChangeSource(admin, 'triggers') : 0;
+    if (moved > 0)
+      log(
+        `live updates: ${moved} exposed tables now use capture triggers instead of the WAL`,
+      );
+    const slot = await slotName(admin);
+    if (
+      (await slotRetainedBytes(admin, slot)).exists &&
+      (await dropSlot(admin, slot))
+    )
+      log(
+        `live updates: dropped slot ${slot}, left by PGMCP_CHANGE_SOURCE=wal`,
+      );
+  } finally {
+    await admin.end();
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+function describe(error: unknown): string {
+  const code =
+    typeof error === 'object' && error !== null
+      ? (error as { code?: unknown }).code
+      : undefined;
+  const message = error instanceof Error ? error.message : String(error);
+  return typeof code === 'string' ? `${code}: ${message}` : message;
+}

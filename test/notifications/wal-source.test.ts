@@ -1,0 +1,433 @@
+// The WAL change source (issue 36 point 2): exposed tables publish instead of carrying triggers,
+// one replica at a time reads the slot into pgmcp.changes, nothing is lost or logged twice across
+// a killed reader or a PostgreSQL restart, and the slot's bound drops it and resyncs listeners.
+// Own cluster: it needs wal_level = logical, and restarts PostgreSQL.
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createDatabase,
+  startWalCapture,
+  useTriggerSource,
+  type DatabaseHandle,
+  type WalCapture,
+} from '../../src/db/index.js';
+import type { CollectionConfig } from '../../src/resources/index.js';
+import { rowUri } from '../../src/resources/catalog-uri.js';
+import {
+  listenFresh,
+  startTestServer,
+  until,
+  type ListenStream,
+  type TestServer,
+} from '../setup/harness.js';
+import {
+  startLogicalCluster,
+  type LogicalCluster,
+} from '../setup/logical-cluster.js';
+import { migrateDatabase } from '../setup/migrate-database.js';
+import { recreateDatabase } from '../setup/recreate-database.js';
+
+const DATABASE = 'pgmcp_wal_test';
+const ROLE_A = 'pgmcp_wal_a';
+const ROLE_B = 'pgmcp_wal_b';
+const COLLECTIONS: CollectionConfig[] = [
+  {
+    database: undefined,
+    schema: 'inv',
+    table: 'docs',
+    list: true,
+    titleColumn: 'body',
+  },
+  {
+    database: undefined,
+    schema: 'inv',
+    table: 'lines',
+    list: false,
+    titleColumn: undefined,
+  },
+];
+
+let cluster: LogicalCluster;
+let databaseUrl: string;
+let sql: pg.Client;
+/** The WAL readers' database, as its superuser. */
+let captureDb: DatabaseHandle;
+const servers: Record<string, TestServer> = {};
+const streams: ListenStream[] = [];
+const captures: WalCapture[] = [];
+const lines: string[] = [];
+
+const doc = (id: number) =>
+  rowUri(DATABASE, { schema: 'inv', table: 'docs' }, [String(id)]);
+
+async function open(
+  role: string,
+  notifications: Record<string, unknown>,
+): Promise<ListenStream> {
+  const stream = await listenFresh(servers[role] as TestServer, notifications);
+  streams.push(stream);
+  return stream;
+}
+
+/** A WAL reader on the test database, as its superuser, retrying fast. */
+async function capture(slotMaxBytes = 256 * 1024 * 1024): Promise<WalCapture> {
+  const started = await startWalCapture({
+    db: captureDb,
+    name: 'main',
+    slotMaxBytes,
+    log: (line) => lines.push(line),
+    warn: (line) => lines.push(`WARN ${line}`),
+    retryMs: 200,
+    watchMs: 3_600_000,
+  });
+  captures.push(started);
+  return started;
+}
+
+async function stopCapture(target: WalCapture): Promise<void> {
+  await target.stop();
+  captures.splice(captures.indexOf(target), 1);
+}
+
+/** Logged changes of inv.docs by key, in log order. */
+async function loggedKeys(): Promise<string[]> {
+  const { rows } = await sql.query<{ key: string }>(
+    `select detail->'key'->>0 || ':' || kind as key from pgmcp.changes
+      where relation = 'inv.docs' order by seq`,
+  );
+  return rows.map((row) => row.key);
+}
+
+async function reconnectSql(): Promise<void> {
+  await sql.end().catch(() => undefined);
+  sql = new pg.Client({ connectionString: databaseUrl });
+  sql.on('error', () => undefined);
+  await sql.connect();
+}
+
+beforeAll(async () => {
+  cluster = await startLogicalCluster();
+  databaseUrl = await recreateDatabase(cluster.url, DATABASE);
+  await migrateDatabase(databaseUrl, async (admin) => {
+    await admin.query(`
+      create role ${ROLE_A} nologin;
+      create role ${ROLE_B} nologin;
+      create schema inv;
+      create table inv.docs (id int primary key, owner text not null, body text);
+      alter table inv.docs enable row level security;
+      create policy docs_own on inv.docs for select using (owner = current_user);
+      insert into inv.docs select n, case when n % 2 = 0 then '${ROLE_A}' else '${ROLE_B}' end,
+                                  format('doc %s', n) from generate_series(1, 10) as n;
+      -- Primary key columns in another order than the table's.
+      create table inv.lines (note text, line text, order_id bigint, primary key (order_id, line));
+      insert into inv.lines values ('first', 'a,b', 1), ('gone', 'z', 9);
+      create table inv.scratch (v text);
+      grant usage on schema inv to ${ROLE_A}, ${ROLE_B};
+      grant select on inv.docs, inv.lines to ${ROLE_A}, ${ROLE_B};
+      select pgmcp.expose_table('inv.docs');
+      select pgmcp.expose_table('inv.lines');
+    `);
+  });
+  sql = new pg.Client({ connectionString: databaseUrl });
+  sql.on('error', () => undefined);
+  await sql.connect();
+  captureDb = createDatabase({
+    connectionString: databaseUrl,
+    poolSize: 1,
+    statementTimeoutMs: 10_000,
+    onError: () => undefined,
+  });
+  // The source first, as a server starts it: the feeds then begin in the slot's epoch.
+  await capture();
+  for (const role of [ROLE_A, ROLE_B])
+    servers[role] = await startTestServer({
+      databaseUrl,
+      principal: { role, claims: {} },
+      collections: COLLECTIONS,
+      live: {},
+      logLines: lines,
+    });
+}, 120_000);
+
+afterAll(async () => {
+  if (process.env['WAL_DEBUG'] !== undefined) console.log(lines.join('\n'));
+  for (const stream of streams) stream.close();
+  for (const running of [...captures]) await running.stop();
+  for (const server of Object.values(servers)) await server.close();
+  await captureDb?.close();
+  await sql?.end().catch(() => undefined);
+  await cluster?.stop();
+});
+
+describe('the wal source', () => {
+  it('moves exposed tables from capture triggers to the publication', async () => {
+    const { rows } = await sql.query<{ triggers: number; published: string[] }>(
+      `select (select count(*)::int from pg_trigger where tgname like 'pgmcp_capture_%'
+                 and tgrelid in ('inv.docs'::regclass, 'inv.lines'::regclass)) as triggers,
+              array(select tablename::text from pg_publication_tables
+                     where pubname = 'pgmcp_changes' order by 1) as published`,
+    );
+    expect(rows[0]).toEqual({ triggers: 0, published: ['docs', 'lines'] });
+    const exposed = await sql.query<{ exposed: boolean }>(
+      `select pgmcp.table_exposed('inv.docs') as exposed`,
+    );
+    expect(exposed.rows[0]?.exposed).toBe(true);
+  });
+
+  it('exposes a table by publishing it, and refuses one whose deletions the WAL would not name', async () => {
+    await sql.query(`create table inv.extra (id int primary key, v text)`);
+    await sql.query(`select pgmcp.expose_table('inv.extra')`);
+    const { rows } = await sql.query<{ triggers: number; published: boolean }>(
+      `select (select count(*)::int from pg_trigger where tgname like 'pgmcp_capture_%'
+                 and tgrelid = 'inv.extra'::regclass) as triggers,
+              exists (select from pg_publication_tables
+                       where pubname = 'pgmcp_changes' and tablename = 'extra') as published`,
+    );
+    expect(rows[0]).toEqual({ triggers: 0, published: true });
+    await sql.query(`select pgmcp.unexpose_table('inv.extra')`);
+    await sql.query(`alter table inv.extra replica identity nothing`);
+    await expect(
+      sql.query(`select pgmcp.expose_table('inv.extra')`),
+    ).rejects.toMatchObject({ code: '42P16' });
+    const after = await sql.query<{ exposed: boolean }>(
+      `select pgmcp.table_exposed('inv.extra') as exposed`,
+    );
+    expect(after.rows[0]?.exposed).toBe(false);
+  });
+
+  it('delivers updates, inserts and deletes to the subscribers whose role may see them', async () => {
+    const a = await open(ROLE_A, {
+      resourcesListChanged: true,
+      resourceSubscriptions: [doc(2), doc(4)],
+    });
+    const b = await open(ROLE_B, { resourceSubscriptions: [doc(3)] });
+    await sql.query(
+      `update inv.docs set body = body || '!' where id in (2, 3)`,
+    );
+    await a.waitFor(() => a.updated().includes(doc(2)));
+    await b.waitFor(() => b.updated().includes(doc(3)));
+    expect(a.updated()).toEqual([doc(2)]);
+    expect(b.updated()).toEqual([doc(3)]);
+    const listed = a.listChanges();
+    await sql.query(`insert into inv.docs values (12, '${ROLE_A}', 'doc 12')`);
+    await a.waitFor(() => a.listChanges() > listed);
+    // A deletion is heard of where row-level security does not apply (migration 0031).
+    const gone = rowUri(DATABASE, { schema: 'inv', table: 'lines' }, [
+      '9',
+      'z',
+    ]);
+    const c = await open(ROLE_B, { resourceSubscriptions: [gone] });
+    await sql.query(`delete from inv.docs where id = 4`);
+    await sql.query(`delete from inv.lines where order_id = 9`);
+    await c.waitFor(() => c.updated().includes(gone));
+    // B may not read A's rows: none of them reached B.
+    expect(b.updated()).toEqual([doc(3)]);
+    expect((await loggedKeys()).slice(-4)).toEqual([
+      '2:updated',
+      '3:updated',
+      '12:created',
+      '4:deleted',
+    ]);
+  });
+
+  it('names rows by their primary key in key order, and a changed key as a delete and a create', async () => {
+    const row = rowUri(DATABASE, { schema: 'inv', table: 'lines' }, [
+      '1',
+      'a,b',
+    ]);
+    const a = await open(ROLE_A, { resourceSubscriptions: [row] });
+    await sql.query(`update inv.lines set note = 'second' where order_id = 1`);
+    await a.waitFor(() => a.updated().includes(row));
+    await sql.query(`update inv.lines set line = 'c' where order_id = 1`);
+    await until(
+      async () => {
+        const { rows } = await sql.query<{ kind: string; key: string[] }>(
+          `select kind, array(select jsonb_array_elements_text(detail->'key')) as key
+             from pgmcp.changes where relation = 'inv.lines' and kind <> 'schema'
+                and detail->'key'->>0 = '1' order by seq`,
+        );
+        return rows.length >= 3 ? rows : undefined;
+      },
+      10_000,
+      'the key change to be logged',
+    ).then((rows) =>
+      expect(rows).toEqual([
+        { kind: 'updated', key: ['1', 'a,b'] },
+        { kind: 'deleted', key: ['1', 'a,b'] },
+        { kind: 'created', key: ['1', 'c'] },
+      ]),
+    );
+  });
+
+  it('still delivers schema changes (the DDL event triggers)', async () => {
+    const table = `pg://${DATABASE}/inv/docs`;
+    const a = await open(ROLE_A, { resourceSubscriptions: [table] });
+    await sql.query('alter table inv.docs add column tags text[]');
+    await a.waitFor(() => a.updated().includes(table));
+  });
+
+  it('replays nothing twice: a commit at or before the last logged one logs nothing', async () => {
+    const { rows } = await sql.query<{ applied: string; again: number }>(
+      `select applied_lsn::text as applied,
+              pgmcp.log_wal_changes(applied_lsn,
+                '[{"schema":"inv","table":"docs","kind":"updated","key":{"id":"2"}}]') as again
+         from pgmcp.change_capture`,
+    );
+    expect(rows[0]?.applied).not.toBe('0/0');
+    expect(rows[0]?.again).toBe(-1);
+    // A batch read again may hold a logged transaction and a new one: only the new one is logged
+    // (in a transaction rolled back: a made-up position must not stay the last logged).
+    await sql.query('begin');
+    try {
+      const batch = await sql.query<{ logged: number; keys: string[] }>(
+        `select pgmcp.log_wal_changes(applied_lsn + 16, jsonb_build_array(
+                  jsonb_build_object('lsn', applied_lsn::text, 'schema', 'inv', 'table', 'docs',
+                                     'kind', 'updated', 'key', jsonb_build_object('id', '5')),
+                  jsonb_build_object('lsn', (applied_lsn + 16)::text, 'schema', 'inv', 'table', 'docs',
+                                     'kind', 'updated', 'key', jsonb_build_object('id', '7')))) as logged
+           from pgmcp.change_capture`,
+      );
+      expect(batch.rows[0]?.logged).toBe(1);
+      const { rows: last } = await sql.query<{ key: string }>(
+        `select detail->'key'->>0 as key from pgmcp.changes order by seq desc limit 1`,
+      );
+      expect(last[0]?.key).toBe('7');
+    } finally {
+      await sql.query('rollback');
+    }
+  });
+
+  it('loses nothing and logs nothing twice when the reader is killed mid-stream, and another replica takes over', async () => {
+    const [first] = captures;
+    const second = await capture();
+    expect(first?.consuming).toBe(true);
+    expect(second.consuming).toBe(false);
+    const before = (await loggedKeys()).length;
+    for (let n = 0; n < 40; n += 1) {
+      await sql.query(`update inv.docs set body = $1 where id = 2`, [
+        `kill ${n}`,
+      ]);
+      if (n === 20)
+        await sql.query(
+          `select pg_terminate_backend(active_pid) from pg_replication_slots
+            where slot_name = $1 and active_pid is not null`,
+          [second.slot],
+        );
+    }
+    await stopCapture(first as WalCapture);
+    await until(
+      () => second.consuming,
+      20_000,
+      'the second replica to read the slot',
+    );
+    const logged = await until(
+      async () => {
+        const keys = await loggedKeys();
+        return keys.length >= before + 40 ? keys : undefined;
+      },
+      20_000,
+      'every update to be logged',
+    );
+    expect(logged.slice(before)).toEqual(Array(40).fill('2:updated'));
+    // The confirmed position follows what was logged: nothing is left to read twice.
+    const { rows } = await sql.query<{ caught_up: boolean }>(
+      `select confirmed_flush_lsn >= (select applied_lsn from pgmcp.change_capture) as caught_up
+         from pg_replication_slots where slot_name = $1`,
+      [second.slot],
+    );
+    expect(rows[0]?.caught_up).toBe(true);
+  });
+
+  it('loses nothing across a PostgreSQL restart', async () => {
+    const a = await open(ROLE_A, { resourceSubscriptions: [doc(6)] });
+    const before = (await loggedKeys()).length;
+    for (let n = 0; n < 10; n += 1)
+      await sql.query(`update inv.docs set body = $1 where id = 6`, [
+        `restart ${n}`,
+      ]);
+    await cluster.restart();
+    await reconnectSql();
+    for (let n = 10; n < 20; n += 1)
+      await sql.query(`update inv.docs set body = $1 where id = 6`, [
+        `restart ${n}`,
+      ]);
+    const logged = await until(
+      async () => {
+        const keys = await loggedKeys().catch(() => []);
+        return keys.length >= before + 20 ? keys : undefined;
+      },
+      60_000,
+      'every update to be logged after the restart',
+    );
+    expect(logged.slice(before)).toEqual(Array(20).fill('6:updated'));
+    // The stream heard of the updates after the restart too (its feed reconnected).
+    const heard = a.updated().filter((uri) => uri === doc(6)).length;
+    await sql.query(`update inv.docs set body = 'after' where id = 6`);
+    await a.waitFor(
+      () => a.updated().filter((uri) => uri === doc(6)).length > heard,
+      30_000,
+    );
+  });
+
+  it('warns past half the slot limit, drops the slot past it, and resyncs every stream', async () => {
+    for (const running of [...captures]) await stopCapture(running);
+    const a = await open(ROLE_A, { resourceSubscriptions: [doc(8)] });
+    // WAL the slot must keep while no reader confirms it: about 4 MB in an unpublished table.
+    await sql.query(
+      `insert into inv.scratch select repeat(md5(n::text), 32) from generate_series(1, 4000) n`,
+    );
+    const { rows } = await sql.query<{ retained: string }>(
+      `select (pg_current_wal_lsn() - restart_lsn)::bigint::text as retained
+         from pg_replication_slots where slot_name like 'pgmcp_%'`,
+    );
+    const retained = Number(rows[0]?.retained);
+    expect(retained).toBeGreaterThan(2 * 1024 * 1024);
+    // A limit the slot holds more than half of: a warning, and the slot stays.
+    const warned = await capture(Math.floor(retained * 1.5));
+    expect(lines.some((line) => /WARN .*over half of/.test(line))).toBe(true);
+    await stopCapture(warned);
+    const epoch = await sql.query<{ epoch: string }>(
+      'select epoch::text from pgmcp.change_capture',
+    );
+    // A limit below what it holds: dropped, created anew (a new epoch), every stream resynced.
+    const heard = a.updated().length;
+    await capture(1024 * 1024);
+    expect(lines.some((line) => /WARN .*dropped it/.test(line))).toBe(true);
+    await until(
+      async () => {
+        const after = await sql.query<{ epoch: string }>(
+          'select epoch::text from pgmcp.change_capture',
+        );
+        return (
+          BigInt(after.rows[0]?.epoch ?? 0) > BigInt(epoch.rows[0]?.epoch ?? 0)
+        );
+      },
+      20_000,
+      'a new slot and epoch',
+    );
+    await a.waitFor(() => a.updated().length > heard, 30_000);
+    expect(a.updated().slice(heard)).toContain(doc(8));
+    // And the new slot reads changes as before.
+    await sql.query(`update inv.docs set body = 'new slot' where id = 8`);
+    await a.waitFor(
+      () => a.updated().filter((uri) => uri === doc(8)).length >= 2,
+      30_000,
+    );
+  });
+
+  it('switching back to triggers reinstalls them and drops the slot', async () => {
+    for (const running of [...captures]) await stopCapture(running);
+    await useTriggerSource(captureDb, () => undefined);
+    const { rows } = await sql.query<{
+      triggers: number;
+      published: number;
+      slots: number;
+    }>(
+      `select (select count(*)::int from pg_trigger where tgname like 'pgmcp_capture_%'
+                 and tgrelid = 'inv.docs'::regclass) as triggers,
+              (select count(*)::int from pg_publication_tables where pubname = 'pgmcp_changes') as published,
+              (select count(*)::int from pg_replication_slots where slot_name like 'pgmcp_%') as slots`,
+    );
+    expect(rows[0]).toEqual({ triggers: 3, published: 0, slots: 0 });
+  });
+});

@@ -1,0 +1,64 @@
+// A private PostgreSQL cluster with wal_level = logical, for the WAL change source's tests: the
+// shared test server need not be one (and a test that restarts PostgreSQL must own its cluster).
+// It is pgmcp's own embedded PostgreSQL (the binaries npm installed; root runs them as postgres).
+import { rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import {
+  startEmbeddedPostgres,
+  type EmbeddedPostgres,
+} from '../../src/db/index.js';
+
+export interface LogicalCluster {
+  /** The cluster's postgres database, as its superuser. */
+  readonly url: string;
+  /** Stop PostgreSQL and start it again on the same port (a fast shutdown: sessions are cut). */
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Start a fresh cluster in a temporary folder, configured for logical replication. */
+export async function startLogicalCluster(): Promise<LogicalCluster> {
+  const stateDirectory = path.join(
+    os.tmpdir(),
+    `pgmcp-logical-${randomBytes(6).toString('hex')}`,
+  );
+  const log = (): void => undefined;
+  let server: EmbeddedPostgres = await startEmbeddedPostgres({
+    stateDirectory,
+    log,
+  });
+  const admin = new pg.Client({ connectionString: server.connectionString });
+  await admin.connect();
+  try {
+    await admin.query('alter system set wal_level = logical');
+    await admin.query('alter system set max_wal_senders = 20');
+    await admin.query('alter system set max_replication_slots = 20');
+    // Keepalives soon enough that an idle slot's confirmed position moves within a test.
+    await admin.query("alter system set wal_sender_timeout = '4s'");
+  } finally {
+    await admin.end();
+  }
+  const restart = async (): Promise<void> => {
+    const { port } = server;
+    await server.stop();
+    server = await startEmbeddedPostgres({ stateDirectory, log, port });
+    if (server.port !== port)
+      throw new Error(
+        `the cluster came back on port ${server.port}, not ${port}`,
+      );
+  };
+  await restart();
+  return {
+    get url() {
+      return server.connectionString;
+    },
+    restart,
+    async stop() {
+      await server.stop();
+      rmSync(stateDirectory, { recursive: true, force: true });
+    },
+  };
+}
