@@ -1,8 +1,7 @@
-// Issue 34 point 3: who may hear each change is decided once per database, not once per replica.
-// One replica, the feed leader (a session advisory lock), reads the log, decides for every role
-// any replica listens as, and publishes the batch; the others deliver from it. A follower whose
-// batches lag a committed change past a short bound, or whose safety-net poll comes, reads the
-// log and decides itself: a frozen or lost leader delays delivery by that bound, never loses it.
+// Issue 34 point 3: who may hear each change is decided once per database. The feed leader (a
+// session advisory lock) reads the log, decides for every role any replica listens as, publishes
+// the batch; the others deliver from it, and read the log themselves when batches lag a committed
+// change past a short bound or at the safety-net poll: a lost leader delays, never loses.
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Principal } from '../auth/index.js';
@@ -105,6 +104,7 @@ class Sharing implements FeedSharing {
   #probeTimer: NodeJS.Timeout | undefined;
   #followTimer: NodeJS.Timeout | undefined;
   #lagTimer: NodeJS.Timeout | undefined;
+  #stopped = false;
   #registration: Registration | undefined;
 
   constructor(options: SharedDeliveryOptions) {
@@ -216,6 +216,7 @@ class Sharing implements FeedSharing {
   }
 
   async stop(): Promise<void> {
+    this.#stopped = true;
     clearInterval(this.#probeTimer);
     clearInterval(this.#followTimer);
     clearTimeout(this.#lagTimer);
@@ -376,22 +377,22 @@ class Sharing implements FeedSharing {
   }
 
   #lagging(): boolean {
-    const now = performance.now();
-    for (const noticed of this.#awaited.values())
-      if (now - noticed >= this.#lagMs) return true;
-    return false;
+    const since = performance.now() - this.#lagMs;
+    return [...this.#awaited.values()].some((noticed) => noticed <= since);
   }
 
-  /** Step once the oldest awaited change has waited lagMs, unless a batch delivered it first. */
-  #armLagTimer(): void {
-    if (this.#lagTimer !== undefined) return;
+  // Step once the oldest awaited change has waited lagMs (unless a batch brought it), then at
+  // most every lagMs / 2: a read that keeps failing is never retried in a loop.
+  #armLagTimer(minWaitMs = 0): void {
+    if (this.#lagTimer !== undefined || this.#stopped || !this.#awaited.size)
+      return;
     const oldest = Math.min(...this.#awaited.values());
-    const wait = Math.max(0, oldest + this.#lagMs - performance.now());
+    const wait = Math.max(minWaitMs, oldest + this.#lagMs - performance.now());
     this.#lagTimer = setTimeout(() => {
       this.#lagTimer = undefined;
-      if (this.#awaited.size === 0) return;
-      if (this.#lagging()) void this.#poll?.();
-      this.#armLagTimer();
+      const lagging = this.#lagging();
+      if (lagging) void this.#poll?.();
+      this.#armLagTimer(lagging ? this.#lagMs / 2 : 0);
     }, wait);
     this.#lagTimer.unref();
   }

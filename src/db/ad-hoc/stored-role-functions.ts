@@ -47,6 +47,7 @@ export async function storeRoleFunctions(
          language plpgsql security definer set ${SEARCH_PATH.replace('=', ' = ')} as $f$${bodies.fetch}$f$;
        create function ${names.explain}(parameters text[]) returns json
          language plpgsql security definer set ${SEARCH_PATH.replace('=', ' = ')} as $f$${bodies.explain}$f$;
+       revoke all on function ${names.fetch}(integer, integer), ${names.explain}(text[]) from public;
        reset role;
        revoke create on schema pgmcp from ${quoted};`,
     );

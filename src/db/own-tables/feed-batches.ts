@@ -156,12 +156,21 @@ export async function readFeedBatches(
     id: string;
     changes: string;
     decisions: string;
+    insert_lsn: string;
   }>({
     name: 'pgmcp_read_feed_batches',
-    text: `select id::text, changes, decisions from pgmcp.feed_batches
+    text: `select id::text, changes, decisions,
+                  (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::text as insert_lsn
+             from pgmcp.feed_batches
             where id > $1::bigint order by id limit $2`,
     values: [afterId.toString(), limit],
   });
+  // Issue 36 point 1: a follower delivers these batches' changes, all committed before this
+  // position: a standby read after those notifications must have replayed this far, as after the
+  // follower's own reads of the log (changes.ts).
+  const first = rows[0];
+  if (first !== undefined && db.standbys !== undefined)
+    db.standbys.raiseFloor(BigInt(first.insert_lsn));
   return rows.map((row) => ({
     id: BigInt(row.id),
     changes: JSON.parse(row.changes) as unknown,

@@ -107,15 +107,24 @@ class StreamReader implements ReplicationStream {
     this.#fail(new Error('the replication stream ended'));
   }
 
-  /** XLogData ('w') carries a pgoutput message after its 25-byte header; 'k' is a keepalive. */
+  /**
+   * XLogData ('w') carries a pgoutput message after its 25-byte header; 'k' is a keepalive. This
+   * runs inside the socket's data handler: a message that does not decode fails the stream (the
+   * reader retries, nothing acknowledged), never the process.
+   */
   #received(chunk: Buffer): void {
-    if (chunk[0] === 0x77)
-      this.#enqueue({
-        type: 'data',
-        message: this.#decoder.decode(chunk.subarray(25)),
-      });
-    else if (chunk[0] === 0x6b)
-      this.#enqueue({ type: 'keepalive', lsn: chunk.readBigUInt64BE(1) });
+    try {
+      if (chunk[0] === 0x77)
+        this.#enqueue({
+          type: 'data',
+          message: this.#decoder.decode(chunk.subarray(25)),
+        });
+      else if (chunk[0] === 0x6b)
+        this.#enqueue({ type: 'keepalive', lsn: chunk.readBigUInt64BE(1) });
+    } catch (error) {
+      this.#fail(error);
+      void this.#client.end().catch(() => undefined);
+    }
   }
 
   async stop(): Promise<void> {

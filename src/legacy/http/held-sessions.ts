@@ -198,6 +198,12 @@ export class HeldSessions {
     const { records } = this.#options;
     let generation: bigint | undefined;
     let state: LegacyStreamState | undefined;
+    // A client gone while the store answers must not leave a stream that nothing will close.
+    let gone = false;
+    const onClose = (): void => {
+      gone = true;
+    };
+    response.once('close', onClose);
     try {
       generation = await records.claimStream(id, principal);
       if (generation !== undefined)
@@ -205,7 +211,10 @@ export class HeldSessions {
     } catch (error) {
       sendOutcome(response, this.#options.fail(error));
       return;
+    } finally {
+      response.off('close', onClose);
     }
+    if (gone) return;
     if (
       generation === undefined ||
       state === undefined ||
