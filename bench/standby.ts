@@ -344,7 +344,7 @@ async function notifiedRead(
   try {
     const text = `notified ${Math.random().toString(36).slice(2)}`;
     await options.update(text);
-    await stream.updated;
+    await within(stream.updated, 30_000, `the notification for ${uri}`);
     const heard = performance.now();
     const response = await fetch(url, {
       method: 'POST',
@@ -439,5 +439,25 @@ async function* sseEvents(
     );
     tail = parts.pop() ?? '';
     yield* parts;
+  }
+}
+
+/** `promise`, or an error naming `what` once `ms` have passed: a lost notification ends the bench. */
+async function within<T>(
+  promise: Promise<T>,
+  ms: number,
+  what: string,
+): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`${what} did not arrive in ${ms} ms`)),
+      ms,
+    );
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
