@@ -748,7 +748,7 @@ const standbyReadAfterNotify: Measure = (result) => {
     standby: { p50: number; p99: number };
     primary: { p50: number; p99: number };
     samples: number;
-    stale: number;
+    stale: { primary: number; standby: number };
     standbyReads: Record<string, number>;
   };
   const measure = `resources/read right after its change's notification, standby server vs primary-only (${run.samples} reads each)`;
@@ -768,8 +768,8 @@ const standbyReadAfterNotify: Measure = (result) => {
     },
     {
       measure:
-        'reads after a notification that missed the change, both servers',
-      figure: String(run.stale),
+        'reads after a notification that missed the change, standby server / primary-only',
+      figure: `${run.stale.standby} / ${run.stale.primary}`,
     },
     {
       measure:

@@ -51,8 +51,8 @@ export interface ReadAfterNotify {
   readonly primary: { readonly p50: number; readonly p99: number };
   /** Samples on each server. */
   readonly samples: number;
-  /** Reads that did not return the notified change (both servers): must be 0. */
-  readonly stale: number;
+  /** Reads that did not return the notified change, on each server: must be 0. */
+  readonly stale: { readonly primary: number; readonly standby: number };
   /** The standby server's reads by who answered and why (pgmcp_standby_reads_total). */
   readonly standbyReads: Record<string, number>;
 }
@@ -285,7 +285,7 @@ async function readAfterNotify(
   const caller = context.callers.find((one) => one.rowStride === 1);
   if (caller === undefined) throw new Error('no caller reads every row');
   const latencies = { primary: [] as number[], standby: [] as number[] };
-  let stale = 0;
+  const stale = { primary: 0, standby: 0 };
   let sample = 0;
   const before = await standbyReads(sides.standby);
   try {
@@ -296,6 +296,7 @@ async function readAfterNotify(
         const read = await notifiedRead(sides[side].url, {
           caller,
           uri,
+          log: (line) => context.logger.info(`${line} (${side} server)`),
           update: (text) =>
             writer.query(
               'update pgmcp.resources set text = $2 where uri = $1',
@@ -303,7 +304,7 @@ async function readAfterNotify(
             ),
         });
         latencies[side].push(read.ms);
-        if (!read.fresh) stale += 1;
+        if (!read.fresh) stale[side] += 1;
       }
     };
     await alternate(
@@ -337,6 +338,7 @@ async function notifiedRead(
     caller: LoadCaller;
     uri: string;
     update: (text: string) => Promise<unknown>;
+    log: (line: string) => void;
   },
 ): Promise<{ ms: number; fresh: boolean }> {
   const { caller, uri } = options;
@@ -354,10 +356,13 @@ async function notifiedRead(
     const body = (await response.json()) as {
       result?: { contents?: { text?: string }[] };
     };
-    return {
-      ms: performance.now() - heard,
-      fresh: body.result?.contents?.[0]?.text === text,
-    };
+    const ms = performance.now() - heard;
+    const fresh = body.result?.contents?.[0]?.text === text;
+    if (!fresh)
+      options.log(
+        `bench: a read after the notification for ${uri} answered ${JSON.stringify(body).slice(0, 300)}`,
+      );
+    return { ms, fresh };
   } finally {
     stream.close();
   }

@@ -312,7 +312,7 @@ describe('bench report', () => {
           standby: { p50: 4, p99: 12 },
           primary: { p50: 2, p99: 10 },
           samples: 100,
-          stale: 0,
+          stale: { standby: 1, primary: 0 },
           standbyReads: { 'standby/caught_up': 180, 'standby/waited': 20 },
         },
       },
@@ -322,7 +322,7 @@ describe('bench report', () => {
       ['standby', '1500 vs 2000', 0.74],
       ['standby', '4.00 ms / 2.00 ms', 2],
       ['standby', '12.00 ms / 10.00 ms', 1.2],
-      ['standby', '0', undefined],
+      ['standby', '1 / 0', undefined],
       ['standby', 'standby caught_up 180, standby waited 20', undefined],
     ]);
     expect(rows[0]?.measure).toContain('(100.0% answered by the standby)');
