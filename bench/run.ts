@@ -38,6 +38,7 @@ import { createLogger, type Logger } from '../src/log.js';
 import { MIGRATIONS_DIRECTORY, SEEDS_DIRECTORY } from '../src/config/index.js';
 import { catalogBenchmarks } from './catalog.js';
 import { replicaBenchmarks } from './replicas.js';
+import { standbyBenchmarks } from './standby.js';
 import { legacyBenchmarks } from './legacy.js';
 import { liveBenchmarks } from './live.js';
 import { readSummary, renderResults, writeBenchDocs } from './report.js';
@@ -77,7 +78,7 @@ if (!/^[a-z_][a-z0-9_]*$/.test(BENCH_DATABASE))
   );
 // A comma-separated list of result keys without the token scheme's suffix (e.g.
 // "list_role_10pct_vs_all_p50,read_vs_point_read": each runs with every scheme of BENCH_AUTH),
-// or the groups "catalog", "legacy", "live", "replicas", "storage" and "wal", runs only those; unset runs all. A partial run merges its
+// or the groups "catalog", "legacy", "live", "replicas", "standby", "storage" and "wal", runs only those; unset runs all. A partial run merges its
 // figures into latest.json and notes its date under `partialRuns`.
 const ONLY = process.env['BENCH_ONLY']?.split(',').filter((key) => key !== '');
 const runs = (key: string): boolean => ONLY === undefined || ONLY.includes(key);
@@ -100,6 +101,9 @@ const REPLICAS_ONLY =
   ONLY !== undefined && ONLY.length === 1 && ONLY[0] === 'replicas';
 // Nor the WAL change source's cost (bench/wal.ts), on a database of its own.
 const WAL_ONLY = ONLY !== undefined && ONLY.length === 1 && ONLY[0] === 'wal';
+// Nor reads from a hot standby (bench/standby.ts), on a private primary and standby of their own.
+const STANDBY_ONLY =
+  ONLY !== undefined && ONLY.length === 1 && ONLY[0] === 'standby';
 const CURSOR_SECRET = 'bench-cursor-secret-0123456789';
 
 // The baselines: what a program would run against the same pool without pgmcp.
@@ -671,11 +675,12 @@ async function main(): Promise<void> {
   const database = await benchDatabase((line) => logger.info(line));
   const results: Record<string, unknown> = {};
   const postgres = await serverFacts(database.url);
-  if (CATALOG_ONLY || REPLICAS_ONLY || WAL_ONLY) {
+  if (CATALOG_ONLY || REPLICAS_ONLY || WAL_ONLY || STANDBY_ONLY) {
     if (CATALOG_ONLY)
       Object.assign(results, await catalogFigures(database.url, logger));
     else if (REPLICAS_ONLY)
       Object.assign(results, await replicaFigures(database.url, logger));
+    else if (STANDBY_ONLY) Object.assign(results, await standbyFigures(logger));
     else results['wal_capture'] = await walBench(database.url, logger);
     await database.stop();
     writeSummary(results, postgres);
@@ -704,6 +709,7 @@ async function main(): Promise<void> {
     Object.assign(results, await replicaFigures(database.url, logger));
   if (runs('wal'))
     results['wal_capture'] = await walBench(database.url, logger);
+  if (runs('standby')) Object.assign(results, await standbyFigures(logger));
   await database.stop();
 
   writeSummary(results, postgres);
@@ -717,6 +723,30 @@ async function replicaFigures(
   const issuer = await startTokenIssuer('hs256');
   try {
     return (await replicaBenchmarks({ serverUrl, logger, issuer })).results;
+  } finally {
+    await issuer.close();
+  }
+}
+
+/**
+ * Reads from a hot standby against the same reads on the primary (bench/standby.ts), on a private
+ * primary and standby pair, with HS256 tokens.
+ */
+async function standbyFigures(
+  logger: Logger,
+): Promise<Record<string, unknown>> {
+  const issuer = await startTokenIssuer('hs256');
+  try {
+    return await standbyBenchmarks({
+      logger,
+      secret: issuer.secret ?? '',
+      audience: issuer.audience,
+      callers: (await mintCallers(issuer)).mix,
+      createRoles: createBenchRoles,
+      pointRead: RAW_POINT_READ,
+      load,
+      rounds: ROUNDS,
+    });
   } finally {
     await issuer.close();
   }

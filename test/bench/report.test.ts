@@ -291,6 +291,51 @@ describe('bench report', () => {
     expect(readme).toContain('the 2025-11-25 era: 4 of 5 targets met');
   });
 
+  it('renders the standby figures in their own table without targets, and says so in README', () => {
+    const run = (perSecond: number) => ({
+      count: 1,
+      perSecond,
+      p50: 1,
+      p99: 2,
+    });
+    const standby: BenchSummary = {
+      ...summary,
+      results: {
+        standby_read: {
+          baseline: run(2000),
+          served: run(1500),
+          ratio: 0.74,
+          rounds: [0.7, 0.74, 0.8],
+          standbyShare: 0.9995,
+        },
+        standby_read_after_notify: {
+          standby: { p50: 4, p99: 12 },
+          primary: { p50: 2, p99: 10 },
+          samples: 100,
+          stale: { standby: 1, primary: 0 },
+          standbyReads: { 'standby/caught_up': 180, 'standby/waited': 20 },
+        },
+      },
+    };
+    const rows = benchmarkRows(standby);
+    expect(rows.map((row) => [row.group, row.figure, row.ratio])).toEqual([
+      ['standby', '1500 vs 2000', 0.74],
+      ['standby', '4.00 ms / 2.00 ms', 2],
+      ['standby', '12.00 ms / 10.00 ms', 1.2],
+      ['standby', '1 / 0', undefined],
+      ['standby', 'standby caught_up 180, standby waited 20', undefined],
+    ]);
+    expect(rows[0]?.measure).toContain('(100.0% answered by the standby)');
+    expect(rows.every((row) => row.target === undefined)).toBe(true);
+    expect(renderResults(standby)).toContain('### Reads from a hot standby');
+    expect(renderResults(standby)).toContain('| 0.70, 0.74, 0.80 ');
+    const readme = renderReadmeResults(standby);
+    expect(readme).toContain(
+      'reads from a hot standby: figures only, no target',
+    );
+    expect(readme).not.toContain('1500 vs 2000');
+  });
+
   it('shows a request measure once in README, each scheme side by side, not met when one scheme misses', () => {
     const { read_vs_point_read } = summary.results as Record<
       string,
