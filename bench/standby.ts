@@ -1,4 +1,4 @@
-// BENCH_ONLY=standby (issue 36 point 3; docs/benchmarks.md "Standbys"): reads answered by a hot
+// BENCH_ONLY=standby (issue 36 point 3; docs/benchmarks.md "Method"): reads answered by a hot
 // standby against the same reads on the primary. A private primary and a streaming standby
 // (test/setup/standby-pair.ts), migrated and seeded on the primary; two built servers
 // (`bin/pgmcp.js serve`) on the primary's database, one configured with the standby (config file
