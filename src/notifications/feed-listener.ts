@@ -87,7 +87,7 @@ export async function startListener(
   for (const other of channels)
     if (other.watch === undefined) await subscriber.listenTo(other.channel);
   listening = true;
-  const turn = switchOf(subscriber, warn);
+  const { turn, close } = switchOf(subscriber, warn);
   for (const other of channels) other.watch?.((on) => turn(other, on));
   return {
     get listening() {
@@ -95,29 +95,42 @@ export async function startListener(
     },
     hearChanges: (on) =>
       turn({ channel: CHANGES_CHANNEL, listening: () => {} }, on),
-    close: () => subscriber.close().catch(() => undefined),
+    close,
   };
 }
 
-/** Turns channels on and off one at a time, so two quick turns cannot LISTEN twice. */
+/**
+ * Turns channels on and off one at a time, so two quick turns cannot LISTEN twice; and closes the
+ * connection, after which nothing turns (sessions dropped at shutdown turn their channel off).
+ */
 function switchOf(
   subscriber: ReturnType<typeof createSubscriber>,
   warn: (line: string) => void,
-): (
-  channel: Pick<ListenChannel, 'channel' | 'listening'>,
-  on: boolean,
-) => Promise<void> {
+): {
+  readonly turn: (
+    channel: Pick<ListenChannel, 'channel' | 'listening'>,
+    on: boolean,
+  ) => Promise<void>;
+  readonly close: () => Promise<void>;
+} {
   let switching = Promise.resolve();
-  return (channel, on) =>
-    (switching = switching
-      .then(() => hear(subscriber, channel, on))
-      .catch((error: unknown) => {
-        // A lost connection: pg-listen LISTENs again to what it listened to, and a channel it
-        // missed is read again at its next sweep.
-        warn(
-          `live updates: LISTEN ${channel.channel} failed (${describe(error)})`,
-        );
-      }));
+  let closed = false;
+  return {
+    turn: (channel, on) =>
+      (switching = switching
+        .then(() => (closed ? undefined : hear(subscriber, channel, on)))
+        .catch((error: unknown) => {
+          // A lost connection: pg-listen LISTENs again to what it listened to, and a channel it
+          // missed is read again at its next sweep.
+          warn(
+            `live updates: LISTEN ${channel.channel} failed (${describe(error)})`,
+          );
+        })),
+    close: () => {
+      closed = true;
+      return subscriber.close().catch(() => undefined);
+    },
+  };
 }
 
 /**
