@@ -102,33 +102,31 @@ export async function startWalCapture(
   };
 }
 
+/** What reading the slot shares: its name, whether it is read now or stopped, the stop signal. */
+interface SlotReading {
+  readonly slot: string;
+  readonly state: { stopped: boolean; consuming: boolean };
+  readonly signal: AbortSignal;
+}
+
 /** Read the slot until stopped, retrying after every failure or while another replica reads it. */
 async function consumeSlot(
   options: WalCaptureOptions,
-  {
-    slot,
-    state,
-    signal,
-  }: {
-    slot: string;
-    state: { stopped: boolean; consuming: boolean };
-    signal: AbortSignal;
-  },
+  { slot, state, signal }: SlotReading,
 ): Promise<void> {
   let lastProblem: string | undefined;
   while (!state.stopped) {
     try {
       await readOnce(options, { slot, state, signal });
     } catch (error) {
-      const problem =
-        (error as { code?: string }).code === '55006'
-          ? `slot ${slot} is read by another replica; trying again every ${(options.retryMs ?? 5000) / 1000} s`
-          : `reading slot ${slot} failed (${describe(error)}); retrying`;
+      // 55006 (object in use): another replica reads the slot.
+      const waiting = (error as { code?: string }).code === '55006';
+      const problem = waiting
+        ? `slot ${slot} is read by another replica; trying again every ${(options.retryMs ?? 5000) / 1000} s`
+        : `reading slot ${slot} failed (${describe(error)}); retrying`;
       // Said once until it changes; a replica waiting for the slot is not a failure.
       if (!state.stopped && problem !== lastProblem)
-        ((error as { code?: string }).code === '55006'
-          ? options.log
-          : options.warn)(`live updates: ${problem}`);
+        (waiting ? options.log : options.warn)(`live updates: ${problem}`);
       lastProblem = problem;
     } finally {
       state.consuming = false;
@@ -140,15 +138,7 @@ async function consumeSlot(
 /** One connection's life: ensure the slot, stream it, log each transaction before acknowledging. */
 async function readOnce(
   options: WalCaptureOptions,
-  {
-    slot,
-    state,
-    signal,
-  }: {
-    slot: string;
-    state: { stopped: boolean; consuming: boolean };
-    signal: AbortSignal;
-  },
+  { slot, state, signal }: SlotReading,
 ): Promise<void> {
   const writer = await options.db.connectAdmin();
   let stream: ReplicationStream | undefined;
