@@ -3,6 +3,7 @@
 // and the WAL slot go to the current target; a switch is told to whoever follows it.
 import pg from 'pg';
 import { METRICS } from '../../observability/index.js';
+import { replicaApplicationName } from '../connection/application-name.js';
 
 /** What the target follows, and where it tells of a move. */
 export interface PrimaryTargetOptions {
@@ -49,6 +50,8 @@ export class PrimaryTarget {
   #timeline = 0;
   #timer: NodeJS.Timeout | undefined;
   #checking: Promise<void> | undefined;
+  /** One session to the current target for the timer's checks, rather than one per check. */
+  #session: Promise<pg.Client> | undefined;
   #closed = false;
   readonly #listeners = new Set<(from: string, to: string) => void>();
 
@@ -94,10 +97,11 @@ export class PrimaryTarget {
     this.#closed = true;
     clearInterval(this.#timer);
     await this.#checking;
+    this.#dropSession();
   }
 
   async #checkOnce(): Promise<void> {
-    const current = await probe(this.#url, this.#options.probeTimeoutMs);
+    const current = await this.#probeCurrent();
     if (current.writable) {
       this.#timeline = Math.max(this.#timeline, current.timeline);
       return;
@@ -114,7 +118,29 @@ export class PrimaryTarget {
     this.#move(best);
   }
 
+  /** Ask the current target on the kept session; a failure drops it, and the next check opens one. */
+  async #probeCurrent(): Promise<Probe> {
+    const url = this.#url;
+    try {
+      this.#session ??= connectProbe(url, this.#options.probeTimeoutMs);
+      return { url, reachable: true, ...(await ask(await this.#session)) };
+    } catch {
+      this.#dropSession();
+      return { url, reachable: false, writable: false, timeline: 0 };
+    }
+  }
+
+  #dropSession(): void {
+    const session = this.#session;
+    this.#session = undefined;
+    void session?.then(
+      (client) => client.end().catch(() => undefined),
+      () => undefined,
+    );
+  }
+
   #move(to: Probe): void {
+    this.#dropSession();
     const from = this.#url;
     this.#url = to.url;
     this.#timeline = to.timeline;
@@ -138,32 +164,51 @@ export class PrimaryTarget {
 
 /** Whether `url` answers, whether it is in recovery, and its timeline; never throws. */
 async function probe(url: string, timeoutMs: number): Promise<Probe> {
+  let client: pg.Client | undefined;
+  try {
+    client = await connectProbe(url, timeoutMs);
+    return { url, reachable: true, ...(await ask(client)) };
+  } catch {
+    return { url, reachable: false, writable: false, timeline: 0 };
+  } finally {
+    await client?.end().catch(() => undefined);
+  }
+}
+
+/** A session for probes: it gives up on a server that does not answer within `timeoutMs`. */
+async function connectProbe(
+  url: string,
+  timeoutMs: number,
+): Promise<pg.Client> {
   const client = new pg.Client({
     connectionString: url,
     connectionTimeoutMillis: timeoutMs,
     // A server that accepts the connection but never answers is as lost as one that refuses it.
     query_timeout: timeoutMs,
-    fallback_application_name: 'pgmcp-failover',
+    fallback_application_name: replicaApplicationName('pgmcp-failover'),
   });
+  // A session lost between checks fails the next check's query, which drops it.
   client.on('error', () => undefined);
   try {
     await client.connect();
-    const { rows } = await client.query<{
-      recovery: boolean;
-      timeline: number;
-    }>(PROBE);
-    const row = rows[0];
-    return {
-      url,
-      reachable: true,
-      writable: row?.recovery === false,
-      timeline: row?.timeline ?? 0,
-    };
-  } catch {
-    return { url, reachable: false, writable: false, timeline: 0 };
-  } finally {
+  } catch (error) {
     await client.end().catch(() => undefined);
+    throw error;
   }
+  return client;
+}
+
+/** Whether the server takes writes, and the timeline it writes WAL on (0 in recovery). */
+async function ask(
+  client: pg.Client,
+): Promise<{ writable: boolean; timeline: number }> {
+  const { rows } = await client.query<{ recovery: boolean; timeline: number }>(
+    PROBE,
+  );
+  return {
+    writable: rows[0]?.recovery === false,
+    timeline: rows[0]?.timeline ?? 0,
+  };
 }
 
 /** host:port of a postgres:// URL, without user or password (the standby metrics' labels). */
