@@ -10,7 +10,13 @@ import {
   type DatabaseHandle,
   type StandbyOptions,
 } from '../../src/db/index.js';
+import {
+  followingClient,
+  followPrimary,
+} from '../../src/db/standby/following-pool.js';
+import { PrimaryTarget } from '../../src/db/standby/primary-target.js';
 import { METRICS, metricsExposition } from '../../src/observability/index.js';
+import pg from 'pg';
 import {
   call,
   listen,
@@ -102,6 +108,68 @@ afterAll(async () => {
 });
 
 describe('failover', () => {
+  it('leaves a configured primary found in recovery for the writable candidate, closing idle sessions at once and a checked-out one when released', async () => {
+    const log: string[] = [];
+    // The "primary" configured is the standby: a check finds it in recovery.
+    const target = new PrimaryTarget({
+      candidates: [standbyUrl, primaryUrl],
+      database: 'failover-pool',
+      checkMs: 3_600_000,
+      probeTimeoutMs: 2000,
+      redact: redactConnectionString,
+      log: (line) => log.push(line),
+    });
+    const pool = new pg.Pool({
+      connectionString: 'postgres://nobody@127.0.0.1:1/unused',
+      max: 4,
+      // Idle sessions stay until closed: only the move may close them here.
+      idleTimeoutMillis: 0,
+      Client: followingClient(target),
+    });
+    pool.on('error', () => undefined);
+    followPrimary(pool, target);
+    const where = async (client: pg.ClientBase) =>
+      (
+        await client.query<{ recovery: boolean; pid: number }>(
+          'select pg_is_in_recovery() as recovery, pg_backend_pid() as pid',
+        )
+      ).rows[0] as { recovery: boolean; pid: number };
+    const onStandby = async (pid: number) =>
+      (
+        await pair.sql(
+          'standby',
+          `select count(*)::int as n from pg_stat_activity where pid = ${pid}`,
+        )
+      )[0]?.['n'] === 1;
+    try {
+      const idle = await pool.connect();
+      const held = await pool.connect();
+      const idleAt = await where(idle);
+      const heldAt = await where(held);
+      expect([idleAt.recovery, heldAt.recovery]).toEqual([true, true]);
+      idle.release();
+      await target.check();
+      expect(target.url).toBe(primaryUrl);
+      expect(log).toEqual([
+        `primary moved from ${redactConnectionString(standbyUrl)} to ${redactConnectionString(primaryUrl)} (timeline 1)`,
+      ]);
+      await waitFor(async () => !(await onStandby(idleAt.pid)));
+      // The checked-out session still answers its holder, and is closed once released.
+      expect((await where(held)).pid).toBe(heldAt.pid);
+      held.release();
+      await waitFor(async () => !(await onStandby(heldAt.pid)));
+      const fresh = await pool.connect();
+      try {
+        expect((await where(fresh)).recovery).toBe(false);
+      } finally {
+        fresh.release();
+      }
+    } finally {
+      await target.close();
+      await pool.end();
+    }
+  }, 120_000);
+
   it('keeps the primary while it is only down, with no standby promoted, and uses it again when it is back', async () => {
     const log: string[] = [];
     const db = createDatabase({
