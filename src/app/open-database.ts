@@ -122,6 +122,9 @@ function standbysOf(
     waitMs: settings.waitMs,
     pollMs: settings.pollMs,
     whenUnavailable: settings.whenUnavailable,
+    failover: settings.failover,
+    database: database ?? 'main',
+    redact: redactConnectionString,
     log: (message, up) => {
       const line = `${database ?? 'main database'}: ${message}`;
       if (up) logger.info(line);

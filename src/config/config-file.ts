@@ -87,6 +87,7 @@ const StandbysSchema = z
     waitMs: z.number().int().min(0).max(60_000).optional(),
     pollMs: z.number().int().min(50).max(60_000).optional(),
     whenUnavailable: z.enum(['primary', 'fail']).optional(),
+    failover: z.enum(['follow', 'off']).optional(),
   })
   .strict();
 
@@ -238,6 +239,8 @@ export interface FileStandbys {
   readonly waitMs: number;
   readonly pollMs: number;
   readonly whenUnavailable: 'primary' | 'fail';
+  /** Whether writes, LISTEN and the WAL slot follow a promoted standby (docs/databases.md "Failover"). */
+  readonly failover: 'follow' | 'off';
 }
 
 /** What the config file says, checked against the databases given: defaults when there is none. */
@@ -315,6 +318,7 @@ function fileStandbys(
     waitMs: standbys.waitMs ?? 1000,
     pollMs: standbys.pollMs ?? 500,
     whenUnavailable: standbys.whenUnavailable ?? 'primary',
+    failover: standbys.failover ?? 'follow',
   };
 }
 

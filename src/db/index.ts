@@ -13,6 +13,7 @@ export {
 } from './connection/admin-client.js';
 export { runRequestQuery, type Cancellation } from './request-transaction.js';
 export type { ReadServer, StandbyOptions } from './standby/standby-options.js';
+export type { PrimaryTarget } from './standby/primary-target.js';
 export {
   explainSql,
   runReadOnlySql,

@@ -5,10 +5,19 @@ import { METRICS, observePool } from '../observability/index.js';
 import { replicaApplicationName } from './connection/application-name.js';
 import { toDatabaseError } from './connection/sqlstate.js';
 import {
-  RequestPipelines,
   useDriverInternals,
   type DriverShape,
+  type RequestPipelines,
 } from './driver/index.js';
+import {
+  auditPool,
+  connectAdminClient,
+  dedicatedSession,
+  primaryPool,
+  requestPipelines,
+  watchedPool,
+} from './connection/side-pools.js';
+import { PrimaryTarget, serverLabel } from './standby/primary-target.js';
 import { StandbySet } from './standby/standby-set.js';
 import type { StandbyOptions } from './standby/standby-options.js';
 
@@ -84,6 +93,11 @@ export interface DatabaseHandle {
    * floor as it reads changes; undefined: every read runs on this database.
    */
   readonly standbys: StandbySet | undefined;
+  /**
+   * Which server is the primary now, when standbys are configured and failover follows a promoted
+   * one (db/standby/primary-target.ts); undefined: always the configured URL.
+   */
+  readonly primary: PrimaryTarget | undefined;
   /** A fresh read-write client for migrations, seeds and start-up work; the caller ends it. */
   connectAdmin(): Promise<pg.Client>;
   /** Settings for a dedicated session of this database (the LISTEN connection). */
@@ -120,7 +134,62 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
         ? options.onError(message, new Error(message))
         : options.onWarning(message),
   });
-  const config: pg.PoolConfig = {
+  const config = requestPoolConfig(options);
+  const primary = primaryTarget(options);
+  const primaryUrl = () => primary?.url ?? options.connectionString;
+  const pool = primaryPool(config, options, primary);
+  const pipelines = driverInternals
+    ? requestPipelines(config, options, primaryUrl)
+    : undefined;
+  primary?.onMove(() => pipelines?.reconnect());
+  const audit: AuditChannel = {
+    pool: auditPool(options, primary),
+    textBytes: options.auditTextBytes ?? 4096,
+    calls: new Set(),
+  };
+  const connectAdmin = () => connectAdminClient(options, primaryUrl);
+  const sessionConfig = (applicationName: string): SessionConfig =>
+    dedicatedSession(primaryUrl, applicationName);
+  const standbys = standbySet(config, options, () => feed.pool);
+  const feed = feedHandle(config, options, {
+    driverInternals,
+    audit,
+    connectAdmin,
+    sessionConfig,
+    standbys,
+    primary,
+  });
+  standbys?.start();
+  primary?.start();
+  // Issue 35: pgmcp_pool_connections reads the pool's counts at scrape time.
+  const forget = observePool(() => ({
+    total: pool.totalCount,
+    idle: pool.idleCount,
+    waiting: pool.waitingCount,
+  }));
+  return {
+    pool,
+    pipelines,
+    driverInternals,
+    poolSize: options.poolSize,
+    feed,
+    statementTimeoutMs: options.statementTimeoutMs,
+    audit,
+    standbys,
+    primary,
+    connectAdmin,
+    sessionConfig,
+    close: async () => {
+      forget();
+      await primary?.close();
+      await closePools(pool, { feed, audit, pipelines, standbys });
+    },
+  };
+}
+
+/** The request pool's settings, which the feed's pool and the standbys' pools start from. */
+function requestPoolConfig(options: DatabaseOptions): pg.PoolConfig {
+  return {
     connectionString: options.connectionString,
     max: options.poolSize,
     // Bounds both the wait in pg-pool's queue for a busy pool and the opening of a new connection.
@@ -145,49 +214,6 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
     // delays them by at most this much.
     options: `-c default_transaction_read_only=on -c statement_timeout=${options.statementTimeoutMs} -c lock_timeout=${options.lockTimeoutMs ?? 2000} -c TimeZone=UTC -c extra_float_digits=1 -c plan_cache_mode=force_generic_plan -c jit=off -c max_parallel_workers_per_gather=0`,
   };
-  const pool = watchedPool(new pg.Pool(config), options);
-  const pipelines = driverInternals
-    ? requestPipelines(config, options)
-    : undefined;
-  const audit: AuditChannel = {
-    pool: auditPool(options),
-    textBytes: options.auditTextBytes ?? 4096,
-    calls: new Set(),
-  };
-  const connectAdmin = () => connectAdminClient(options);
-  const sessionConfig = (applicationName: string): SessionConfig =>
-    dedicatedSession(options, applicationName);
-  const standbys = standbySet(config, options, () => feed.pool);
-  const feed = feedHandle(config, options, {
-    driverInternals,
-    audit,
-    connectAdmin,
-    sessionConfig,
-    standbys,
-  });
-  standbys?.start();
-  // Issue 35: pgmcp_pool_connections reads the pool's counts at scrape time.
-  const forget = observePool(() => ({
-    total: pool.totalCount,
-    idle: pool.idleCount,
-    waiting: pool.waitingCount,
-  }));
-  return {
-    pool,
-    pipelines,
-    driverInternals,
-    poolSize: options.poolSize,
-    feed,
-    statementTimeoutMs: options.statementTimeoutMs,
-    audit,
-    standbys,
-    connectAdmin,
-    sessionConfig,
-    close: async () => {
-      forget();
-      await closePools(pool, { feed, audit, pipelines, standbys });
-    },
-  };
 }
 
 /** Close in order: audited calls finish, then pipelines, standbys, the pool, the feed, the audit. */
@@ -208,22 +234,6 @@ async function closePools(
   await audit.pool.end();
 }
 
-/** A fresh read-write client as the login (migrations, seeds, start-up work). */
-async function connectAdminClient(
-  options: DatabaseOptions,
-): Promise<pg.Client> {
-  const client = new pg.Client({
-    connectionString: options.connectionString,
-    fallback_application_name: replicaApplicationName('pgmcp-admin'),
-    options: '-c TimeZone=UTC',
-  });
-  client.on('error', (error) =>
-    options.onError('admin database connection failed', error),
-  );
-  await client.connect();
-  return client;
-}
-
 /**
  * The change feed's handle: the request pool's settings over a small pool of its own and no
  * pipelines, sharing the audit channel and the admin and session helpers.
@@ -233,16 +243,22 @@ function feedHandle(
   options: DatabaseOptions,
   shared: Pick<
     DatabaseHandle,
-    'driverInternals' | 'audit' | 'connectAdmin' | 'sessionConfig' | 'standbys'
+    | 'driverInternals'
+    | 'audit'
+    | 'connectAdmin'
+    | 'sessionConfig'
+    | 'standbys'
+    | 'primary'
   >,
 ): DatabaseHandle {
-  const feedPool = watchedPool(
-    new pg.Pool({
+  const feedPool = primaryPool(
+    {
       ...config,
       max: options.feedPoolSize ?? 2,
       fallback_application_name: replicaApplicationName('pgmcp-feed'),
-    }),
+    },
     options,
+    shared.primary,
   );
   const feed: DatabaseHandle = {
     ...shared,
@@ -278,6 +294,7 @@ function standbySet(
           fallback_application_name: replicaApplicationName('pgmcp-standby'),
         }),
         options,
+        undefined,
       ),
     primaryLsn: async () => {
       const { rows } = await primary().query<{ lsn: string }>(
@@ -288,92 +305,27 @@ function standbySet(
   });
 }
 
-/** Settings for a session outside the pools (the LISTEN connection). */
-function dedicatedSession(
-  options: DatabaseOptions,
-  applicationName: string,
-): SessionConfig {
-  return {
-    ...(options.connectionString === undefined
-      ? {}
-      : { connectionString: options.connectionString }),
-    fallback_application_name: replicaApplicationName(applicationName),
-    options: '-c TimeZone=UTC',
-  };
-}
-
-/** `pool` with the listeners that keep a lost connection from crashing the process. */
-function watchedPool(pool: pg.Pool, options: DatabaseOptions): pg.Pool {
-  // An idle client that loses its connection emits here; without a listener the process would crash.
-  pool.on('error', (error) =>
-    options.onError('idle database connection failed', error),
-  );
-  // pg-pool takes its own 'error' listener off a client while it is checked out. A FATAL that
-  // arrives between two statements (a server shutting down, pg_terminate_backend) would then be an
-  // uncaught exception: every client gets this listener once, when it connects, and keeps it for
-  // life. The next statement on a dead client fails, and the request path releases it as broken.
-  pool.on('connect', (client) => {
-    client.on('error', (error) =>
-      options.onError('database connection failed while in use', error),
-    );
-  });
-  return pool;
-}
-
-/** Pipelined connections with the pool's session settings (db/driver/request-pipeline.ts), or none. */
-function requestPipelines(
-  config: pg.PoolConfig,
-  options: DatabaseOptions,
-): RequestPipelines | undefined {
-  const connections = options.pipelineConnections ?? 2;
-  if (connections === 0) return undefined;
-  return new RequestPipelines({
-    config: {
-      connectionString: config.connectionString,
-      connectionTimeoutMillis: config.connectionTimeoutMillis,
-      fallback_application_name: replicaApplicationName('pgmcp-pipeline'),
-      options: config.options,
-      // Many requests wait on one socket: a peer gone silently (failover, NAT) is found by TCP.
-      keepAlive: true,
-    },
-    connections,
-    onError: options.onError,
-    // Issue 34 point 2: a caller waits one bound at most, the shorter of lock_timeout and
-    // statement_timeout (either 0: the other), not one per transaction queued ahead of it.
-    waitBoundMs: waitBound(
-      options.lockTimeoutMs ?? 2000,
-      options.statementTimeoutMs,
-    ),
-  });
-}
-
-/** The shorter of two timeouts, where 0 means none; 0 when both are. */
-function waitBound(lockTimeoutMs: number, statementTimeoutMs: number): number {
-  const set = [lockTimeoutMs, statementTimeoutMs].filter((ms) => ms > 0);
-  return set.length === 0 ? 0 : Math.min(...set);
-}
-
 /**
- * The audit's pool: one read-write connection (autocommit; each write is one statement), opened on
- * the first write, with the same wait bound and statement timeout as the request pool.
+ * The database's primary target: with standbys configured and failover not off, the configured
+ * primary and then the standbys are its candidates.
  */
-function auditPool(options: DatabaseOptions): pg.Pool {
-  const audit = new pg.Pool({
-    connectionString: options.connectionString,
-    max: 1,
-    connectionTimeoutMillis: options.poolWaitMs ?? 5000,
-    fallback_application_name: replicaApplicationName('pgmcp-audit'),
-    options: `-c statement_timeout=${options.statementTimeoutMs} -c TimeZone=UTC`,
+function primaryTarget(options: DatabaseOptions): PrimaryTarget | undefined {
+  const standbys = options.standbys;
+  if (
+    standbys === undefined ||
+    standbys.urls.length === 0 ||
+    standbys.failover === 'off' ||
+    options.connectionString === undefined
+  )
+    return undefined;
+  return new PrimaryTarget({
+    candidates: [options.connectionString, ...standbys.urls],
+    database: standbys.database ?? 'main',
+    checkMs: standbys.failoverCheckMs ?? 1000,
+    probeTimeoutMs: 2000,
+    redact: standbys.redact ?? serverLabel,
+    log: (message) => standbys.log(message, false),
   });
-  audit.on('error', (error) =>
-    options.onError('idle audit connection failed', error),
-  );
-  audit.on('connect', (client) => {
-    client.on('error', (error) =>
-      options.onError('audit connection failed while in use', error),
-    );
-  });
-  return audit;
 }
 
 /** A pool connection; failing to get one (unreachable, pool exhausted) is a mapped ProtocolError. */
@@ -387,6 +339,9 @@ export async function connectClient(
     return client;
   } catch (error) {
     const mapped = toDatabaseError(error);
+    // The primary may be gone: check it now rather than at the next tick.
+    if (mapped instanceof ProtocolError && mapped.key === 'UNAVAILABLE')
+      void db.primary?.check();
     if (mapped instanceof ProtocolError && mapped.key === 'POOL_EXHAUSTED')
       METRICS.poolExhaustions.inc();
     throw mapped;

@@ -30,21 +30,70 @@ export interface FeedListener {
   close(): Promise<void>;
 }
 
+type Subscriber = ReturnType<typeof createSubscriber>;
+
+/** What a subscriber's events change and call. */
+interface Hooks {
+  readonly options: ListenerOptions;
+  readonly poll: () => Promise<void>;
+  readonly notified: (payload: unknown) => void;
+  readonly state: { listening: boolean; lost: boolean };
+}
+
 /**
  * LISTEN on a dedicated connection (pg-listen), reconnecting forever; every reconnect and
  * listener error reads the log, so a lost notification loses nothing. `notified` hears the change
  * log's notifications; the other channels' go to their handlers, and each is told of every
- * (re)connect, and of every LISTEN it asked for (`ListenChannel.watch`).
+ * (re)connect, and of every LISTEN it asked for (`ListenChannel.watch`). When the database's
+ * primary moves (db's PrimaryTarget), the connection moves with it.
  */
 export async function startListener(
   options: ListenerOptions,
   poll: () => Promise<void>,
   notified: (payload: unknown) => void,
 ): Promise<FeedListener> {
-  const { warn } = options;
   const channels = options.channels ?? [];
-  let listening = false;
-  let lost = false;
+  const hooks: Hooks = {
+    options,
+    poll,
+    notified,
+    state: { listening: false, lost: false },
+  };
+  let subscriber = openSubscriber(hooks);
+  await connectSubscriber(subscriber, [
+    CHANGES_CHANNEL,
+    ...channels
+      .filter((other) => other.watch === undefined)
+      .map((other) => other.channel),
+  ]);
+  hooks.state.listening = true;
+  const switching = switchOf(() => subscriber, options.warn);
+  for (const other of channels)
+    other.watch?.((on) => switching.turn(other, on));
+  // pg-listen keeps the settings it was made with for every reconnect: a moved primary needs a new
+  // subscriber, made with the settings of the primary now.
+  const unfollow = options.db.primary?.onMove(() => {
+    void switching.serially(async () => {
+      subscriber = await followPrimary(subscriber, hooks, switching.closed);
+    });
+  });
+  return {
+    get listening() {
+      return hooks.state.listening;
+    },
+    hearChanges: (on) =>
+      switching.turn({ channel: CHANGES_CHANNEL, listening: () => {} }, on),
+    close: () => {
+      unfollow?.();
+      return switching.close();
+    },
+  };
+}
+
+/** A subscriber on the primary as it is now, its events wired to `hooks`. */
+function openSubscriber(hooks: Hooks): Subscriber {
+  const { options, poll, state } = hooks;
+  const { warn } = options;
   const subscriber = createSubscriber(
     options.db.sessionConfig('pgmcp-listener'),
     {
@@ -61,74 +110,131 @@ export async function startListener(
     void poll();
   });
   subscriber.events.on('reconnect', (attempt) => {
-    lost = true;
-    if (listening || attempt === 1) {
+    state.lost = true;
+    if (state.listening || attempt === 1) {
       METRICS.listenerReconnects.inc();
       warn('live updates: listener connection lost; reconnecting');
     }
-    listening = false;
+    state.listening = false;
   });
   subscriber.events.on('connected', () => {
-    if (lost) options.log('live updates: listener reconnected');
-    lost = false;
-    listening = true;
+    if (state.lost) options.log('live updates: listener reconnected');
+    state.lost = false;
+    state.listening = true;
     // Catch up on whatever committed while we were not listening.
     void poll();
-    for (const other of channels) other.listening();
+    for (const other of options.channels ?? []) other.listening();
   });
-  subscriber.notifications.on(CHANGES_CHANNEL, notified);
-  for (const other of channels)
+  subscriber.notifications.on(CHANGES_CHANNEL, hooks.notified);
+  for (const other of options.channels ?? [])
     subscriber.notifications.on(other.channel, (payload: unknown) =>
       other.notified(payload),
     );
+  return subscriber;
+}
+
+async function connectSubscriber(
+  subscriber: Subscriber,
+  channelNames: readonly string[],
+): Promise<void> {
   // eslint-disable-next-line no-restricted-syntax -- pg-listen's own connection: LISTEN belongs to notifications/ (STYLE §1, §2)
   await subscriber.connect();
-  await subscriber.listenTo(CHANGES_CHANNEL);
-  for (const other of channels)
-    if (other.watch === undefined) await subscriber.listenTo(other.channel);
-  listening = true;
-  const { turn, close } = switchOf(subscriber, warn);
-  for (const other of channels) other.watch?.((on) => turn(other, on));
-  return {
-    get listening() {
-      return listening;
-    },
-    hearChanges: (on) =>
-      turn({ channel: CHANGES_CHANNEL, listening: () => {} }, on),
-    close,
-  };
+  for (const channel of channelNames) await subscriber.listenTo(channel);
 }
 
 /**
- * Turns channels on and off one at a time, so two quick turns cannot LISTEN twice; and closes the
- * connection, after which nothing turns (sessions dropped at shutdown turn their channel off).
+ * Leave `old` for a subscriber on the new primary, LISTENing to what `old` did; tried again every
+ * second until it connects or the listener closes (then `old` is returned, closed).
+ */
+async function followPrimary(
+  old: Subscriber,
+  hooks: Hooks,
+  closed: () => boolean,
+): Promise<Subscriber> {
+  const channelNames = old.getSubscribedChannels();
+  retire(old, hooks.options);
+  hooks.state.listening = false;
+  hooks.state.lost = true;
+  hooks.options.warn(
+    'live updates: the primary moved; listening on the new one',
+  );
+  while (!closed()) {
+    const next = openSubscriber(hooks);
+    try {
+      await connectSubscriber(next, channelNames);
+      return next;
+    } catch (error) {
+      retire(next, hooks.options);
+      hooks.options.warn(
+        `live updates: listening on the new primary failed (${describe(error)}); retrying`,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
+  return old;
+}
+
+/**
+ * Close a subscriber that is no longer used. pg-listen's reconnect loop does not stop at close(): a
+ * connection it still makes is closed as soon as it is made, and nothing it hears reaches pgmcp.
+ */
+function retire(subscriber: Subscriber, options: ListenerOptions): void {
+  for (const event of ['error', 'reconnect', 'connected'] as const)
+    subscriber.events.removeAllListeners(event);
+  for (const channel of [
+    CHANGES_CHANNEL,
+    ...(options.channels ?? []).map((other) => other.channel),
+  ])
+    subscriber.notifications.removeAllListeners(channel);
+  subscriber.events.on('error', () => undefined);
+  subscriber.events.on('connected', () => {
+    subscriber.close().catch(() => undefined);
+  });
+  subscriber.close().catch(() => undefined);
+}
+
+/**
+ * Turns channels on and off one at a time, so two quick turns cannot LISTEN twice, nor one turn
+ * race a move to a new primary (`serially`); and closes the connection, after which nothing turns
+ * (sessions dropped at shutdown turn their channel off).
  */
 function switchOf(
-  subscriber: ReturnType<typeof createSubscriber>,
+  subscriber: () => Subscriber,
   warn: (line: string) => void,
 ): {
   readonly turn: (
     channel: Pick<ListenChannel, 'channel' | 'listening'>,
     on: boolean,
   ) => Promise<void>;
+  readonly serially: (work: () => Promise<void>) => Promise<void>;
+  readonly closed: () => boolean;
   readonly close: () => Promise<void>;
 } {
   let switching = Promise.resolve();
   let closed = false;
+  const serially = (work: () => Promise<void>) => {
+    const done = switching.then(() => (closed ? undefined : work()));
+    switching = done.catch(() => undefined);
+    return done;
+  };
   return {
     turn: (channel, on) =>
-      (switching = switching
-        .then(() => (closed ? undefined : hear(subscriber, channel, on)))
-        .catch((error: unknown) => {
+      serially(() => hear(subscriber(), channel, on)).catch(
+        (error: unknown) => {
           // A lost connection: pg-listen LISTENs again to what it listened to, and a channel it
           // missed is read again at its next sweep.
           warn(
             `live updates: LISTEN ${channel.channel} failed (${describe(error)})`,
           );
-        })),
+        },
+      ),
+    serially,
+    closed: () => closed,
     close: () => {
       closed = true;
-      return subscriber.close().catch(() => undefined);
+      return subscriber()
+        .close()
+        .catch(() => undefined);
     },
   };
 }
@@ -138,7 +244,7 @@ function switchOf(
  * a channel newly heard is told, since what was sent on it before was not.
  */
 async function hear(
-  subscriber: ReturnType<typeof createSubscriber>,
+  subscriber: Subscriber,
   channel: Pick<ListenChannel, 'channel' | 'listening'>,
   on: boolean,
 ): Promise<void> {

@@ -231,6 +231,18 @@ export const METRICS = {
     labelNames: ['standby', 'state'] as const,
     registers: [registry],
   }),
+  primarySwitches: new Counter({
+    name: 'pgmcp_primary_switches_total',
+    help: 'Times a database with standbys moved its writes, LISTEN and slot to a promoted standby.',
+    labelNames: ['database'] as const,
+    registers: [registry],
+  }),
+  primaryCandidate: new Gauge({
+    name: 'pgmcp_primary_candidate',
+    help: "1 for the server (host:port) a database's writes go to, 0 for its other primary candidates.",
+    labelNames: ['database', 'server'] as const,
+    registers: [registry],
+  }),
   walSlotRetainedBytes: new Gauge({
     name: 'pgmcp_wal_slot_retained_bytes',
     help: 'WAL the change source slot holds back (PGMCP_CHANGE_SOURCE=wal), by database.',

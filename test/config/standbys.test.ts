@@ -32,6 +32,7 @@ describe('config file standbys', () => {
       waitMs: 1000,
       pollMs: 500,
       whenUnavailable: 'primary',
+      failover: 'follow',
     });
   });
 
@@ -45,6 +46,7 @@ describe('config file standbys', () => {
           waitMs: 0,
           pollMs: 50,
           whenUnavailable: 'fail',
+          failover: 'off',
         },
       },
       { PGMCP_DATABASES: 'hr=postgres://h/hr' },
@@ -56,6 +58,7 @@ describe('config file standbys', () => {
       waitMs: 0,
       pollMs: 50,
       whenUnavailable: 'fail',
+      failover: 'off',
     });
   });
 
@@ -68,6 +71,10 @@ describe('config file standbys', () => {
       'standbys.whenUnavailable',
     ],
     [{ servers: [{ url: 'postgres://x/y' }], pollMs: 1 }, 'standbys.pollMs'],
+    [
+      { servers: [{ url: 'postgres://x/y' }], failover: 'promote' },
+      'standbys.failover',
+    ],
     [
       { servers: [{ url: 'postgres://x/y' }], maxLagMs: -1 },
       'standbys.maxLagMs',

@@ -1,6 +1,7 @@
 // A server whose database has a hot standby (issue 36 point 1), over HTTP, against a real primary
 // and standby (test/setup/standby-pair.ts): query and explain run on the standby and say so, their
-// audit rows are on the primary, and a read that follows a change notification sees the change.
+// audit rows are on the primary, and a read that follows a change notification sees the change;
+// once the primary is lost and the standby promoted, calls run and are audited on the new primary.
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeRoleFunctions } from '../../src/db/index.js';
@@ -11,7 +12,11 @@ import {
   type TestServer,
 } from '../setup/harness.js';
 import { migrateDatabase } from '../setup/migrate-database.js';
-import { startStandbyPair, type StandbyPair } from '../setup/standby-pair.js';
+import {
+  startStandbyPair,
+  waitFor,
+  type StandbyPair,
+} from '../setup/standby-pair.js';
 
 let pair: StandbyPair;
 let tools: TestServer;
@@ -200,4 +205,37 @@ describe('a database with a standby', () => {
       await pair.sql('standby', 'select pg_wal_replay_resume()');
     }
   });
+
+  // Last: the promotion cannot be undone.
+  it('follows the standby when the primary is lost and the standby promoted: query answers on it and is audited there', async () => {
+    await pair.caughtUp();
+    pair.stopPrimary('immediate');
+    await pair.promoteStandby();
+    await waitFor(
+      () =>
+        tools.db.primary?.url === pair.standbyUrl &&
+        tools.db.standbys?.states[0]?.state === 'promoted',
+    );
+    const sql = `select pg_is_in_recovery()::text as recovery, inet_server_port()::text as port /* after failover ${Date.now()} */`;
+    const { structured } = await tool(tools, 'query', { sql });
+    expect(structured['rows']).toEqual([
+      ['false', new URL(pair.standbyUrl).port],
+    ]);
+    expect(structured['answered_by']).toEqual({
+      server: 'primary',
+      name: 'primary',
+    });
+    const audit = await pair.sql(
+      'standby',
+      `select role, row_count::int from pgmcp.audit where target = '${sql.replace(/'/g, "''")}'`,
+    );
+    expect(audit).toEqual([{ role: 'standby_tools', row_count: 1 }]);
+    expect(
+      logLines.some((line) =>
+        line.startsWith(
+          `primary moved from ${new URL(pair.primaryUrl).host} to ${new URL(pair.standbyUrl).host} (timeline 2)`,
+        ),
+      ),
+    ).toBe(true);
+  }, 120_000);
 });

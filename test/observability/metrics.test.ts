@@ -6,6 +6,7 @@ import {
   startAdminListener,
   type AdminListener,
 } from '../../src/observability/index.js';
+import { PrimaryTarget } from '../../src/db/standby/primary-target.js';
 import {
   call,
   postRaw,
@@ -105,6 +106,35 @@ describe('the admin listener', () => {
     // Bounded labels: no URI and no role name in any series.
     expect(after).not.toContain('no/such-note-for-metrics');
     expect(after).not.toContain('support');
+  });
+
+  it("labels a database's primary candidates by host:port, never with their credentials", async () => {
+    // Made, not started: the candidates' gauge is set from the start, before any check.
+    const target = new PrimaryTarget({
+      candidates: [
+        'postgres://pgmcp:metrics-secret@db-a:5432/app',
+        'postgres://pgmcp:metrics-secret@db-b:6432/app',
+      ],
+      database: 'metrics',
+      checkMs: 1000,
+      probeTimeoutMs: 1000,
+      redact: (url) => url,
+      log: () => undefined,
+    });
+    const exposition = await scrape();
+    await target.close();
+    expect(
+      value(
+        exposition,
+        'pgmcp_primary_candidate{database="metrics",server="db-a:5432"}',
+      ),
+    ).toBe(1);
+    expect(exposition).toContain(
+      'pgmcp_primary_candidate{database="metrics",server="db-b:6432"} 0',
+    );
+    expect(exposition).toContain('# TYPE pgmcp_primary_switches_total counter');
+    expect(exposition).not.toContain('metrics-secret');
+    expectPromtoolAccepts(exposition);
   });
 
   it('passes promtool check metrics', async () => {

@@ -33,6 +33,10 @@ export interface StandbyPair {
   caughtUp(): Promise<void>;
   stopStandby(): void;
   startStandby(): Promise<void>;
+  /** Stop the primary: `immediate` is a lost server (no shutdown checkpoint, sessions cut). */
+  stopPrimary(mode: 'immediate' | 'fast'): void;
+  /** Start the primary again, as it was: after a promotion, a second writable server (split brain). */
+  startPrimary(): Promise<void>;
   promoteStandby(): Promise<void>;
   close(): void;
 }
@@ -133,6 +137,16 @@ export async function startStandbyPair(): Promise<StandbyPair> {
       await waitFor(
         async () =>
           (await sql('standby', 'select 1 as one').catch(() => []))[0]?.[
+            'one'
+          ] === 1,
+      );
+    },
+    stopPrimary: (mode) => stop(primaryData, mode),
+    startPrimary: async () => {
+      start(primaryData, primaryPort);
+      await waitFor(
+        async () =>
+          (await sql('primary', 'select 1 as one').catch(() => []))[0]?.[
             'one'
           ] === 1,
       );

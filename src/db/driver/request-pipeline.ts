@@ -109,6 +109,14 @@ export class RequestPipelines {
     );
   }
 
+  /**
+   * Open new connections from here on (config is read again for each), ending the current ones
+   * once what is on their wire has been answered: the primary moved (db/standby/primary-target.ts).
+   */
+  reconnect(): void {
+    for (const slot of this.#slots) this.#drop(slot);
+  }
+
   #connected(slot: Slot): Promise<pg.Client> {
     if (this.#closed)
       return Promise.reject(new Error('the database handle is closed'));

@@ -18,6 +18,17 @@ export interface StandbyOptions {
   readonly pollMs: number;
   /** With no standby up and within the lag bounds: read from the primary, or refuse (UNAVAILABLE). */
   readonly whenUnavailable: 'primary' | 'fail';
+  /**
+   * Whether writes, LISTEN and the WAL slot follow a standby that was promoted (follow, the
+   * default), or stay on the configured primary's URL (off: DNS or a virtual IP follows it).
+   */
+  readonly failover?: 'follow' | 'off';
+  /** The database's name in metrics and logs; default "main". */
+  readonly database?: string;
+  /** A URL safe to log (its password hidden); default: host and port only. */
+  readonly redact?: (url: string) => string;
+  /** How often the primary is checked when failover follows it; default 1000. */
+  readonly failoverCheckMs?: number;
   /** Where a standby's change of state is told (once per change); `up`: it takes reads again. */
   readonly log: (message: string, up: boolean) => void;
 }

@@ -5,6 +5,7 @@
 import type pg from 'pg';
 import { ProtocolError } from '../../errors.js';
 import { METRICS } from '../../observability/index.js';
+import { serverLabel } from './primary-target.js';
 import type { StandbyOptions } from './standby-options.js';
 
 /** up: reads may go to it; the others send reads to the primary (or refuse them). */
@@ -78,7 +79,7 @@ export class StandbySet {
     this.#options = options;
     this.#servers = servers;
     this.#standbys = options.urls.map((url) => ({
-      label: labelOf(url),
+      label: serverLabel(url),
       pool: servers.poolFor(url),
       state: 'starting',
       replayLsn: 0n,
@@ -307,16 +308,6 @@ function caughtUp(standby: Standby, floor: bigint): boolean {
   const { replayLsn, blockSize } = standby;
   if (replayLsn >= floor) return true;
   return replayLsn % blockSize === 0n && floor - replayLsn <= PAGE_HEADER_BYTES;
-}
-
-/** host:port of a postgres:// URL, without user or password. */
-function labelOf(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.hostname || 'localhost'}:${parsed.port || '5432'}`;
-  } catch {
-    return 'standby';
-  }
 }
 
 /** Why a poll failed, without anything a connection string holds. */
