@@ -170,7 +170,9 @@ describe('reads from a standby', () => {
   });
 
   it('sends a role whose functions are not on the standby straight to the primary for a while: nothing runs before the standby again, and its connection stays', async () => {
-    // No poll after the first: the standby's connections run only what these calls send.
+    // Only this test's connections on the standby, and no poll after the first: they run only
+    // what these calls send.
+    for (const earlier of opened.splice(0)) await earlier.close();
     const db = open({ pollMs: 600_000 });
     const beforeStandby = vi.fn(() => Promise.resolve());
     const run = (principal: typeof reader) =>
