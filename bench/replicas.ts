@@ -5,13 +5,13 @@
 // application_name says pgmcp, the server being local) per committed change, plus how many
 // notifications each stream missed. Every update touches a resource no other update touches, so a
 // stream's queue cannot fold two of them: each stream must hear exactly its role's share.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { runMigrations } from '../src/db/index.js';
 import { MIGRATIONS_DIRECTORY } from '../src/config/index.js';
 import type { Logger } from '../src/log.js';
-import { PROJECT_ROOT } from '../src/version.js';
+import { spawnBuiltServer } from '../test/setup/built-server.js';
 import type { TokenIssuer } from './token-issuer.js';
 
 export interface ReplicaBenchContext {
@@ -221,51 +221,21 @@ async function resetResources(sql: pg.Client): Promise<string[]> {
   return rows.map((row) => row.uri);
 }
 
-function startReplica(
+async function startReplica(
   context: ReplicaBenchContext,
   url: string,
   shared: 'on' | 'off',
 ): Promise<Replica> {
-  const child = spawn(
-    process.execPath,
-    [
-      'bin/pgmcp.js',
-      'serve',
-      '--port',
-      '0',
-      '--no-migrate',
-      '--allow-unsafe-login',
-    ],
-    {
-      cwd: PROJECT_ROOT,
-      env: {
-        PATH: process.env['PATH'],
-        DATABASE_URL: url,
-        PGMCP_JWT_SECRET: context.issuer.secret,
-        PGMCP_JWT_AUDIENCE: context.issuer.audience,
-        PGMCP_MAX_SUBSCRIPTION_URIS: String(CHANGES),
-        PGMCP_MAX_BODY_BYTES: String(16 * 1024 * 1024),
-        PGMCP_SHARED_DELIVERY: shared,
-        PGMCP_LOG_FORMAT: 'json',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const onData = (chunk: Buffer): void => {
-      output += chunk.toString('utf8');
-      const found = /serving MCP 2026-07-28 at (http:\/\/\S+)/.exec(
-        output,
-      )?.[1];
-      if (found !== undefined) resolve({ child, url: found });
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.on('exit', (code) =>
-      reject(new Error(`replica exited with ${code}: ${output}`)),
-    );
+  const { child, url: endpoint } = await spawnBuiltServer({
+    DATABASE_URL: url,
+    PGMCP_JWT_SECRET: context.issuer.secret,
+    PGMCP_JWT_AUDIENCE: context.issuer.audience,
+    PGMCP_MAX_SUBSCRIPTION_URIS: String(CHANGES),
+    PGMCP_MAX_BODY_BYTES: String(16 * 1024 * 1024),
+    PGMCP_SHARED_DELIVERY: shared,
+    PGMCP_LOG_FORMAT: 'json',
   });
+  return { child, url: endpoint };
 }
 
 async function stopReplica(replica: Replica): Promise<void> {

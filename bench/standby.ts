@@ -4,7 +4,7 @@
 // (`bin/pgmcp.js serve`) on the primary's database, one configured with the standby (config file
 // `standbys`, its defaults), one without; resources/read and the query tool's point read through
 // each, alternated ABBA; then a read sent as soon as a change notification arrives, on each.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,7 +12,7 @@ import pg from 'pg';
 import { runMigrations, storeRoleFunctions } from '../src/db/index.js';
 import { MIGRATIONS_DIRECTORY } from '../src/config/index.js';
 import type { Logger } from '../src/log.js';
-import { PROJECT_ROOT } from '../src/version.js';
+import { spawnBuiltServer } from '../test/setup/built-server.js';
 import { startStandbyPair } from '../test/setup/standby-pair.js';
 import { alternate } from './alternate.js';
 import type { LoadCaller, LoadRunner, Run, Workload } from './load.js';
@@ -150,47 +150,22 @@ interface Server {
 }
 
 /** `bin/pgmcp.js serve` on the primary's database, with the standby's config file or none. */
-function startServer(
+async function startServer(
   context: StandbyBenchContext,
   databaseUrl: string,
   config: string | undefined,
 ): Promise<Server> {
-  const args = ['bin/pgmcp.js', 'serve', '--port', '0', '--no-migrate'];
-  // The pair's only login is its superuser.
-  args.push('--allow-unsafe-login');
-  if (config !== undefined) args.push('--config', config);
-  const child = spawn(process.execPath, args, {
-    cwd: PROJECT_ROOT,
-    env: {
-      PATH: process.env['PATH'],
+  const { child, url, adminUrl } = await spawnBuiltServer(
+    {
       DATABASE_URL: databaseUrl,
       PGMCP_JWT_SECRET: context.secret,
       PGMCP_JWT_AUDIENCE: context.audience,
       PGMCP_ADMIN_PORT: '0',
       PGMCP_LOG_FORMAT: 'json',
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const onData = (chunk: Buffer): void => {
-      output += chunk.toString('utf8');
-      const url = /serving MCP 2026-07-28 at (http:\/\/[^\s"]+)/.exec(
-        output,
-      )?.[1];
-      const admin =
-        /admin listener \(metrics, probes\) on (http:\/\/[^\s"]+)/.exec(
-          output,
-        )?.[1];
-      if (url !== undefined && admin !== undefined)
-        resolve({ child, url, metricsUrl: `${admin}/metrics` });
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.on('exit', (code) =>
-      reject(new Error(`pgmcp serve exited with ${code}: ${output}`)),
-    );
-  });
+    { args: config === undefined ? [] : ['--config', config] },
+  );
+  return { child, url, metricsUrl: `${adminUrl ?? ''}/metrics` };
 }
 
 async function stopServer(server: Server): Promise<void> {

@@ -86,7 +86,7 @@ export class LegacySubscriptions {
       );
     keys.set(uri, key);
     session.subscriptions.add(key);
-    if (session.ready) this.attach(session, principal);
+    if (session.ready) this.#reattach(session, principal);
   }
 
   /**
@@ -103,7 +103,7 @@ export class LegacySubscriptions {
     session.subscriptions.clear();
     for (const uri of uris) session.subscriptions.add(uri);
     const subscriber = this.#registered.get(session);
-    if (subscriber !== undefined) this.attach(session, subscriber.principal);
+    if (subscriber !== undefined) this.#reattach(session, subscriber.principal);
   }
 
   /** Issue 35: open streams by era and their unwritten bytes (the registry's, legacy ones named). */
@@ -131,7 +131,7 @@ export class LegacySubscriptions {
     keys.delete(uri);
     if (![...keys.values()].includes(key)) session.subscriptions.delete(key);
     const subscriber = this.#registered.get(session);
-    if (subscriber !== undefined) this.attach(session, subscriber.principal);
+    if (subscriber !== undefined) this.#reattach(session, subscriber.principal);
   }
 
   /**
@@ -159,6 +159,28 @@ export class LegacySubscriptions {
     if (carried !== undefined) {
       subscriber.carryOver(carried);
       subscriber.deliver(this.streams.limits);
+    }
+  }
+
+  /**
+   * attach() for a session whose URIs changed while its channel is open. If the registry refuses
+   * (its caps, or it is shutting down), an HTTP session's GET stream is not left open, unheard and
+   * holding its connection: it ends, saying why when the client asked for log messages, and the
+   * client's next GET is answered with the refusal, as a listen over the caps is. A stdio session's
+   * output cannot be opened again: it stays, and the caller is refused.
+   */
+  #reattach(session: LegacySession, principal: Principal): void {
+    try {
+      this.attach(session, principal);
+    } catch (error) {
+      if (session.id === undefined || this.#options.records === undefined)
+        throw error;
+      session.log('error', {
+        message: `notifications stopped: ${error instanceof ProtocolError ? error.message : 'the server could not deliver them'}; open the stream again`,
+      });
+      const channel = session.channel;
+      session.channel = undefined;
+      channel?.end();
     }
   }
 

@@ -169,6 +169,46 @@ describe('reads from a standby', () => {
     expect(await reads('primary', 'unsuitable')).toBe(unsuitable + 1);
   });
 
+  it('sends a role whose functions are not on the standby straight to the primary for a while: nothing runs before the standby again, and its connection stays', async () => {
+    // Only this test's connections on the standby, and no poll after the first: they run only
+    // what these calls send.
+    for (const earlier of opened.splice(0)) await earlier.close();
+    const db = open({ pollMs: 600_000 });
+    const beforeStandby = vi.fn(() => Promise.resolve());
+    const run = (principal: typeof reader) =>
+      runReadOnlySql(db, principal, {
+        params: [],
+        maxRows: 10,
+        maxBytes: 10_000,
+        schemas: null,
+        sql: 'select pg_is_in_recovery()::text',
+        beforeStandby,
+      });
+    const unsuitable = await reads('primary', 'unsuitable');
+    const first = await run(outsider);
+    expect(first.server).toMatchObject({ kind: 'primary' });
+    expect(beforeStandby).toHaveBeenCalledTimes(1);
+    // The connection that found the functions missing went back to the pool, not closed.
+    const kept = await pair.sql(
+      'standby',
+      `select count(*)::int as n from pg_stat_activity
+        where query like '%to_regprocedure%' and pid <> pg_backend_pid()`,
+    );
+    expect(kept[0]?.['n']).toBe(1);
+    for (let i = 0; i < 2; i++) {
+      const again = await run(outsider);
+      expect(again.rows).toEqual([['false']]);
+      expect(again.server).toMatchObject({ kind: 'primary' });
+    }
+    // Neither call picked the standby: no audit row before it, no second look at its catalog.
+    expect(beforeStandby).toHaveBeenCalledTimes(1);
+    expect(await reads('primary', 'unsuitable')).toBe(unsuitable + 3);
+    // Another role's reads still go to the standby.
+    const other = await run(reader);
+    expect(other.rows).toEqual([['true']]);
+    expect(beforeStandby).toHaveBeenCalledTimes(2);
+  });
+
   it('reads the primary when the standby has not replayed a change the feed read in time, and the standby once it has', async () => {
     const db = open({ waitMs: 300 });
     expect((await read(db)).recovery).toBe(true);

@@ -1,11 +1,12 @@
 // Issue 35 point 4: SIGTERM drains the built server. /readyz fails at once (the MCP endpoint's and
 // the admin listener's), a 5 s query still gets its answer and its audit row, an open listen
 // stream ends with its final result, and the process exits 0.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../src/version.js';
+import { spawnBuiltServer } from '../setup/built-server.js';
 import { call, listen, testDatabaseUrl, until } from '../setup/harness.js';
 
 const SECRET = 'drain-test-secret-0123456789abcdef';
@@ -23,55 +24,28 @@ afterAll(async () => {
 });
 
 /** The built server on the test database, with a short drain delay; its URLs once it serves. */
-function serve(): Promise<{
+async function serve(): Promise<{
   child: ChildProcess;
   url: string;
   adminUrl: string;
   output: () => string;
 }> {
-  const started = spawn(
-    process.execPath,
-    [
-      'bin/pgmcp.js',
-      'serve',
-      '--port',
-      '0',
-      '--no-migrate',
-      '--allow-unsafe-login',
-    ],
+  const started = await spawnBuiltServer(
     {
-      cwd: PROJECT_ROOT,
-      env: {
-        PATH: process.env['PATH'],
-        DATABASE_URL: testDatabaseUrl(),
-        PGMCP_JWT_SECRET: SECRET,
-        PGMCP_ADMIN_PORT: '0',
-        PGMCP_DRAIN_DELAY_MS: '1500',
-        PGMCP_SHUTDOWN_GRACE_MS: '30000',
-        PGMCP_LOG_FORMAT: 'json',
+      DATABASE_URL: testDatabaseUrl(),
+      PGMCP_JWT_SECRET: SECRET,
+      PGMCP_ADMIN_PORT: '0',
+      PGMCP_DRAIN_DELAY_MS: '1500',
+      PGMCP_SHUTDOWN_GRACE_MS: '30000',
+      PGMCP_LOG_FORMAT: 'json',
+    },
+    {
+      onSpawn: (spawned) => {
+        child = spawned;
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
-  child = started;
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const onData = (chunk: Buffer): void => {
-      output += chunk.toString('utf8');
-      const url = /serving MCP 2026-07-28 at (http:\/\/\S+)/.exec(output)?.[1];
-      const adminUrl =
-        /admin listener \(metrics, probes\) on (http:\/\/[^"\s]+)/.exec(
-          output,
-        )?.[1];
-      if (url !== undefined && adminUrl !== undefined)
-        resolve({ child: started, url, adminUrl, output: () => output });
-    };
-    started.stdout.on('data', onData);
-    started.stderr.on('data', onData);
-    started.on('exit', (code) =>
-      reject(new Error(`exited with ${code}: ${output}`)),
-    );
-  });
+  return { ...started, adminUrl: started.adminUrl ?? '' };
 }
 
 function bearer(role: string, url: string): Record<string, string> {

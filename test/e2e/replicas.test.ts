@@ -7,15 +7,15 @@
 // is killed mid-traffic its clients listen again elsewhere and pull what they missed from
 // changes_since: every committed change reaches every client, and a 2025-11-25 session's stream
 // reopened elsewhere still hears of what it subscribed to.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../../src/version.js';
 import { loadSeed } from '../../src/db/index.js';
 import { SEEDS_DIRECTORY } from '../../src/config/index.js';
+import { spawnBuiltServer } from '../setup/built-server.js';
 import { migrateDatabase } from '../setup/migrate-database.js';
 import { recreateDatabase } from '../setup/recreate-database.js';
 import {
@@ -69,49 +69,15 @@ const uris = Array.from(
 );
 
 /** The built server on the test database; resolves once it serves. */
-function startReplica(): Promise<Replica> {
-  const child = spawn(
-    process.execPath,
-    [
-      'bin/pgmcp.js',
-      'serve',
-      '--port',
-      '0',
-      '--no-migrate',
-      '--allow-unsafe-login',
-    ],
-    {
-      cwd: PROJECT_ROOT,
-      env: {
-        PATH: process.env['PATH'],
-        DATABASE_URL: databaseUrl,
-        PGMCP_AUTH: 'none',
-        PGMCP_ROLE: 'support',
-        PGMCP_PAGE_SIZE: '500',
-        PGMCP_LOG_FORMAT: 'json',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const onData = (chunk: Buffer): void => {
-      output += chunk.toString('utf8');
-      const url = /serving MCP 2026-07-28 at (http:\/\/\S+)/.exec(output)?.[1];
-      if (url !== undefined)
-        resolve({
-          child,
-          port: Number(new URL(url).port),
-          output: () => output,
-          dead: false,
-        });
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.on('exit', (code) =>
-      reject(new Error(`exited with ${code}: ${output}`)),
-    );
+async function startReplica(): Promise<Replica> {
+  const { child, url, output } = await spawnBuiltServer({
+    DATABASE_URL: databaseUrl,
+    PGMCP_AUTH: 'none',
+    PGMCP_ROLE: 'support',
+    PGMCP_PAGE_SIZE: '500',
+    PGMCP_LOG_FORMAT: 'json',
   });
+  return { child, port: Number(new URL(url).port), output, dead: false };
 }
 
 /**

@@ -250,6 +250,57 @@ describe('the fan-out', () => {
     }
   });
 
+  it("ends a 2025-11-25 session's GET stream, releasing its place, when the fan-out refuses it on re-registration", async () => {
+    const fanout = new StreamRegistry({
+      serverInfo: SERVER_INFO,
+      maxStreams: 100,
+      maxStreamsPerRole: 1,
+      maxPendingBytes: 1024 * 1024,
+      stallTimeoutMs: 30_000,
+      log: () => undefined,
+    });
+    fanouts.push(fanout);
+    // The shared store's side, in memory: every subscribe is stored.
+    const legacy = new LegacySubscriptions({
+      streams: fanout,
+      readable: (uris) => Promise.resolve([...uris]),
+      maxUris: 100,
+      records: {
+        subscribe: () => Promise.resolve('subscribed' as const),
+        unsubscribe: () => Promise.resolve(true),
+      },
+    });
+    const sink = new MemorySink();
+    const session = new LegacySession('s1');
+    session.channel = sink;
+    session.ready = true;
+    session.logLevel = 'info';
+    const signal = new AbortController().signal;
+    const support: Principal = { role: 'support', claims: {} };
+    legacy.attach(session, support);
+    expect(fanout.size).toBe(1);
+    // Another stream holds finance's one place; the session re-registers as finance.
+    const other = fanout.reserve({ role: 'finance', claims: {} });
+    await legacy.subscribe(session, 'notes:///a/1', {
+      principal: { role: 'finance', claims: {} },
+      signal,
+    });
+    expect(sink.ended).not.toBeNull();
+    expect(session.channel).toBeUndefined();
+    expect(
+      sink.written.some((line) =>
+        /"level":"error".*notifications stopped: Too many open subscriptions for this role/.test(
+          line,
+        ),
+      ),
+    ).toBe(true);
+    // Nothing of it is left in the fan-out: support's place is free again.
+    expect(fanout.size).toBe(0);
+    other();
+    const release = fanout.reserve(support);
+    release();
+  });
+
   it('keeps streams open and fails the batch (to be retried) when the pool is too busy to check access', async () => {
     const { fanout, open } = setup();
     const sink = open('support', ['notes:///a/1'], true);

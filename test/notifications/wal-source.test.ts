@@ -12,6 +12,7 @@ import {
   type WalCapture,
 } from '../../src/db/index.js';
 import type { CollectionConfig } from '../../src/resources/index.js';
+import { ensureSlot, slotName } from '../../src/db/wal/capture-slot.js';
 import { rowUri } from '../../src/resources/catalog-uri.js';
 import {
   listenFresh,
@@ -96,6 +97,23 @@ async function loggedKeys(): Promise<string[]> {
       where relation = 'inv.docs' order by seq`,
   );
   return rows.map((row) => row.key);
+}
+
+/** The name of the test database's slot (whether or not it exists now). */
+async function currentSlot(): Promise<string> {
+  const client = await captureDb.connectAdmin();
+  try {
+    return await slotName(client);
+  } finally {
+    await client.end();
+  }
+}
+
+async function captureEpoch(): Promise<bigint> {
+  const { rows } = await sql.query<{ epoch: string }>(
+    'select epoch::text from pgmcp.change_capture',
+  );
+  return BigInt(rows[0]?.epoch ?? -1);
 }
 
 async function reconnectSql(): Promise<void> {
@@ -413,6 +431,57 @@ describe('the wal source', () => {
       () => a.updated().filter((uri) => uri === doc(8)).length >= 2,
       30_000,
     );
+  });
+
+  it('starts the epoch of a slot a crashed run created but did not finish, and resyncs every stream', async () => {
+    for (const running of [...captures]) await stopCapture(running);
+    const a = await open(ROLE_A, { resourceSubscriptions: [doc(10)] });
+    const slot = await currentSlot();
+    // What a run that crashed right after creating the slot leaves: the mark, then the slot.
+    await sql.query('select pg_drop_replication_slot($1)', [slot]);
+    await sql.query('select pgmcp.begin_slot_creation()');
+    await sql.query(
+      `select pg_create_logical_replication_slot($1, 'pgoutput')`,
+      [slot],
+    );
+    const epoch = await captureEpoch();
+    const heard = a.updated().length;
+    await capture();
+    await until(
+      async () => (await captureEpoch()) > epoch,
+      20_000,
+      'the next run to start the epoch',
+    );
+    await a.waitFor(() => a.updated().length > heard, 30_000);
+    expect(a.updated().slice(heard)).toContain(doc(10));
+    const { rows } = await sql.query<{ slot_pending: boolean }>(
+      'select slot_pending from pgmcp.change_capture',
+    );
+    expect(rows[0]?.slot_pending).toBe(false);
+  }, 120_000);
+
+  it('creates a missing slot once when two replicas start together, with one epoch for it', async () => {
+    for (const running of [...captures]) await stopCapture(running);
+    const slot = await currentSlot();
+    await sql.query(
+      'select pg_drop_replication_slot(slot_name) from pg_replication_slots where slot_name = $1',
+      [slot],
+    );
+    const epoch = await captureEpoch();
+    const clients = [
+      await captureDb.connectAdmin(),
+      await captureDb.connectAdmin(),
+    ];
+    try {
+      const created = await Promise.all(
+        clients.map((client) => ensureSlot(client, slot)),
+      );
+      expect(created.filter(Boolean)).toHaveLength(1);
+    } finally {
+      for (const client of clients) await client.end();
+    }
+    // One creation, one epoch: none from the replica that found the slot made.
+    expect(await captureEpoch()).toBe(epoch + 1n);
   });
 
   it('switching back to triggers reinstalls them and drops the slot', async () => {

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAuthenticate } from '../../src/app/index.js';
 import { mintToken } from '../../src/auth/index.js';
 import { loadConfig } from '../../src/config/index.js';
-import { createRoleChecker } from '../../src/db/index.js';
+import { checkRequestRole, createRoleChecker } from '../../src/db/index.js';
 import { createLogger } from '../../src/log.js';
 import {
   META,
@@ -210,6 +210,9 @@ describe('a token never acts as the login', () => {
   const login = `pgmcp_test_login_${suffix}`;
   const superuser = `pgmcp_test_super_${suffix}`;
   const bypass = `pgmcp_test_bypass_${suffix}`;
+  // Roles that could read pgmcp's own tables (listening principals' claims, shared secrets).
+  const readsAll = `pgmcp_test_readall_${suffix}`;
+  const heir = `pgmcp_test_heir_${suffix}`;
   let admin: pg.Client;
   let asLogin: TestServer;
   let loginChecker: ((role: string) => Promise<boolean>) | undefined;
@@ -223,7 +226,15 @@ describe('a token never acts as the login', () => {
     );
     await admin.query(`create role ${superuser} nologin superuser`);
     await admin.query(`create role ${bypass} nologin bypassrls`);
-    await admin.query(`grant support, ${superuser}, ${bypass} to ${login}`);
+    await admin.query(
+      `create role ${readsAll} nologin in role pg_read_all_data`,
+    );
+    await admin.query(
+      `create role ${heir} nologin in role pgmcp_authenticator`,
+    );
+    await admin.query(
+      `grant support, ${superuser}, ${bypass}, ${readsAll}, ${heir} to ${login}`,
+    );
     const url = new URL(testDatabaseUrl());
     url.username = login;
     url.password = password;
@@ -256,7 +267,9 @@ describe('a token never acts as the login', () => {
 
   afterAll(async () => {
     await asLogin.close();
-    await admin.query(`drop role ${login}, ${superuser}, ${bypass}`);
+    await admin.query(
+      `drop role ${login}, ${superuser}, ${bypass}, ${readsAll}, ${heir}`,
+    );
     await admin.end();
   });
 
@@ -275,6 +288,58 @@ describe('a token never acts as the login', () => {
       expect(response.body, role).toMatchObject({
         error: { data: { code: 'ROLE_FORBIDDEN' } },
       });
+    }
+  });
+
+  it("answers 403 to a token naming a role that could read pgmcp's own tables: a pg_read_all_data member, or one holding pgmcp_authenticator's privileges", async () => {
+    // What such a role could read through the query tool: other principals' claims.
+    const { rows } = await admin.query<{ readable: boolean }>(
+      `select has_table_privilege($1, 'pgmcp.feed_replicas', 'select') and
+              has_table_privilege($2, 'pgmcp.feed_replicas', 'select') as readable`,
+      [readsAll, heir],
+    );
+    expect(rows[0]?.readable).toBe(true);
+    for (const role of [readsAll, heir]) {
+      const response = await postRaw(
+        asLogin.url,
+        listBody,
+        {
+          ...mcpHeaders('resources/list'),
+          Authorization: `Bearer ${await token(role)}`,
+        },
+        'resources/list',
+      );
+      expect(response.status, role).toBe(403);
+      expect(response.body, role).toMatchObject({
+        error: { data: { code: 'ROLE_FORBIDDEN' } },
+      });
+    }
+  });
+
+  it("keeps pgmcp.feed_replicas (listening principals' claims) from every role requests may run as", async () => {
+    const { rows } = await admin.query<{ rolname: string }>(
+      `select r.rolname from pg_roles r
+        where pg_has_role('pgmcp_authenticator', r.oid, 'MEMBER')
+          and r.rolname <> 'pgmcp_authenticator'`,
+    );
+    expect(rows.map((row) => row.rolname)).toContain('support');
+    for (const { rolname } of rows) {
+      const verdict = await checkRequestRole(
+        admin,
+        rolname,
+        'pgmcp_authenticator',
+      );
+      if (verdict !== 'allowed') continue;
+      await admin.query('begin');
+      try {
+        await admin.query(`set local role "${rolname}"`);
+        await expect(
+          admin.query('select * from pgmcp.feed_replicas'),
+          rolname,
+        ).rejects.toMatchObject({ code: '42501' });
+      } finally {
+        await admin.query('rollback');
+      }
     }
   });
 

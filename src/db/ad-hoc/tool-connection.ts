@@ -49,7 +49,10 @@ export async function withToolConnection<T>(
   return onReadServer(
     call.db,
     (db, server) => lend({ ...call, db }, work, server),
-    { beforeStandby: call.options.beforeStandby },
+    {
+      beforeStandby: call.options.beforeStandby,
+      role: roleKeyOf(call.principal.role),
+    },
   );
 }
 
@@ -78,8 +81,14 @@ async function functionsFor(
   if (stored === undefined)
     throw new StandbyUnsuitableError(
       `the role's query and explain functions are not on this standby (pgmcp role grant ${role ?? '<login>'} makes them)`,
+      roleKeyOf(role),
     );
   return stored;
+}
+
+/** The login (no role) cannot collide with a role name: those never contain a NUL. */
+function roleKeyOf(role: string | null): string {
+  return role ?? '\u0000login';
 }
 
 async function lend<T>(
@@ -97,8 +106,10 @@ async function lend<T>(
       try {
         functions = await functionsFor(client, principal.role, server);
       } catch (error) {
-        // Its transaction may not have ended: the connection goes.
-        broken = error instanceof Error ? error : new Error(String(error));
+        // Its transaction may not have ended: the connection goes. Finding the stored functions
+        // missing ran only reads outside a transaction, so that connection is fine.
+        if (!(error instanceof StandbyUnsuitableError))
+          broken = error instanceof Error ? error : new Error(String(error));
         throw error;
       }
       session = {

@@ -46,18 +46,34 @@ export async function inspectRequestLogin(
 
 /**
  * Whether a request may assume a role, or why not: `unknown` (no role has exactly this name),
- * `login` (the login itself, or pgmcp_authenticator), `superuser` and `bypassrls` (row-level
- * security would not apply), `not_granted` (the login may not switch to it).
+ * `login` (the login itself or pgmcp_authenticator, or a role with their privileges), `superuser`
+ * and `bypassrls` (row-level security would not apply), `reads_all_data` (a member of
+ * pg_read_all_data: it could read pgmcp's own tables), `not_granted` (the login may not switch to
+ * it).
  */
 export type RoleVerdict =
-  'allowed' | 'unknown' | 'login' | 'superuser' | 'bypassrls' | 'not_granted';
+  | 'allowed'
+  | 'unknown'
+  | 'login'
+  | 'superuser'
+  | 'bypassrls'
+  | 'reads_all_data'
+  | 'not_granted';
 
 // The name is compared as text with rolname, never parsed as an identifier (to_regrole would fold
 // case, strip quotes and blanks, and raise on bad syntax). PostgreSQL 16 lets a grant withhold SET;
 // before 16, membership is what SET ROLE needs.
+// pgmcp's own tables (claims of listening principals, shared secrets) are granted
+// to the login only: a role holding the login's privileges, or pg_read_all_data's (which no REVOKE
+// takes back), would read them through the query tool.
 const ROLE_VERDICT_SQL = `
-select r.rolname::text = l.rolname::text or r.rolname::text = '${AUTHENTICATOR_ROLE}' as login,
+select r.rolname::text = l.rolname::text or r.rolname::text = '${AUTHENTICATOR_ROLE}'
+       or exists (select from pg_roles o
+                   where (o.oid = l.oid or o.rolname::text = '${AUTHENTICATOR_ROLE}')
+                     and pg_has_role(r.oid, o.oid, 'USAGE')) as login,
        r.rolsuper as superuser, r.rolbypassrls as bypassrls,
+       exists (select from pg_roles a where a.rolname = 'pg_read_all_data'
+                  and pg_has_role(r.oid, a.oid, 'USAGE')) as reads_all_data,
        case when current_setting('server_version_num')::int >= 160000
             then pg_has_role(l.oid, r.oid, 'SET')
             else pg_has_role(l.oid, r.oid, 'MEMBER') end as granted
@@ -78,6 +94,7 @@ export async function checkRequestRole(
     login: boolean | null;
     superuser: boolean;
     bypassrls: boolean;
+    reads_all_data: boolean;
     granted: boolean | null;
   }[];
   try {
@@ -94,6 +111,7 @@ export async function checkRequestRole(
   if (row.login === true) return 'login';
   if (row.superuser) return 'superuser';
   if (row.bypassrls) return 'bypassrls';
+  if (row.reads_all_data) return 'reads_all_data';
   return row.granted === true ? 'allowed' : 'not_granted';
 }
 
@@ -173,6 +191,8 @@ export const ROLE_REFUSALS: Readonly<
   superuser:
     'it is a superuser, and row-level security does not apply to superusers',
   bypassrls: 'it has BYPASSRLS, so row-level security would not apply to it',
+  reads_all_data:
+    "it is a member of pg_read_all_data, which reads pgmcp's own tables (no REVOKE takes that back)",
   not_granted: `it is not granted to the login: run pgmcp role grant <role>`,
 };
 

@@ -6,8 +6,18 @@ import type { DatabaseHandle } from '../pool.js';
 import type { ReadServer } from './standby-options.js';
 import type { Standby, StandbyFault } from './standby-set.js';
 
-/** A standby cannot run this read (not a server fault): it goes to the primary, whatever is configured. */
-export class StandbyUnsuitableError extends Error {}
+/**
+ * A standby cannot run this read for `role` (a role key; not a server fault): it goes to the
+ * primary, whatever is configured, and so do that role's reads for a while (StandbySet.failed).
+ */
+export class StandbyUnsuitableError extends Error {
+  constructor(
+    message: string,
+    readonly role: string,
+  ) {
+    super(message);
+  }
+}
 
 const PRIMARY: ReadServer = { kind: 'primary', name: 'primary' };
 
@@ -26,11 +36,13 @@ export async function onReadServer<T>(
   options: {
     readonly beforeStandby?:
       ((server: ReadServer) => Promise<void>) | undefined;
+    /** The role key the read runs as: a standby found unsuitable for it is skipped. */
+    readonly role?: string;
   } = {},
 ): Promise<T> {
   const set = db.standbys;
   if (set === undefined) return work(db, PRIMARY);
-  const standby = await set.pick();
+  const standby = await set.pick(options.role);
   if (standby === undefined) return work(db, PRIMARY);
   const server: ReadServer = { kind: 'standby', name: standby.label };
   // Outside the fault handling below: its failure is the primary's, not the standby's.
@@ -70,6 +82,7 @@ function standbyFault(error: unknown): StandbyFault | undefined {
       why: unsuitable.message,
       connectionLost: false,
       unsuitable: true,
+      role: unsuitable.role,
     };
   const cause =
     error instanceof ProtocolError ? (error.cause ?? {}) : (error ?? {});

@@ -34,6 +34,8 @@ export interface StandbyFault {
   readonly why: string;
   readonly connectionLost: boolean;
   readonly unsuitable: boolean;
+  /** Unsuitable for this role (its key): its reads skip the standby for UNSUITABLE_MS. */
+  readonly role?: string;
 }
 
 /** How a StandbySet reaches the servers: a pool per standby, the primary's WAL position. */
@@ -59,6 +61,12 @@ const PAGE_HEADER_BYTES = 40n;
 const WAIT_STEP_MS = 10;
 /** Primary WAL positions kept for measuring lag in time, at most. */
 const MAX_SAMPLES = 1000;
+/**
+ * How long a standby is skipped for a role it cannot serve (its stored functions missing): `pgmcp
+ * role grant` runs in another process, and what it makes reaches the standby by replication, so
+ * nothing here hears of it; the standby is asked again after this.
+ */
+const UNSUITABLE_MS = 30_000;
 
 /** The standbys of one database; made by createDatabase, closed with it. */
 export class StandbySet {
@@ -74,6 +82,8 @@ export class StandbySet {
   #firstPoll: Promise<void> | undefined;
   /** Reads a standby could not run, told once each. */
   readonly #told = new Set<string>();
+  /** Standby label and role key → until when that role's reads skip the standby. */
+  readonly #unsuitable = new Map<string, number>();
 
   constructor(options: StandbyOptions, servers: StandbyServers) {
     this.#options = options;
@@ -114,9 +124,15 @@ export class StandbySet {
    * for (options.waitMs at most), then the primary answers. With none up and within the lag
    * bounds, whenUnavailable decides: the primary, or UNAVAILABLE.
    */
-  async pick(): Promise<Standby | undefined> {
+  async pick(role?: string): Promise<Standby | undefined> {
     if (this.#firstPoll !== undefined) await this.#firstPoll;
-    const up = this.#standbys.filter((standby) => standby.state === 'up');
+    const anyUp = this.#standbys.filter((standby) => standby.state === 'up');
+    const up = anyUp.filter((standby) => !this.#skips(standby, role));
+    if (up.length === 0 && anyUp.length > 0) {
+      // Unsuitable reads go to the primary whatever whenUnavailable says, as failed() sends them.
+      METRICS.standbyReads.inc({ server: 'primary', reason: 'unsuitable' });
+      return undefined;
+    }
     if (up.length === 0)
       return this.#noStandby(
         this.#standbys.some((standby) => standby.state === 'lagging')
@@ -146,6 +162,11 @@ export class StandbySet {
    */
   failed(standby: Standby, fault: StandbyFault): boolean {
     if (fault.unsuitable) {
+      if (fault.role !== undefined)
+        this.#unsuitable.set(
+          `${standby.label}\u0000${fault.role}`,
+          performance.now() + UNSUITABLE_MS,
+        );
       const told = `${standby.label}: ${fault.why}`;
       if (!this.#told.has(told)) {
         this.#told.add(told);
@@ -171,6 +192,17 @@ export class StandbySet {
     clearInterval(this.#timer);
     await this.#polling?.catch(() => undefined);
     await Promise.all(this.#standbys.map((standby) => standby.pool.end()));
+  }
+
+  /** Whether `role`'s reads skip `standby` (found unsuitable within UNSUITABLE_MS). */
+  #skips(standby: Standby, role: string | undefined): boolean {
+    if (role === undefined) return false;
+    const key = `${standby.label}\u0000${role}`;
+    const until = this.#unsuitable.get(key);
+    if (until === undefined) return false;
+    if (performance.now() < until) return true;
+    this.#unsuitable.delete(key);
+    return false;
   }
 
   #noStandby(reason: 'lagging' | 'down'): undefined {

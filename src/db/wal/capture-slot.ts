@@ -55,31 +55,66 @@ export async function slotKeepLimit(client: pg.Client): Promise<number> {
 
 /**
  * Make sure the slot exists and can be read: create it when missing, drop and recreate it when
- * PostgreSQL invalidated it (wal_status 'lost'). A new slot starts a new epoch, and listeners
- * resync (what committed while there was none was never decoded). Returns whether it is new.
+ * PostgreSQL invalidated it (wal_status 'lost'), and finish a creation a crashed run left
+ * (migrations/0040). A new slot starts a new epoch, and listeners resync (what committed while
+ * there was none was never decoded). Returns whether it is new.
  */
 export async function ensureSlot(
   client: pg.Client,
   slot: string,
 ): Promise<boolean> {
-  const { rows } = await client.query<{ wal_status: string | null }>(
-    'select wal_status from pg_replication_slots where slot_name = $1',
+  // Replicas starting together take turns: the second then finds the slot and starts no epoch.
+  await client.query(
+    `select pg_advisory_lock(hashtext('pgmcp.change_capture'), hashtext($1))`,
     [slot],
   );
-  const found = rows[0];
-  if (found !== undefined && found.wal_status !== 'lost') return false;
-  if (found !== undefined) await dropSlot(client, slot);
+  try {
+    return await ensureSlotLocked(client, slot);
+  } finally {
+    await client.query(
+      `select pg_advisory_unlock(hashtext('pgmcp.change_capture'), hashtext($1))`,
+      [slot],
+    );
+  }
+}
+
+async function ensureSlotLocked(
+  client: pg.Client,
+  slot: string,
+): Promise<boolean> {
+  const { rows } = await client.query<{
+    found: boolean;
+    lost: boolean;
+    pending: boolean;
+  }>(
+    `select s.slot_name is not null as found, coalesce(s.wal_status = 'lost', false) as lost,
+            c.slot_pending as pending
+       from pgmcp.change_capture c
+       left join pg_replication_slots s on s.slot_name = $1`,
+    [slot],
+  );
+  const state = rows[0];
+  if (state?.found === true && !state.lost) {
+    // Created by a run that crashed before finishing: its epoch was never started after it.
+    if (!state.pending) return false;
+    await client.query('select pgmcp.finish_slot_creation()');
+    return true;
+  }
+  // Marked before the create, so that a crash before the epoch starts is finished on the next run.
+  await client.query('select pgmcp.begin_slot_creation()');
+  if (state?.found === true) await dropSlot(client, slot);
   try {
     await client.query(
       `select pg_create_logical_replication_slot($1, 'pgoutput')`,
       [slot],
     );
   } catch (error) {
-    // Another replica created it first: it starts the epoch.
+    // A replica of a version without the lock created it first and starts the epoch; the mark
+    // left set here only finishes once more on the next check (a spurious resync, no loss).
     if ((error as { code?: string }).code === '42710') return false;
     throw error;
   }
-  await client.query('select pgmcp.begin_capture_epoch()');
+  await client.query('select pgmcp.finish_slot_creation()');
   return true;
 }
 
