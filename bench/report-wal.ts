@@ -27,6 +27,11 @@ interface WalResult {
   readonly rounds: readonly Record<Side, SideRound>[];
   readonly commitToNotify: { readonly p50: number; readonly p99: number };
   readonly samples: number;
+  /** Absent in runs before it was measured. */
+  readonly commitToClient?: Record<
+    'wal' | 'triggers',
+    { readonly p50: number; readonly p99: number; readonly samples: number }
+  >;
 }
 
 /** A row as report.ts lays it out (its group added there). */
@@ -94,6 +99,24 @@ export function walRows(result: unknown): WalRow[] {
     {
       measure: `an UPDATE's commit → the WAL source's NOTIFY for it, one update at a time (p50 / p99, ${run.samples} updates)`,
       figure: `${ms(run.commitToNotify.p50)} / ${ms(run.commitToNotify.p99)}`,
+    },
+    ...clientRows(run),
+  ];
+}
+
+/** Commit → a listen stream's notification through a built server, with each source. */
+function clientRows(run: WalResult): WalRow[] {
+  const client = run.commitToClient;
+  if (client === undefined) return [];
+  const ms = (value: number) => `${value.toFixed(2)} ms`;
+  return [
+    {
+      measure: `an UPDATE's commit → the notification at a client's listen stream, built server, wal source, one update at a time (p50 / p99, ${client.wal.samples} updates)`,
+      figure: `${ms(client.wal.p50)} / ${ms(client.wal.p99)}`,
+    },
+    {
+      measure: 'context: the same with capture triggers (p50 / p99)',
+      figure: `${ms(client.triggers.p50)} / ${ms(client.triggers.p99)}`,
     },
   ];
 }

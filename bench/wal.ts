@@ -23,6 +23,7 @@ import {
   INERT_PUBLICATION,
 } from './wal-sides.js';
 import { writeElsewhere } from './wal-writers.js';
+import { clientLatency, type ClientLatency } from './wal-client-latency.js';
 
 const WRITERS = 4;
 const ROWS = 1000;
@@ -42,6 +43,8 @@ export interface WalFigures {
   /** Milliseconds from an UPDATE's commit to the source's NOTIFY for it. */
   readonly commitToNotify: { readonly p50: number; readonly p99: number };
   readonly samples: number;
+  /** From an UPDATE's commit to a listen stream's notification, served with each source. */
+  readonly commitToClient: Record<'wal' | 'triggers', ClientLatency>;
 }
 
 /**
@@ -108,6 +111,7 @@ async function measure(
   const ratios = ratio('capture', 'inert');
   const vsNoneRatios = ratio('capture', 'none');
   const latency = await sides.withCapture(() => notifyLatency(options.url));
+  const commitToClient = await clientLatency(options.url, DATABASE);
   return {
     seconds,
     writer,
@@ -118,6 +122,7 @@ async function measure(
     rounds,
     commitToNotify: { p50: latency.p50, p99: latency.p99 },
     samples: latency.samples,
+    commitToClient,
   };
 }
 
