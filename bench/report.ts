@@ -3,6 +3,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Run } from './load.js';
+import { walRows } from './report-wal.js';
 
 /** bench/results/latest.json. */
 export interface BenchSummary {
@@ -53,6 +54,7 @@ type Group =
   | 'live'
   | 'replicas'
   | 'standby'
+  | 'wal'
   | 'legacy'
   | 'catalog';
 
@@ -789,6 +791,8 @@ const STANDBY: Record<string, Measure> = {
   standby_read_after_notify: standbyReadAfterNotify,
 };
 
+const WAL: Record<string, Measure> = { wal_capture: walRows };
+
 const GROUPS: [Group, Record<string, Measure>][] = [
   ['request', REQUEST],
   ['driver', DRIVER],
@@ -796,6 +800,7 @@ const GROUPS: [Group, Record<string, Measure>][] = [
   ['live', LIVE],
   ['replicas', REPLICAS],
   ['standby', STANDBY],
+  ['wal', WAL],
   ['legacy', LEGACY],
   ['catalog', CATALOG],
 ];
@@ -865,6 +870,7 @@ export function renderResults(summary: BenchSummary): string {
       'Delivery with several replicas (built servers on one database of their own)',
     standby:
       'Reads from a hot standby (built servers on a private primary and standby; figures, no target)',
+    wal: 'The WAL change source (its own database on a server with `wal_level = logical`)',
     legacy: '2025-11-25 sessions (the same 1,000,000 resources)',
     catalog:
       'Catalogs of 10,000 and 100,000 tables (their own databases; runs last)',
@@ -933,6 +939,7 @@ const GROUP_NAMES: Record<Exclude<Group, 'request'>, string> = {
   live: 'live updates',
   replicas: 'delivery with several replicas',
   standby: 'reads from a hot standby',
+  wal: 'the WAL change source',
   legacy: 'the 2025-11-25 era',
   catalog: 'the schema catalog',
 };

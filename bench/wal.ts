@@ -1,39 +1,50 @@
 // BENCH_ONLY=wal (issue 36 point 3): what the WAL change source costs writers. Single-row updates
-// of an exposed table, by several writers at once, measured while pgmcp's WAL source reads the
-// slot and logs each change, against the same writes while an inert pgoutput consumer decodes a
-// publication of the same table and does nothing with it; the two alternate in ABBA order in one
-// run. Then commit → notification latency: from an UPDATE's commit to the NOTIFY the source sends
-// once it has logged the change (what wakes every replica's change feed).
+// of an exposed table by four connections of another process (bench/wal-writers.ts), measured while
+// pgmcp's WAL source reads the slot and logs each change, against the same writes while an inert
+// pgoutput consumer decodes a publication of the same table and does nothing with it, and (context)
+// while nothing reads the WAL. Where the source's cost goes: CPU of its walsender, of its log
+// session and of the Node process that decodes, and the batches it logged. Then commit →
+// notification latency: from an UPDATE's commit to the NOTIFY the source sends once it logged it.
 import pg from 'pg';
 import {
   createDatabase,
   runMigrations,
-  startWalCapture,
   type DatabaseHandle,
 } from '../src/db/index.js';
-import { openReplicationStream } from '../src/db/wal/replication-stream.js';
 import { MIGRATIONS_DIRECTORY } from '../src/config/index.js';
 import type { Logger } from '../src/log.js';
 import { startLogicalCluster } from '../test/setup/logical-cluster.js';
 import { recreateDatabase } from '../test/setup/recreate-database.js';
-import { alternate } from './alternate.js';
 import { percentile } from './notify-latency.js';
+import {
+  walSides,
+  type Side,
+  type SideRound,
+  INERT_PUBLICATION,
+} from './wal-sides.js';
+import { writeElsewhere } from './wal-writers.js';
+import { clientLatency, type ClientLatency } from './wal-client-latency.js';
 
 const WRITERS = 4;
 const ROWS = 1000;
-const INERT_SLOT = 'bench_inert';
-const INERT_PUBLICATION = 'bench_inert';
+const DATABASE = 'pgmcp_bench_wal';
 
 export interface WalFigures {
-  /** Updates a second with pgmcp's WAL source over the same with the inert consumer, per round. */
+  /** Seconds of writes per side and round, and the program that wrote. */
+  readonly seconds: number;
+  readonly writer: 'pgbench' | 'node';
+  /** Median of the per-round ratios: pgmcp's source over the inert consumer. */
   readonly throughputRatio: number;
-  readonly rounds: readonly {
-    readonly inertPerSecond: number;
-    readonly capturePerSecond: number;
-  }[];
+  /** The same, pgmcp's source over no WAL reader (context). */
+  readonly vsNoneRatio: number;
+  readonly ratios: readonly number[];
+  readonly vsNoneRatios: readonly number[];
+  readonly rounds: readonly Record<Side, SideRound>[];
   /** Milliseconds from an UPDATE's commit to the source's NOTIFY for it. */
   readonly commitToNotify: { readonly p50: number; readonly p99: number };
   readonly samples: number;
+  /** From an UPDATE's commit to a listen stream's notification, served with each source. */
+  readonly commitToClient: Record<'wal' | 'triggers', ClientLatency>;
 }
 
 /**
@@ -48,44 +59,78 @@ export async function walFigures(
     ? undefined
     : await startLogicalCluster();
   await dropSlots(cluster?.url ?? serverUrl);
-  const url = await recreateDatabase(
-    cluster?.url ?? serverUrl,
-    'pgmcp_bench_wal',
-  );
+  const url = await recreateDatabase(cluster?.url ?? serverUrl, DATABASE);
   const db = createDatabase({
     connectionString: url,
-    poolSize: WRITERS,
+    poolSize: 2,
     statementTimeoutMs: 60_000,
     onError: (message, error) => options.logger.error(message, error),
   });
   try {
     await prepare(db);
-    const sides = walSides(db);
-    const pairs = await alternate(
-      options.rounds,
-      () => sides.inert(() => writeFor(url, options.durationMs)),
-      () => sides.capture(() => writeFor(url, options.durationMs)),
-    );
-    const rounds = pairs.map(([inert, capture]) => ({
-      inertPerSecond: inert,
-      capturePerSecond: capture,
-    }));
-    const ratios = rounds
-      .map((round) => round.capturePerSecond / round.inertPerSecond)
-      .sort((a, b) => a - b);
-    const latency = await sides.capture(() => notifyLatency(url));
-    return {
-      throughputRatio: percentile(ratios, 0.5),
-      rounds,
-      commitToNotify: { p50: latency.p50, p99: latency.p99 },
-      samples: latency.samples,
-    };
+    return await measure(db, { ...options, url });
   } finally {
     await db.close();
     await dropSlots(cluster?.url ?? serverUrl);
     await cluster?.stop();
   }
 }
+
+/** The rounds, then the latency; each round runs the three sides, every other round reversed. */
+async function measure(
+  db: DatabaseHandle,
+  options: { logger: Logger; durationMs: number; rounds: number; url: string },
+): Promise<WalFigures> {
+  const seconds = Math.max(1, Math.round(options.durationMs / 1000));
+  const sides = walSides(db, options.url);
+  let writer: 'pgbench' | 'node' = 'pgbench';
+  const write = async () => {
+    const written = await writeElsewhere({
+      url: options.url,
+      clients: WRITERS,
+      rows: ROWS,
+      seconds,
+    });
+    writer = written.writer;
+    return written.perSecond;
+  };
+  const order: Side[] = ['none', 'inert', 'capture'];
+  const rounds: Record<Side, SideRound>[] = [];
+  for (let round = 0; round < options.rounds; round += 1) {
+    // ABBA over three sides: whatever drifts during a round falls on each side in turn.
+    const sequence = round % 2 === 0 ? order : [...order].reverse();
+    const figures: Partial<Record<Side, SideRound>> = {};
+    for (const side of sequence) figures[side] = await sides.run(side, write);
+    rounds.push(figures as Record<Side, SideRound>);
+    options.logger.info(
+      `wal bench round ${round + 1}: ${JSON.stringify(figures)}`,
+    );
+  }
+  const ratio = (of: Side, to: Side) =>
+    rounds.map((round) => round[of].perSecond / round[to].perSecond);
+  const ratios = ratio('capture', 'inert');
+  const vsNoneRatios = ratio('capture', 'none');
+  const latency = await sides.withCapture(() => notifyLatency(options.url));
+  const commitToClient = await clientLatency(options.url, DATABASE);
+  return {
+    seconds,
+    writer,
+    throughputRatio: median(ratios),
+    vsNoneRatio: median(vsNoneRatios),
+    ratios,
+    vsNoneRatios,
+    rounds,
+    commitToNotify: { p50: latency.p50, p99: latency.p99 },
+    samples: latency.samples,
+    commitToClient,
+  };
+}
+
+const median = (values: readonly number[]): number =>
+  percentile(
+    [...values].sort((a, b) => a - b),
+    0.5,
+  );
 
 /** The bench database's slots (a database with slots cannot be dropped), ending their readers. */
 async function dropSlots(serverUrl: string): Promise<void> {
@@ -94,11 +139,13 @@ async function dropSlots(serverUrl: string): Promise<void> {
   try {
     await client.query(
       `select pg_terminate_backend(active_pid) from pg_replication_slots
-        where database = 'pgmcp_bench_wal' and active_pid is not null`,
+        where database = $1 and active_pid is not null`,
+      [DATABASE],
     );
     await client.query(
       `select pg_drop_replication_slot(slot_name) from pg_replication_slots
-        where database = 'pgmcp_bench_wal'`,
+        where database = $1`,
+      [DATABASE],
     );
   } finally {
     await client.end();
@@ -127,107 +174,14 @@ async function prepare(db: DatabaseHandle): Promise<void> {
       create schema bench;
       create table bench.items (id int primary key, v int not null default 0);
       insert into bench.items (id) select generate_series(1, ${ROWS});
+      -- Exposed under the wal source from the start: with capture triggers, the sides measured
+      -- before the source's first round would pay for them.
+      select pgmcp.use_change_source('wal');
       select pgmcp.expose_table('bench.items');
       create publication ${INERT_PUBLICATION} for table bench.items;
     `);
   } finally {
     await admin.end();
-  }
-}
-
-/** Run `work` with one side reading the WAL: the inert consumer, or pgmcp's source. */
-function walSides(db: DatabaseHandle): {
-  inert<T>(work: () => Promise<T>): Promise<T>;
-  capture<T>(work: () => Promise<T>): Promise<T>;
-} {
-  return {
-    async inert(work) {
-      // A fresh slot each round: what the other side's round wrote is no backlog for this one.
-      await freshSlot(db, INERT_SLOT);
-      const stream = openReplicationStream({
-        session: db.sessionConfig('bench-inert'),
-        slot: INERT_SLOT,
-        publication: INERT_PUBLICATION,
-        onTransactions: () => Promise.resolve(),
-      });
-      try {
-        return await work();
-      } finally {
-        await stream.stop();
-      }
-    },
-    async capture(work) {
-      const capture = await startWalCapture({
-        db,
-        name: 'bench',
-        slotMaxBytes: 2 ** 40,
-        log: () => undefined,
-        warn: () => undefined,
-        retryMs: 100,
-      });
-      try {
-        while (!capture.consuming)
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        return await work();
-      } finally {
-        await capture.stop();
-        // Likewise: the next capture round creates its slot anew.
-        await freshSlot(db, capture.slot, false);
-      }
-    },
-  };
-}
-
-/** Drop `slot` if it exists, and create it again unless `create` is false. */
-async function freshSlot(
-  db: DatabaseHandle,
-  slot: string,
-  create = true,
-): Promise<void> {
-  const admin = await db.connectAdmin();
-  try {
-    await admin.query(
-      'select pg_drop_replication_slot(slot_name) from pg_replication_slots where slot_name = $1',
-      [slot],
-    );
-    if (create)
-      await admin.query(
-        `select pg_create_logical_replication_slot($1, 'pgoutput')`,
-        [slot],
-      );
-  } finally {
-    await admin.end();
-  }
-}
-
-/** Single-row updates by WRITERS connections for `durationMs`; updates committed a second. */
-async function writeFor(url: string, durationMs: number): Promise<number> {
-  const clients = await Promise.all(
-    Array.from({ length: WRITERS }, async () => {
-      const client = new pg.Client({ connectionString: url });
-      await client.connect();
-      return client;
-    }),
-  );
-  const started = performance.now();
-  const deadline = started + durationMs;
-  let committed = 0;
-  try {
-    await Promise.all(
-      clients.map(async (client, writer) => {
-        for (let n = writer; performance.now() < deadline; n += WRITERS) {
-          await client.query({
-            name: 'bench_wal_update',
-            text: 'update bench.items set v = v + 1 where id = $1',
-            values: [1 + (n % ROWS)],
-          });
-          committed += 1;
-        }
-      }),
-    );
-    return committed / ((performance.now() - started) / 1000);
-  } finally {
-    await Promise.all(clients.map((client) => client.end()));
   }
 }
 

@@ -196,6 +196,51 @@ describe('bench report', () => {
     );
   });
 
+  it("puts the WAL source's rate against the inert consumer's under its 0.9 target, beside the context rows", () => {
+    const side = (perSecond: number, batches = 0, rowsLogged = 0) => ({
+      perSecond,
+      cpuPerThousand: { walsender: 40, log: batches === 0 ? 0 : 25, node: 30 },
+      drainMs: 1,
+      batches,
+      rowsLogged,
+    });
+    const wal = (ratios: number[]) => ({
+      seconds: 10,
+      writer: 'pgbench',
+      throughputRatio: [...ratios].sort()[1],
+      vsNoneRatio: 0.7,
+      ratios,
+      vsNoneRatios: [0.7, 0.7, 0.7],
+      rounds: ratios.map((ratio) => ({
+        none: side(1000),
+        inert: side(800),
+        capture: side(800 * ratio, 10, 200),
+      })),
+      commitToNotify: { p50: 0.6, p99: 4 },
+      samples: 200,
+    });
+    const rows = (ratios: number[]) =>
+      benchmarkRows({ ...summary, results: { wal_capture: wal(ratios) } });
+    const met = rows([0.95, 0.92, 0.88]);
+    expect(met.map((row) => row.group)).toEqual(Array(6).fill('wal'));
+    expect(met[0]).toMatchObject({
+      figure: '736 vs 800',
+      ratio: 0.92,
+      rounds: [0.95, 0.92, 0.88],
+      target: '≥ 0.90',
+      met: true,
+    });
+    expect(met[3]?.figure).toBe('40, 25, 30; 40, 30');
+    expect(met[4]?.figure).toBe('20.0');
+    expect(rows([0.85, 0.89, 0.95])[0]).toMatchObject({ met: false });
+    expect(
+      renderResults({
+        ...summary,
+        results: { wal_capture: wal([0.9, 0.9, 0.9]) },
+      }),
+    ).toContain('### The WAL change source');
+  });
+
   it('shows the broadcast per-round ratios when the run alternated its sides, and none for an older run', () => {
     const measure =
       'one change to 10,000 streams, all delivered, vs a bare node:http SSE broadcast';

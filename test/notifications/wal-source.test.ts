@@ -315,6 +315,77 @@ describe('the wal source', () => {
     }
   });
 
+  it("logs a batch of several tables with each row named by its own table's key, skipping a table that is gone", async () => {
+    // In a transaction rolled back: a made-up position must not stay the last logged.
+    await sql.query('begin');
+    try {
+      const batch = await sql.query<{ logged: number }>(
+        `select pgmcp.log_wal_changes(applied_lsn + 16, $1::jsonb) as logged
+           from pgmcp.change_capture`,
+        [
+          JSON.stringify([
+            {
+              schema: 'inv',
+              table: 'lines',
+              kind: 'updated',
+              key: { note: 'n', line: 'x', order_id: '4' },
+            },
+            { schema: 'inv', table: 'docs', kind: 'updated', key: { id: '3' } },
+            {
+              schema: 'inv',
+              table: 'dropped',
+              kind: 'updated',
+              key: { id: '1' },
+            },
+            {
+              schema: 'inv',
+              table: 'lines',
+              kind: 'updated',
+              key: { note: 'n', line: 'y', order_id: '4' },
+              old: { line: 'x', order_id: '4' },
+            },
+            { schema: 'inv', table: 'docs', kind: 'deleted', key: { id: '8' } },
+          ]),
+        ],
+      );
+      expect(batch.rows[0]?.logged).toBe(5);
+      const { rows } = await sql.query<{ change: string }>(
+        `select relation || ' ' || kind || ' ' || (detail->'key')::text as change
+           from pgmcp.changes order by seq desc limit 5`,
+      );
+      expect(rows.map((row) => row.change).reverse()).toEqual([
+        'inv.lines updated ["4", "x"]',
+        'inv.docs updated ["3"]',
+        'inv.lines deleted ["4", "x"]',
+        'inv.lines created ["4", "y"]',
+        'inv.docs deleted ["8"]',
+      ]);
+    } finally {
+      await sql.query('rollback');
+    }
+  });
+
+  it('confirms the slot past writes to tables it does not publish', async () => {
+    const [reader] = captures;
+    await sql.query(`insert into inv.scratch values ('unpublished')`);
+    const { rows } = await sql.query<{ lsn: string }>(
+      'select pg_current_wal_lsn()::text as lsn',
+    );
+    // Nothing to log: the walsender's keepalives, answered while idle, move the slot on.
+    await until(
+      async () => {
+        const { rows: slot } = await sql.query<{ past: boolean }>(
+          `select confirmed_flush_lsn >= $2::pg_lsn as past
+             from pg_replication_slots where slot_name = $1`,
+          [reader?.slot, rows[0]?.lsn],
+        );
+        return slot[0]?.past === true ? true : undefined;
+      },
+      20_000,
+      'the slot to be confirmed past the unpublished write',
+    );
+  });
+
   it('loses nothing and logs nothing twice when the reader is killed mid-stream, and another replica takes over', async () => {
     const [first] = captures;
     const second = await capture();

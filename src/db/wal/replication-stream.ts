@@ -38,9 +38,19 @@ export interface ReplicationStream {
   stop(): Promise<void>;
 }
 
+/** How long a batch may wait for more transactions under load (milliseconds). */
+const GATHER_MS = 2;
+/** No wait once this many transactions are waiting. */
+const GATHER_MAX = 64;
+
 type Queued =
   | { readonly type: 'data'; readonly message: PgoutputMessage }
-  | { readonly type: 'keepalive'; readonly lsn: bigint };
+  | {
+      readonly type: 'keepalive';
+      readonly lsn: bigint;
+      /** The server asks for a status update now (its wal_sender_timeout is half spent). */
+      readonly replyRequested: boolean;
+    };
 
 /**
  * START_REPLICATION on `slot` from where it was last acknowledged. Messages are handled strictly
@@ -120,7 +130,11 @@ class StreamReader implements ReplicationStream {
           message: this.#decoder.decode(chunk.subarray(25)),
         });
       else if (chunk[0] === 0x6b)
-        this.#enqueue({ type: 'keepalive', lsn: chunk.readBigUInt64BE(1) });
+        this.#enqueue({
+          type: 'keepalive',
+          lsn: chunk.readBigUInt64BE(1),
+          replyRequested: chunk[17] === 1,
+        });
     } catch (error) {
       this.#fail(error);
       void this.#client.end().catch(() => undefined);
@@ -153,7 +167,12 @@ class StreamReader implements ReplicationStream {
         this.#open === undefined &&
         this.#pending.length === 0 &&
         !this.#writing;
-      this.#acknowledge(idle ? item.lsn : this.#acknowledged);
+      // A walsender that has sent everything and waits for WAL pings whenever the confirmed
+      // position is behind what it sent, which it is while a batch is being logged; answering
+      // each such ping with the same position would make it ping again after every transaction.
+      // So a reply goes out when it moves the slot on or the server asks for one.
+      if (item.replyRequested || (idle && item.lsn > this.#acknowledged))
+        this.#acknowledge(idle ? item.lsn : this.#acknowledged);
       return;
     }
     const { message } = item;
@@ -180,8 +199,16 @@ class StreamReader implements ReplicationStream {
     if (this.#writing) return;
     this.#writing = true;
     this.#chain = (async () => {
+      let previous = 0;
       while (this.#pending.length > 0 && this.#failure === undefined) {
+        // Each batch is one commit of the log, whose cost hardly depends on its size: under load
+        // (the last batch held several transactions) a moment's wait gathers more per commit.
+        // One transaction at a time (no load) is logged at once.
+        if (previous > 1 && this.#pending.length < GATHER_MAX)
+          await new Promise((resolve) => setTimeout(resolve, GATHER_MS));
+        if (this.#failure !== undefined) break;
         const batch = this.#pending.splice(0);
+        previous = batch.length;
         const last = batch.at(-1) as PendingTransaction;
         await this.#options.onTransactions(batch);
         // Past the batch; up to the last commit received when nothing else waits (the ones

@@ -1,0 +1,255 @@
+// The WAL bench's latency at the client (bench/wal.ts): a built server (`bin/pgmcp.js serve`) on the
+// bench database with PGMCP_CHANGE_SOURCE=wal, one `subscriptions/listen` stream for a row, and
+// UPDATEs of that row one after another, each timed from its commit's acknowledgement to the
+// stream's notification; then the same server with capture triggers, for context.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { PROJECT_ROOT } from '../src/version.js';
+import { percentile } from './notify-latency.js';
+import { startTokenIssuer, type TokenIssuer } from './token-issuer.js';
+
+const ROLE = 'bench_wal_reader';
+const SAMPLES = 200;
+
+/** p50 and p99 in milliseconds, and how many updates were timed. */
+export interface ClientLatency {
+  readonly p50: number;
+  readonly p99: number;
+  readonly samples: number;
+}
+
+/** Commit → notification at a listen stream, with the wal source and with triggers. */
+export async function clientLatency(
+  url: string,
+  database: string,
+): Promise<Record<'wal' | 'triggers', ClientLatency>> {
+  const sql = new pg.Client({ connectionString: url });
+  await sql.connect();
+  const issuer = await startTokenIssuer('hs256');
+  const directory = await mkdtemp(path.join(os.tmpdir(), 'pgmcp-bench-wal-'));
+  const config = path.join(directory, 'pgmcp.config.json');
+  try {
+    await sql.query(`
+      drop role if exists ${ROLE};
+      create role ${ROLE} nologin;
+      grant usage on schema bench to ${ROLE};
+      grant select on bench.items to ${ROLE};
+    `);
+    await writeFile(
+      config,
+      JSON.stringify({ collections: [{ schema: 'bench', table: 'items' }] }),
+    );
+    const measure = (source: 'wal' | 'triggers') =>
+      withServer({ url, config, issuer, source }, async (server) => {
+        await sourceInUse(sql, source);
+        return timeUpdates(sql, { server, issuer, database });
+      });
+    return { wal: await measure('wal'), triggers: await measure('triggers') };
+  } finally {
+    await rm(directory, { recursive: true, force: true });
+    await issuer.close();
+    await sql.end();
+  }
+}
+
+interface ServerSpec {
+  readonly url: string;
+  readonly config: string;
+  readonly issuer: TokenIssuer;
+  readonly source: 'wal' | 'triggers';
+}
+
+/** Run `work` against a built server with `spec.source`, stopped afterwards. */
+async function withServer<T>(
+  spec: ServerSpec,
+  work: (server: string) => Promise<T>,
+): Promise<T> {
+  const child = spawn(
+    process.execPath,
+    [
+      'bin/pgmcp.js',
+      'serve',
+      '--port',
+      '0',
+      '--no-migrate',
+      '--allow-unsafe-login',
+    ],
+    {
+      cwd: PROJECT_ROOT,
+      env: {
+        PATH: process.env['PATH'],
+        DATABASE_URL: spec.url,
+        PGMCP_CONFIG: spec.config,
+        PGMCP_CHANGE_SOURCE: spec.source,
+        PGMCP_JWT_SECRET: spec.issuer.secret,
+        PGMCP_JWT_AUDIENCE: spec.issuer.audience,
+        PGMCP_LOG_FORMAT: 'json',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  try {
+    return await work(await servingAt(child));
+  } finally {
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  }
+}
+
+/** The server's URL once it says it serves (the wal source's reader is started before that). */
+function servingAt(child: ChildProcess): Promise<string> {
+  let output = '';
+  return new Promise((resolve, reject) => {
+    const onData = (chunk: Buffer): void => {
+      output += chunk.toString('utf8');
+      const found = /serving MCP 2026-07-28 at (http:\/\/\S+)/.exec(
+        output,
+      )?.[1];
+      if (found !== undefined) resolve(found);
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.on('exit', (code) =>
+      reject(new Error(`the server exited with ${code}: ${output}`)),
+    );
+  });
+}
+
+/** Until the server has moved the table to `source` and, for wal, reads its slot. */
+async function sourceInUse(
+  sql: pg.Client,
+  source: 'wal' | 'triggers',
+): Promise<void> {
+  for (let attempt = 0; attempt < 300; attempt += 1) {
+    const { rows } = await sql.query<{ ready: boolean }>(
+      `select pgmcp.change_source() = $1
+              and ($1 = 'triggers' or exists (
+                select from pg_replication_slots
+                 where database = current_database() and slot_name like 'pgmcp\\_%' and active)) as ready`,
+      [source],
+    );
+    if (rows[0]?.ready === true) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`the server did not start reading changes from ${source}`);
+}
+
+/** SAMPLES updates of row 1, one after another, each timed to its notification on the stream. */
+async function timeUpdates(
+  sql: pg.Client,
+  target: { server: string; issuer: TokenIssuer; database: string },
+): Promise<ClientLatency> {
+  const uri = `pg://${target.database}/bench/items/rows/1`;
+  const [caller] = await target.issuer.mint([ROLE], 1);
+  const stream = await listen(target.server, caller?.authorization ?? '', uri);
+  const latencies: number[] = [];
+  try {
+    for (let sample = 0; sample < SAMPLES; sample += 1) {
+      const heard = stream.next(10_000);
+      await sql.query('update bench.items set v = v + 1 where id = 1');
+      const committed = performance.now();
+      await heard;
+      latencies.push(performance.now() - committed);
+    }
+  } finally {
+    stream.close();
+  }
+  latencies.sort((a, b) => a - b);
+  return {
+    p50: percentile(latencies, 0.5),
+    p99: percentile(latencies, 0.99),
+    samples: latencies.length,
+  };
+}
+
+interface Stream {
+  /** Resolves on the stream's next resource notification; rejects after `timeoutMs` without. */
+  next(timeoutMs: number): Promise<void>;
+  close(): void;
+}
+
+/** A listen stream for `uri`, acknowledged; next() resolves on its next resource notification. */
+async function listen(
+  server: string,
+  authorization: string,
+  uri: string,
+): Promise<Stream> {
+  const controller = new AbortController();
+  const response = await fetch(server, {
+    method: 'POST',
+    headers: {
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      Authorization: authorization,
+      'Mcp-Method': 'subscriptions/listen',
+      'MCP-Protocol-Version': '2026-07-28',
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 'bench',
+      method: 'subscriptions/listen',
+      params: {
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+          'io.modelcontextprotocol/clientCapabilities': {},
+        },
+        notifications: { resourceSubscriptions: [uri] },
+      },
+    }),
+    signal: controller.signal,
+  });
+  if (response.status !== 200 || response.body === null)
+    throw new Error(`listen answered ${response.status}`);
+  return readEvents(response.body, controller);
+}
+
+/** Resolve waiters on each notifications/resources/updated event, once acknowledged. */
+async function readEvents(
+  body: ReadableStream<Uint8Array>,
+  controller: AbortController,
+): Promise<Stream> {
+  let waiter: (() => void) | undefined;
+  let acknowledged: () => void = () => undefined;
+  const ready = new Promise<void>((resolve, reject) => {
+    acknowledged = resolve;
+    void (async () => {
+      const decoder = new TextDecoder();
+      let tail = '';
+      try {
+        for await (const chunk of body as AsyncIterable<Uint8Array>) {
+          const events = (tail + decoder.decode(chunk, { stream: true })).split(
+            '\n\n',
+          );
+          tail = events.pop() ?? '';
+          for (const event of events)
+            if (event.includes('notifications/resources/updated')) waiter?.();
+            else if (event.includes('subscriptions/acknowledged'))
+              acknowledged();
+        }
+      } catch {
+        // Aborted once the updates are timed.
+      }
+      reject(new Error('the listen stream ended before it was acknowledged'));
+    })();
+  });
+  await ready;
+  return {
+    next: (timeoutMs) =>
+      new Promise<void>((resolve, reject) => {
+        // A notification that never comes fails the figure instead of hanging the bench.
+        const timer = setTimeout(
+          () => reject(new Error(`no notification within ${timeoutMs} ms`)),
+          timeoutMs,
+        );
+        waiter = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      }),
+    close: () => controller.abort(),
+  };
+}
