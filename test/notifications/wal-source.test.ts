@@ -13,6 +13,8 @@ import {
 } from '../../src/db/index.js';
 import type { CollectionConfig } from '../../src/resources/index.js';
 import { ensureSlot, slotName } from '../../src/db/wal/capture-slot.js';
+import { logTransactions, TableKeys } from '../../src/db/wal/logged-rows.js';
+import type { DecodedChange, TupleText } from '../../src/db/wal/pgoutput.js';
 import { rowUri } from '../../src/resources/catalog-uri.js';
 import {
   listenFresh,
@@ -107,6 +109,32 @@ async function currentSlot(): Promise<string> {
   } finally {
     await client.end();
   }
+}
+
+/** The commit position of the last transaction the WAL source logged. */
+async function appliedLsn(): Promise<bigint> {
+  const { rows } = await sql.query<{ lsn: string }>(
+    `select (applied_lsn - '0/0'::pg_lsn)::text as lsn from pgmcp.change_capture`,
+  );
+  return BigInt(rows[0]?.lsn ?? '0');
+}
+
+/** A decoded change of an inv table; each table its own description, as one stream numbers them. */
+function walChange(
+  table: string,
+  kind: DecodedChange['kind'],
+  key: TupleText,
+  old?: TupleText,
+): DecodedChange {
+  const description = ['docs', 'lines', 'dropped'].indexOf(table) + 1;
+  return {
+    description,
+    schema: 'inv',
+    table,
+    kind,
+    key,
+    ...(old === undefined ? {} : { old }),
+  };
 }
 
 async function captureEpoch(): Promise<bigint> {
@@ -285,27 +313,24 @@ describe('the wal source', () => {
   });
 
   it('replays nothing twice: a commit at or before the last logged one logs nothing', async () => {
-    const { rows } = await sql.query<{ applied: string; again: number }>(
-      `select applied_lsn::text as applied,
-              pgmcp.log_wal_changes(applied_lsn,
-                '[{"schema":"inv","table":"docs","kind":"updated","key":{"id":"2"}}]') as again
-         from pgmcp.change_capture`,
-    );
-    expect(rows[0]?.applied).not.toBe('0/0');
-    expect(rows[0]?.again).toBe(-1);
+    const applied = await appliedLsn();
+    expect(applied).toBeGreaterThan(0n);
+    const keys = new TableKeys();
+    const docs = (id: string) => walChange('docs', 'updated', { id });
+    expect(
+      await logTransactions(sql, keys, [
+        { commitLsn: applied, changes: [docs('2')] },
+      ]),
+    ).toBe(-1);
     // A batch read again may hold a logged transaction and a new one: only the new one is logged
     // (in a transaction rolled back: a made-up position must not stay the last logged).
     await sql.query('begin');
     try {
-      const batch = await sql.query<{ logged: number; keys: string[] }>(
-        `select pgmcp.log_wal_changes(applied_lsn + 16, jsonb_build_array(
-                  jsonb_build_object('lsn', applied_lsn::text, 'schema', 'inv', 'table', 'docs',
-                                     'kind', 'updated', 'key', jsonb_build_object('id', '5')),
-                  jsonb_build_object('lsn', (applied_lsn + 16)::text, 'schema', 'inv', 'table', 'docs',
-                                     'kind', 'updated', 'key', jsonb_build_object('id', '7')))) as logged
-           from pgmcp.change_capture`,
-      );
-      expect(batch.rows[0]?.logged).toBe(1);
+      const logged = await logTransactions(sql, keys, [
+        { commitLsn: applied, changes: [docs('5')] },
+        { commitLsn: applied + 16n, changes: [docs('7')] },
+      ]);
+      expect(logged).toBe(1);
       const { rows: last } = await sql.query<{ key: string }>(
         `select detail->'key'->>0 as key from pgmcp.changes order by seq desc limit 1`,
       );
@@ -316,53 +341,78 @@ describe('the wal source', () => {
   });
 
   it("logs a batch of several tables with each row named by its own table's key, skipping a table that is gone", async () => {
+    const applied = await appliedLsn();
     // In a transaction rolled back: a made-up position must not stay the last logged.
     await sql.query('begin');
     try {
-      const batch = await sql.query<{ logged: number }>(
-        `select pgmcp.log_wal_changes(applied_lsn + 16, $1::jsonb) as logged
-           from pgmcp.change_capture`,
-        [
-          JSON.stringify([
-            {
-              schema: 'inv',
-              table: 'lines',
-              kind: 'updated',
-              key: { note: 'n', line: 'x', order_id: '4' },
-            },
-            { schema: 'inv', table: 'docs', kind: 'updated', key: { id: '3' } },
-            {
-              schema: 'inv',
-              table: 'dropped',
-              kind: 'updated',
-              key: { id: '1' },
-            },
-            {
-              schema: 'inv',
-              table: 'lines',
-              kind: 'updated',
-              key: { note: 'n', line: 'y', order_id: '4' },
-              old: { line: 'x', order_id: '4' },
-            },
-            { schema: 'inv', table: 'docs', kind: 'deleted', key: { id: '8' } },
-          ]),
-        ],
-      );
-      expect(batch.rows[0]?.logged).toBe(5);
+      const logged = await logTransactions(sql, new TableKeys(), [
+        {
+          commitLsn: applied + 16n,
+          changes: [
+            walChange('lines', 'updated', {
+              note: 'n',
+              line: 'x',
+              order_id: '4',
+            }),
+            walChange('docs', 'updated', { id: '3' }),
+            walChange('dropped', 'updated', { id: '1' }),
+            walChange(
+              'lines',
+              'updated',
+              { note: 'n', line: 'y', order_id: '4' },
+              { line: 'x', order_id: '4' },
+            ),
+            walChange('docs', 'deleted', { id: '8' }),
+          ],
+        },
+      ]);
+      expect(logged).toBe(5);
       const { rows } = await sql.query<{ change: string }>(
-        `select relation || ' ' || kind || ' ' || (detail->'key')::text as change
+        `select relation || ' ' || kind || ' ' || (detail->'key')::text || ' ' || (detail->>'table')
+                  as change
            from pgmcp.changes order by seq desc limit 5`,
       );
       expect(rows.map((row) => row.change).reverse()).toEqual([
-        'inv.lines updated ["4", "x"]',
-        'inv.docs updated ["3"]',
-        'inv.lines deleted ["4", "x"]',
-        'inv.lines created ["4", "y"]',
-        'inv.docs deleted ["8"]',
+        'inv.lines updated ["4", "x"] lines',
+        'inv.docs updated ["3"] docs',
+        'inv.lines deleted ["4", "x"] lines',
+        'inv.lines created ["4", "y"] lines',
+        'inv.docs deleted ["8"] docs',
       ]);
     } finally {
       await sql.query('rollback');
     }
+  });
+
+  it("names a table's rows by its new key once its primary key is redefined", async () => {
+    await sql.query(`
+      create table inv.rekeyed (a text, b text, primary key (a, b));
+      select pgmcp.expose_table('inv.rekeyed');
+      insert into inv.rekeyed values ('1', '2');
+    `);
+    const logged = () =>
+      until(
+        async () => {
+          const { rows } = await sql.query<{ key: string }>(
+            `select (detail->'key')::text as key from pgmcp.changes
+              where relation = 'inv.rekeyed' and kind <> 'schema' order by seq`,
+          );
+          return rows.length > 0 ? rows.map((row) => row.key) : undefined;
+        },
+        20_000,
+        'inv.rekeyed to be logged',
+      );
+    expect(await logged()).toEqual(['["1", "2"]']);
+    await sql.query(`
+      alter table inv.rekeyed drop constraint rekeyed_pkey, add primary key (b, a);
+      update inv.rekeyed set a = '1';
+    `);
+    await until(
+      async () => ((await logged()).length >= 2 ? true : undefined),
+      20_000,
+      'the update after the new key to be logged',
+    );
+    expect(await logged()).toEqual(['["1", "2"]', '["2", "1"]']);
   });
 
   it('confirms the slot past writes to tables it does not publish', async () => {

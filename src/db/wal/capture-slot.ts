@@ -1,8 +1,7 @@
 // The WAL change source's database side (migrations/0037): which source exposed tables use, the
-// logical slot pgmcp manages, its bound, and logging a decoded transaction to pgmcp.changes.
+// logical slot pgmcp manages and its bound (decoded rows are logged by logged-rows.ts).
 import type pg from 'pg';
 import { ConfigError } from '../../errors.js';
-import type { DecodedTransaction } from './replication-stream.js';
 
 /** The publication `pgmcp expose` adds tables to under the wal source. */
 export const CHANGE_PUBLICATION = 'pgmcp_changes';
@@ -164,32 +163,4 @@ export async function slotRetainedBytes(
     retained: row.retained === null ? null : Number(row.retained),
     lost: row.wal_status === 'lost',
   };
-}
-
-/**
- * Log decoded transactions (in commit order) in one transaction, each once: one whose commit is at
- * or before the last logged is a replay and is skipped. Returns how many rows were logged, -1 when
- * every transaction was a replay.
- */
-export async function logTransactions(
-  client: pg.Client,
-  transactions: readonly DecodedTransaction[],
-): Promise<number> {
-  const last = transactions.at(-1);
-  if (last === undefined) return 0;
-  const changes = transactions.flatMap((transaction) =>
-    transaction.changes.map((change) => ({
-      ...change,
-      lsn: lsnLiteral(transaction.commitLsn),
-    })),
-  );
-  const { rows } = await client.query<{ logged: number }>(
-    'select pgmcp.log_wal_changes($1::pg_lsn, $2::jsonb) as logged',
-    [lsnLiteral(last.commitLsn), JSON.stringify(changes)],
-  );
-  return rows[0]?.logged ?? 0;
-}
-
-function lsnLiteral(position: bigint): string {
-  return `${(position >> 32n).toString(16)}/${(position & 0xffffffffn).toString(16)}`;
 }

@@ -6,6 +6,11 @@
 export type TupleText = Record<string, string | null>;
 
 export interface DecodedChange {
+  /**
+   * Which description of its table the server sent before it (one per Relation message, numbered
+   * by the decoder): a new one follows every change to the table's definition, its key included.
+   */
+  readonly description: number;
   readonly schema: string;
   readonly table: string;
   readonly kind: 'created' | 'updated' | 'deleted';
@@ -29,6 +34,7 @@ export type PgoutputMessage =
   | { readonly tag: 'other' };
 
 interface Relation {
+  readonly description: number;
   readonly schema: string;
   readonly table: string;
   /** 'd' default (the primary key), 'n' nothing, 'f' full, 'i' an index. */
@@ -40,6 +46,7 @@ interface Relation {
 /** Decodes one slot's messages; relations are remembered as the server describes them. */
 export class PgoutputDecoder {
   readonly #relations = new Map<number, Relation>();
+  #descriptions = 0;
 
   decode(buffer: Buffer): PgoutputMessage {
     const reader = new Reader(buffer);
@@ -80,7 +87,15 @@ export class PgoutputDecoder {
       columns.push(name);
       if ((flags & 1) === 1) keyColumns.push(name);
     }
-    this.#relations.set(oid, { schema, table, identity, columns, keyColumns });
+    this.#descriptions += 1;
+    this.#relations.set(oid, {
+      description: this.#descriptions,
+      schema,
+      table,
+      identity,
+      columns,
+      keyColumns,
+    });
   }
 
   #change(tag: 'I' | 'U' | 'D', reader: Reader): DecodedChange {
@@ -90,17 +105,24 @@ export class PgoutputDecoder {
       throw new Error(
         `pgoutput: a row of relation ${oid} before its description`,
       );
-    const { schema, table } = relation;
+    const { description, schema, table } = relation;
     let marker = String.fromCharCode(reader.byte());
     if (tag === 'I')
       return {
+        description,
         schema,
         table,
         kind: 'created',
         key: keyOf(relation, tuple(reader, relation)),
       };
     if (tag === 'D')
-      return { schema, table, kind: 'deleted', key: tuple(reader, relation) };
+      return {
+        description,
+        schema,
+        table,
+        kind: 'deleted',
+        key: tuple(reader, relation),
+      };
     let old: TupleText | undefined;
     if (marker === 'K' || marker === 'O') {
       old = tuple(reader, relation);
@@ -110,6 +132,7 @@ export class PgoutputDecoder {
       throw new Error(`pgoutput: unexpected update part ${marker}`);
     const key = keyOf(relation, tuple(reader, relation));
     return {
+      description,
       schema,
       table,
       kind: 'updated',

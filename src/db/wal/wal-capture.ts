@@ -7,12 +7,12 @@ import {
   CHANGE_PUBLICATION,
   dropSlot,
   ensureSlot,
-  logTransactions,
   slotKeepLimit,
   slotName,
   slotRetainedBytes,
   useChangeSource,
 } from './capture-slot.js';
+import { logTransactions, TableKeys } from './logged-rows.js';
 import {
   openReplicationStream,
   type ReplicationStream,
@@ -148,12 +148,14 @@ async function readOnce(
       options.warn(
         `live updates: created slot ${slot} for ${options.name}; changes made while there was none are not in the log, so every stream is told its resources may have changed`,
       );
+    // Per stream: the server numbers its descriptions of tables anew on each connection.
+    const keys = new TableKeys();
     stream = openReplicationStream({
       session: options.db.sessionConfig('pgmcp-wal'),
       slot,
       publication: CHANGE_PUBLICATION,
       onTransactions: async (transactions) => {
-        if ((await logTransactions(writer, transactions)) >= 0)
+        if ((await logTransactions(writer, keys, transactions)) >= 0)
           METRICS.walTransactions.inc(transactions.length);
       },
     });
