@@ -10,7 +10,7 @@ import {
   PrimaryMovedError,
 } from '../standby/following-pool.js';
 import type { PrimaryTarget } from '../standby/primary-target.js';
-import type { DatabaseOptions, SessionConfig } from '../pool.js';
+import type { DatabaseOptions, SessionConfig } from '../database-options.js';
 
 /** The primary's URL now: undefined lets pg read the PG* environment variables. */
 export type PrimaryUrl = () => string | undefined;
