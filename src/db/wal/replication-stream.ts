@@ -38,10 +38,13 @@ export interface ReplicationStream {
   stop(): Promise<void>;
 }
 
-/** How long a batch may wait for more transactions under load (milliseconds). */
-const GATHER_MS = 2;
+/**
+ * How long a batch may wait for more transactions under load (milliseconds): what a change may be
+ * delayed by while writers are busy, against how many transactions one commit of the log holds.
+ */
+const GATHER_MS = 5;
 /** No wait once this many transactions are waiting. */
-const GATHER_MAX = 64;
+const GATHER_MAX = 256;
 
 type Queued =
   | { readonly type: 'data'; readonly message: PgoutputMessage }
