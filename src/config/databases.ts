@@ -29,7 +29,12 @@ export function parseDatabases(entries: readonly string[]): DatabaseConfig[] {
   return databases;
 }
 
-/** A connection string safe to print: the password replaced. */
+/**
+ * A connection string safe to print: every password it can carry replaced, the one after the user
+ * (an empty user included) and the `password` and `sslpassword` parameters.
+ */
 export function redactConnectionString(connectionString: string): string {
-  return connectionString.replace(/(\/\/[^:/@]+:)[^@]*@/, '$1***@');
+  return connectionString
+    .replace(/(\/\/[^:/@?#]*:)[^@/?#]*@/, '$1***@')
+    .replace(/([?&](?:ssl)?password=)[^&#]*/gi, '$1***');
 }

@@ -170,6 +170,44 @@ describe('failover', () => {
     }
   }, 120_000);
 
+  it('gives a request waiting for a full pool a session on the new primary, not the one released on the former', async () => {
+    const target = new PrimaryTarget({
+      candidates: [standbyUrl, primaryUrl],
+      database: 'failover-queue',
+      checkMs: 3_600_000,
+      probeTimeoutMs: 2000,
+      redact: redactConnectionString,
+      log: () => undefined,
+    });
+    const pool = new pg.Pool({
+      connectionString: 'postgres://nobody@127.0.0.1:1/unused',
+      max: 1,
+      idleTimeoutMillis: 0,
+      Client: followingClient(target),
+    });
+    pool.on('error', () => undefined);
+    followPrimary(pool, target);
+    try {
+      const held = await pool.connect();
+      await target.check();
+      expect(target.url).toBe(primaryUrl);
+      const waiting = pool.connect();
+      held.release();
+      const next = await waiting;
+      try {
+        const { rows } = await next.query<{ recovery: boolean }>(
+          'select pg_is_in_recovery() as recovery',
+        );
+        expect(rows[0]?.recovery).toBe(false);
+      } finally {
+        next.release();
+      }
+    } finally {
+      await target.close();
+      await pool.end();
+    }
+  }, 120_000);
+
   it('keeps the primary while it is only down, with no standby promoted, and uses it again when it is back', async () => {
     const log: string[] = [];
     const db = createDatabase({
@@ -330,6 +368,30 @@ describe('failover', () => {
     await db.primary?.check();
     expect(db.primary?.url).toBe(standbyUrl);
     expect(await switches()).toBe(before);
+    expect(await adminServer(db)).toEqual({
+      port: portOf(standbyUrl),
+      writable: true,
+    });
+  });
+
+  it('starts on the promoted standby when started after the failover with the old primary, writable again, configured', async () => {
+    const log: string[] = [];
+    const db = createDatabase({
+      connectionString: primaryUrl,
+      poolSize: 2,
+      statementTimeoutMs: 30_000,
+      onError: () => undefined,
+      standbys: {
+        ...standbySettings((line) => log.push(line)),
+        database: 'failover-restart',
+      },
+    });
+    opened.push(db);
+    await db.primary?.check();
+    expect(db.primary?.url).toBe(standbyUrl);
+    expect(log.filter((line) => line.includes('primary moved'))).toHaveLength(
+      1,
+    );
     expect(await adminServer(db)).toEqual({
       port: portOf(standbyUrl),
       writable: true,

@@ -135,6 +135,10 @@ describe('the admin listener', () => {
     expect(exposition).toContain('# TYPE pgmcp_primary_switches_total counter');
     expect(exposition).not.toContain('metrics-secret');
     expectPromtoolAccepts(exposition);
+    // A closed database leaves no candidate behind.
+    expect(await scrape()).not.toContain(
+      'pgmcp_primary_candidate{database="metrics"',
+    );
   });
 
   it('passes promtool check metrics', async () => {

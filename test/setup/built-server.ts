@@ -55,17 +55,31 @@ export function spawnBuiltServer(
   const wantsAdmin = env['PGMCP_ADMIN_PORT'] !== undefined;
   let output = '';
   return new Promise((resolve, reject) => {
+    // A server that neither serves nor exits is stopped, so the caller fails instead of hanging.
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`pgmcp serve did not serve within 60 s: ${output}`));
+    }, 60_000);
+    timer.unref();
     const onData = (chunk: Buffer): void => {
       output += chunk.toString('utf8');
       const url = SERVING.exec(output)?.[1];
       const adminUrl = ADMIN.exec(output)?.[1];
-      if (url !== undefined && (adminUrl !== undefined || !wantsAdmin))
+      if (url !== undefined && (adminUrl !== undefined || !wantsAdmin)) {
+        clearTimeout(timer);
         resolve({ child, url, adminUrl, output: () => output });
+      }
     };
     child.stdout.on('data', onData);
     child.stderr.on('data', onData);
-    child.on('exit', (code) =>
-      reject(new Error(`pgmcp serve exited with ${code}: ${output}`)),
-    );
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`pgmcp serve exited with ${code}: ${output}`));
+    });
+    // A spawn that fails (no node binary, say) emits 'error', and no 'exit'.
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
   });
 }

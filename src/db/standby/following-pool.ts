@@ -60,8 +60,14 @@ export function followPrimary(
   pool.on('acquire', (client) => checkedOut.add(client));
   pool.on('release', (_error: unknown, client: pg.PoolClient) => {
     checkedOut.delete(client);
-    // pg-pool emits 'release' before it puts the client back in its idle list.
-    if (stale(client)) setImmediate(() => retire(client));
+    // Ended here, before pg-pool decides where the client goes: it removes an ending client
+    // instead of handing it to the next waiting request (which would keep it on the former
+    // primary for as long as requests queue) or back to its idle list.
+    if (stale(client)) {
+      clients.delete(client);
+      // The pool made it with followingClient: a pg.Client.
+      (client as unknown as pg.Client).end().catch(() => undefined);
+    }
   });
   return target.onMove(() => {
     for (const client of [...clients]) retire(client);

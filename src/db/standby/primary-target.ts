@@ -68,9 +68,16 @@ export class PrimaryTarget {
     return this.#url;
   }
 
-  /** Check the target now and then every checkMs. */
+  /**
+   * Survey every candidate now, then check the target every checkMs. A process that starts after a
+   * failover begins at the configured primary, which may be the old one started again writable:
+   * the survey moves it to the writable candidate on the highest timeline, as a running process
+   * would have moved.
+   */
   start(): void {
-    void this.check();
+    this.#checking = this.#survey().finally(() => {
+      this.#checking = undefined;
+    });
     this.#timer = setInterval(() => void this.check(), this.#options.checkMs);
     this.#timer.unref();
   }
@@ -98,6 +105,32 @@ export class PrimaryTarget {
     clearInterval(this.#timer);
     await this.#checking;
     this.#dropSession();
+    for (const url of new Set(this.#options.candidates))
+      METRICS.primaryCandidate.remove({
+        database: this.#options.database,
+        server: serverLabel(url),
+      });
+  }
+
+  /** Every candidate at once; the writable one on the highest timeline, the current on a tie. */
+  async #survey(): Promise<void> {
+    const current = await this.#probeCurrent();
+    const others = await this.#probeOthers();
+    const best = [current, ...others]
+      .filter((found) => found.writable)
+      .sort((a, b) => b.timeline - a.timeline)[0];
+    if (best === undefined || this.#closed) return;
+    if (best.url === this.#url || best.timeline === current.timeline)
+      this.#timeline = Math.max(this.#timeline, current.timeline);
+    else this.#move(best);
+  }
+
+  async #probeOthers(): Promise<Probe[]> {
+    return Promise.all(
+      this.#options.candidates
+        .filter((url) => url !== this.#url)
+        .map((url) => probe(url, this.#options.probeTimeoutMs)),
+    );
   }
 
   async #checkOnce(): Promise<void> {
@@ -106,11 +139,7 @@ export class PrimaryTarget {
       this.#timeline = Math.max(this.#timeline, current.timeline);
       return;
     }
-    const others = await Promise.all(
-      this.#options.candidates
-        .filter((url) => url !== this.#url)
-        .map((url) => probe(url, this.#options.probeTimeoutMs)),
-    );
+    const others = await this.#probeOthers();
     const best = others
       .filter((found) => found.writable && found.timeline >= this.#timeline)
       .sort((a, b) => b.timeline - a.timeline)[0];
@@ -150,7 +179,15 @@ export class PrimaryTarget {
     this.#options.log(
       `primary moved from ${redact(from)} to ${redact(to.url)} (timeline ${to.timeline})`,
     );
-    for (const listener of this.#listeners) listener(from, to.url);
+    // One follower failing must not keep the others from moving, nor escape as a rejection.
+    for (const listener of this.#listeners)
+      try {
+        listener(from, to.url);
+      } catch (error) {
+        this.#options.log(
+          `following the primary to ${redact(to.url)} failed for one connection (${error instanceof Error ? error.message : String(error)})`,
+        );
+      }
   }
 
   #gauge(): void {

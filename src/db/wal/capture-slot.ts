@@ -108,9 +108,15 @@ async function ensureSlotLocked(
       [slot],
     );
   } catch (error) {
-    // A replica of a version without the lock created it first and starts the epoch; the mark
-    // left set here only finishes once more on the next check (a spurious resync, no loss).
-    if ((error as { code?: string }).code === '42710') return false;
+    // A replica of a version without the lock created it first and starts the epoch itself: the
+    // mark set here is taken back, else a later check would start another epoch (a needless
+    // resync) while that replica reads the slot.
+    if ((error as { code?: string }).code === '42710') {
+      await client.query(
+        'update pgmcp.change_capture set slot_pending = false',
+      );
+      return false;
+    }
     throw error;
   }
   await client.query('select pgmcp.finish_slot_creation()');
