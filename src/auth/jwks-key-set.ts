@@ -36,7 +36,7 @@ export interface JwksKeySet {
   refreshIfStale(): Promise<void>;
 }
 
-/** Wrap jose's remote JWKS; its cache export (`uat`, `jwks`) tells us when a fetch happened. */
+/** Wrap jose's remote JWKS; its cache export (`jwks`) tells us when a fetch happened. */
 export function createJwksKeySet(options: JwksKeySetOptions): JwksKeySet {
   const fetched: { uat?: number; jwks?: JSONWebKeySet } = {};
   const remote = createRemoteJWKSet(new URL(options.url), {
@@ -44,13 +44,15 @@ export function createJwksKeySet(options: JwksKeySetOptions): JwksKeySet {
     cacheMaxAge: options.maxAgeMs,
     [jwksCache]: fetched as JWKSCacheInput,
   });
-  let seenAt: number | undefined;
+  let seen: JSONWebKeySet | undefined;
   let fingerprint: string | undefined;
   let generation = 0;
-  // Cheap when nothing was fetched (one comparison); a fetch compares the set's JSON text.
+  // Cheap when nothing was fetched (one comparison); a fetch compares the set's JSON text. jose
+  // stores each fetch's parsed set as a new object: that, not the fetch's time (two fetches can
+  // share a millisecond), tells that a fetch happened.
   function observe(): void {
-    if (fetched.uat === seenAt) return;
-    seenAt = fetched.uat;
+    if (fetched.jwks === seen) return;
+    seen = fetched.jwks;
     const next = JSON.stringify(fetched.jwks);
     if (next === fingerprint) return;
     const first = fingerprint === undefined;

@@ -480,6 +480,30 @@ describe('bearer tokens from a JWKS (RS256/ES256) with key rotation', () => {
     expect(tokens.cachedTokens).toBe(0);
   });
 
+  it('sees a key removed by a refetch in the same millisecond as the fetch before it', async () => {
+    const old = await keyAndToken('old');
+    const next = await keyAndToken('next');
+    published = [old.jwk, next.jwk];
+    // The clock stands still: every fetch of the key set carries the same time.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+    try {
+      const tokens = createTokenVerifier({
+        jwksUrl,
+        audience: AUDIENCE,
+        roleClaim: 'role',
+        jwksMaxAgeMs: 0,
+      });
+      await tokens.verify(old.bearer);
+      await tokens.verify(old.bearer);
+      published = [next.jwk];
+      await expect(tokens.verify(old.bearer)).rejects.toMatchObject({
+        reason: 'INVALID_TOKEN',
+      });
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('refuses a cached token as KEYS_UNAVAILABLE when its stale key set cannot be refetched, as a full check would', async () => {
     const current = await keyAndToken('current');
     published = [current.jwk];
