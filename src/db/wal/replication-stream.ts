@@ -118,8 +118,10 @@ class StreamReader implements ReplicationStream {
   async #stream(): Promise<void> {
     await this.#client.connect();
     if (this.#failure !== undefined) return;
-    this.#watchSilence(await this.#silenceBound());
+    const silenceMs = await this.#silenceBound();
+    // Stopped meanwhile: no timer is left behind.
     if (this.#failure !== undefined) return;
+    this.#watchSilence(silenceMs);
     this.#copy = copyBothOf(this.#client);
     this.#copy.onData((chunk) => this.#received(chunk));
     // From 0/0: the server starts at the slot's confirmed position. The slot name is pgmcp's own
