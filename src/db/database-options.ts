@@ -53,4 +53,6 @@ export interface SessionConfig {
   /** This replica's name for the session (db/connection/application-name.ts); the user's own wins. */
   readonly fallback_application_name: string;
   readonly options: string;
+  /** TCP keepalives on the session's socket. */
+  readonly keepAlive: boolean;
 }

@@ -66,7 +66,7 @@ export async function startListener(
       .filter((other) => other.watch === undefined)
       .map((other) => other.channel),
   ]);
-  hooks.state.listening = true;
+  listened(hooks);
   const switching = switchOf(() => subscriber, options.warn);
   for (const other of channels)
     other.watch?.((on) => switching.turn(other, on));
@@ -83,9 +83,12 @@ export async function startListener(
     },
     hearChanges: (on) =>
       switching.turn({ channel: CHANGES_CHANNEL, listening: () => {} }, on),
-    close: () => {
+    close: async () => {
       unfollow?.();
-      return switching.close();
+      // A move under way may still put a new subscriber in place: the one to close is the one
+      // there once it is done, retired so that a reconnect loop under way ends too.
+      await switching.close();
+      await retire(subscriber, options);
     },
   };
 }
@@ -117,13 +120,13 @@ function openSubscriber(hooks: Hooks): Subscriber {
     }
     state.listening = false;
   });
+  // pg-listen's connect() says 'connected' before its caller's LISTENs are sent, so that first one
+  // is left to connectSubscriber's caller (listened, once they are); a reconnect's comes after
+  // pg-listen has LISTENed again.
+  let opened = false;
   subscriber.events.on('connected', () => {
-    if (state.lost) options.log('live updates: listener reconnected');
-    state.lost = false;
-    state.listening = true;
-    // Catch up on whatever committed while we were not listening.
-    void poll();
-    for (const other of options.channels ?? []) other.listening();
+    if (opened) listened(hooks);
+    opened = true;
   });
   subscriber.notifications.on(CHANGES_CHANNEL, hooks.notified);
   for (const other of options.channels ?? [])
@@ -131,6 +134,15 @@ function openSubscriber(hooks: Hooks): Subscriber {
       other.notified(payload),
     );
   return subscriber;
+}
+
+/** The connection LISTENs: catch up on whatever committed while it did not, and tell the channels. */
+function listened({ options, poll, state }: Hooks): void {
+  if (state.lost) options.log('live updates: listener reconnected');
+  state.lost = false;
+  state.listening = true;
+  void poll();
+  for (const other of options.channels ?? []) other.listening();
 }
 
 async function connectSubscriber(
@@ -152,7 +164,7 @@ async function followPrimary(
   closed: () => boolean,
 ): Promise<Subscriber> {
   const channelNames = old.getSubscribedChannels();
-  retire(old, hooks.options);
+  void retire(old, hooks.options);
   hooks.state.listening = false;
   hooks.state.lost = true;
   hooks.options.warn(
@@ -162,9 +174,15 @@ async function followPrimary(
     const next = openSubscriber(hooks);
     try {
       await connectSubscriber(next, channelNames);
+      // Closed while it connected: close() closed the subscriber it found, not this one.
+      if (closed()) {
+        void retire(next, hooks.options);
+        return old;
+      }
+      listened(hooks);
       return next;
     } catch (error) {
-      retire(next, hooks.options);
+      void retire(next, hooks.options);
       hooks.options.warn(
         `live updates: listening on the new primary failed (${describe(error)}); retrying`,
       );
@@ -175,10 +193,14 @@ async function followPrimary(
 }
 
 /**
- * Close a subscriber that is no longer used. pg-listen's reconnect loop does not stop at close(): a
- * connection it still makes is closed as soon as it is made, and nothing it hears reaches pgmcp.
+ * Close a subscriber that is no longer used, and end a reconnect loop it runs: an attempt already
+ * under way may still connect, and that connection is closed as soon as it is made; nothing it
+ * hears reaches pgmcp.
  */
-function retire(subscriber: Subscriber, options: ListenerOptions): void {
+function retire(
+  subscriber: Subscriber,
+  options: ListenerOptions,
+): Promise<void> {
   for (const event of ['error', 'reconnect', 'connected'] as const)
     subscriber.events.removeAllListeners(event);
   for (const channel of [
@@ -187,10 +209,17 @@ function retire(subscriber: Subscriber, options: ListenerOptions): void {
   ])
     subscriber.notifications.removeAllListeners(channel);
   subscriber.events.on('error', () => undefined);
+  // pg-listen's reconnect loop (retryTimeout Infinity) does not look at close(): it would try the
+  // lost server for ever, its timers keeping the process alive. It says 'reconnect' outside its
+  // try before each attempt, so a throw here rejects the loop, which ends it; pg-listen then says
+  // 'error', heard just above.
+  subscriber.events.on('reconnect', () => {
+    throw new Error('this listener connection is retired');
+  });
   subscriber.events.on('connected', () => {
     subscriber.close().catch(() => undefined);
   });
-  subscriber.close().catch(() => undefined);
+  return subscriber.close().catch(() => undefined);
 }
 
 /**
@@ -230,11 +259,9 @@ function switchOf(
       ),
     serially,
     closed: () => closed,
-    close: () => {
+    close: async () => {
       closed = true;
-      return subscriber()
-        .close()
-        .catch(() => undefined);
+      await switching;
     },
   };
 }

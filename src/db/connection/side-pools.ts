@@ -141,6 +141,9 @@ export async function connectAdminClient(
     connectionString: primaryUrl(),
     fallback_application_name: replicaApplicationName('pgmcp-admin'),
     options: '-c TimeZone=UTC',
+    // Some are held long (the WAL reader's writer, idle between transactions): a peer gone
+    // without a reset is found by TCP.
+    keepAlive: true,
   });
   client.on('error', (error) =>
     options.onError('admin database connection failed', error),
@@ -159,5 +162,7 @@ export function dedicatedSession(
     ...(url === undefined ? {} : { connectionString: url }),
     fallback_application_name: replicaApplicationName(applicationName),
     options: '-c TimeZone=UTC',
+    // Held for the process's life, often idle: a peer gone without a reset is found by TCP.
+    keepAlive: true,
   };
 }

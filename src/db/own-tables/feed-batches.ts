@@ -49,6 +49,8 @@ class LeaderSession implements FeedLeadership {
   readonly #onLost: (error: unknown) => void;
   #client: pg.Client | undefined;
   #leading = false;
+  /** Stops following the primary's moves: while a session is open, a move ends it. */
+  #unfollow: (() => void) | undefined;
 
   constructor(db: DatabaseHandle, onLost: (error: unknown) => void) {
     this.#db = db;
@@ -103,6 +105,8 @@ class LeaderSession implements FeedLeadership {
   async close(): Promise<void> {
     const current = this.#client;
     this.#client = undefined;
+    this.#unfollow?.();
+    this.#unfollow = undefined;
     this.#leading = false;
     // Ending the session releases the lock.
     await current?.end().catch(() => undefined);
@@ -134,6 +138,13 @@ class LeaderSession implements FeedLeadership {
     });
     await fresh.connect();
     this.#client = fresh;
+    // The lock is held on the old primary, which may be lost without a reset (a black hole) and
+    // would keep this session, and its leadership, for ever: a move ends it, so the replicas'
+    // next tries take the lock on the new primary.
+    this.#unfollow?.();
+    this.#unfollow = this.#db.primary?.onMove(() => {
+      if (this.#client === fresh) this.#drop(new Error('the primary moved'));
+    });
     return fresh;
   }
 
@@ -141,6 +152,8 @@ class LeaderSession implements FeedLeadership {
   #drop(error: unknown): void {
     const lost = this.#client;
     this.#client = undefined;
+    this.#unfollow?.();
+    this.#unfollow = undefined;
     if (this.#leading) this.#onLost(error);
     this.#leading = false;
     lost?.end().catch(() => undefined);

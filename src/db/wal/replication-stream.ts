@@ -45,6 +45,11 @@ export interface ReplicationStream {
 const GATHER_MS = 5;
 /** No wait once this many transactions are waiting. */
 const GATHER_MAX = 256;
+/**
+ * The silence bound when the server's wal_sender_timeout is 0 (it never pings on its own): the
+ * reader asks for a keepalive at half of it, so a live server is heard well within it.
+ */
+const SILENCE_WITHOUT_TIMEOUT_MS = 60_000;
 
 type Queued =
   | { readonly type: 'data'; readonly message: PgoutputMessage }
@@ -86,6 +91,9 @@ class StreamReader implements ReplicationStream {
   /** The end of the last commit received. */
   #endLsn = 0n;
   #reject: (error: unknown) => void = () => undefined;
+  /** When the server was last heard (data or keepalive), performance.now(). */
+  #heard = performance.now();
+  #silenceTimer: NodeJS.Timeout | undefined;
   readonly done: Promise<void>;
 
   constructor(options: ReplicationStreamOptions) {
@@ -110,6 +118,10 @@ class StreamReader implements ReplicationStream {
   async #stream(): Promise<void> {
     await this.#client.connect();
     if (this.#failure !== undefined) return;
+    const silenceMs = await this.#silenceBound();
+    // Stopped meanwhile: no timer is left behind.
+    if (this.#failure !== undefined) return;
+    this.#watchSilence(silenceMs);
     this.#copy = copyBothOf(this.#client);
     this.#copy.onData((chunk) => this.#received(chunk));
     // From 0/0: the server starts at the slot's confirmed position. The slot name is pgmcp's own
@@ -126,6 +138,7 @@ class StreamReader implements ReplicationStream {
    * reader retries, nothing acknowledged), never the process.
    */
   #received(chunk: Buffer): void {
+    this.#heard = performance.now();
     try {
       if (chunk[0] === 0x77)
         this.#enqueue({
@@ -153,7 +166,46 @@ class StreamReader implements ReplicationStream {
   #fail(error: unknown): void {
     if (this.#failure !== undefined) return;
     this.#failure = error;
+    clearInterval(this.#silenceTimer);
     this.#reject(error);
+  }
+
+  /**
+   * Twice the server's wal_sender_timeout: a walsender pings at half of it when it has not heard
+   * from its reader, so a server silent for twice as long is gone (a black hole: its connection
+   * never reset). A timeout of 0 gets a fixed bound, kept by asking for keepalives.
+   */
+  async #silenceBound(): Promise<number> {
+    const { rows } = await this.#client.query<{ wal_sender_timeout: string }>(
+      'SHOW wal_sender_timeout',
+    );
+    const timeout = durationMs(rows[0]?.wal_sender_timeout ?? '0');
+    return timeout > 0 ? 2 * timeout : SILENCE_WITHOUT_TIMEOUT_MS;
+  }
+
+  /**
+   * Fail the stream once the server has been silent past `boundMs`; past half of it, ask the
+   * server for a keepalive (a status update with its reply flag), so only a lost one stays silent.
+   */
+  #watchSilence(boundMs: number): void {
+    this.#heard = performance.now();
+    this.#silenceTimer = setInterval(
+      () => {
+        const silent = performance.now() - this.#heard;
+        if (silent > boundMs) {
+          this.#fail(
+            new Error(
+              `the server sent nothing for ${Math.round(silent / 1000)} s (bound ${boundMs / 1000} s)`,
+            ),
+          );
+          // START_REPLICATION is still running: end() destroys the socket rather than wait.
+          void this.#client.end().catch(() => undefined);
+        } else if (silent > boundMs / 2)
+          this.#acknowledge(this.#acknowledged, true);
+      },
+      Math.max(10, boundMs / 8),
+    );
+    this.#silenceTimer.unref();
   }
 
   /**
@@ -231,7 +283,7 @@ class StreamReader implements ReplicationStream {
    * Standby status update ('r'): `position` (never less than before) as written, flushed and
    * applied, so the slot's confirmed_flush_lsn moves to it.
    */
-  #acknowledge(position: bigint): void {
+  #acknowledge(position: bigint, replyRequested = false): void {
     if (position > this.#acknowledged) this.#acknowledged = position;
     const update = Buffer.alloc(34);
     update.write('r', 0);
@@ -240,7 +292,21 @@ class StreamReader implements ReplicationStream {
     update.writeBigUInt64BE(this.#acknowledged, 17);
     // Microseconds since 2000-01-01.
     update.writeBigInt64BE(BigInt(Date.now() - 946_684_800_000) * 1000n, 25);
-    update.writeUInt8(0, 33);
+    update.writeUInt8(replyRequested ? 1 : 0, 33);
     this.#copy?.send(update);
   }
+}
+
+/** A duration as SHOW prints it ("60s", "1min", "500ms", "0") in milliseconds. */
+function durationMs(text: string): number {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|min|h|d)?\s*$/.exec(text);
+  if (match === null) return 0;
+  const scale: Record<string, number> = {
+    ms: 1,
+    s: 1000,
+    min: 60_000,
+    h: 3_600_000,
+    d: 86_400_000,
+  };
+  return Number(match[1]) * (scale[match[2] ?? 'ms'] ?? 1);
 }

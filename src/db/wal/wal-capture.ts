@@ -1,6 +1,7 @@
 // The WAL change source (PGMCP_CHANGE_SOURCE=wal): one replica at a time reads the database's
 // logical slot and logs each transaction's row changes to pgmcp.changes, which the change feed reads
 // as it reads the triggers' rows; every replica watches the slot's bound.
+import type pg from 'pg';
 import { METRICS } from '../../observability/index.js';
 import type { DatabaseHandle } from '../pool.js';
 import {
@@ -116,8 +117,9 @@ async function consumeSlot(
 ): Promise<void> {
   let lastProblem: string | undefined;
   while (!state.stopped) {
+    let moved = false;
     try {
-      await readOnce(options, { slot, state, signal });
+      moved = await readOnce(options, { slot, state, signal });
     } catch (error) {
       // 55006 (object in use): another replica reads the slot.
       const waiting = (error as { code?: string }).code === '55006';
@@ -131,18 +133,85 @@ async function consumeSlot(
     } finally {
       state.consuming = false;
     }
-    if (!state.stopped) await sleep(options.retryMs ?? 5000, signal);
+    // Left for a moved primary: read the slot there now, not after a wait.
+    if (!state.stopped && !moved) await sleep(options.retryMs ?? 5000, signal);
   }
 }
 
-/** One connection's life: ensure the slot, stream it, log each transaction before acknowledging. */
+/** Whether the primary moved since this was made, and a promise that resolves when it does. */
+interface MoveWatch {
+  readonly moved: boolean;
+  readonly happened: Promise<void>;
+  /** Call `action` on a move (at once if one happened). */
+  onMove(action: () => void): void;
+  stop(): void;
+}
+
+function watchMoves(db: DatabaseHandle): MoveWatch {
+  let moved = false;
+  let told: () => void = () => undefined;
+  const happened = new Promise<void>((resolve) => {
+    told = resolve;
+  });
+  const actions: (() => void)[] = [];
+  const unfollow = db.primary?.onMove(() => {
+    moved = true;
+    told();
+    for (const action of actions.splice(0)) action();
+  });
+  return {
+    get moved() {
+      return moved;
+    },
+    happened,
+    onMove: (action) => (moved ? action() : void actions.push(action)),
+    stop: () => unfollow?.(),
+  };
+}
+
+/**
+ * One connection's life: ensure the slot, stream it, log each transaction before acknowledging.
+ * A primary lost without a reset (a black hole) would keep it waiting for ever: a move ends it
+ * (true: left for the new primary), and the loop reads the slot there.
+ */
 async function readOnce(
   options: WalCaptureOptions,
-  { slot, state, signal }: SlotReading,
-): Promise<void> {
-  const writer = await options.db.connectAdmin();
+  reading: SlotReading,
+): Promise<boolean> {
+  const moves = watchMoves(options.db);
+  try {
+    const connecting = options.db.connectAdmin();
+    const writer = await Promise.race([
+      connecting,
+      moves.happened.then(() => undefined),
+    ]);
+    if (writer === undefined) {
+      // Still connecting to the old primary: that session is ended whenever it opens.
+      connecting.then((late) => late.end()).catch(() => undefined);
+      return true;
+    }
+    return await streamSlot(options, { reading, writer, moves });
+  } finally {
+    moves.stop();
+  }
+}
+
+/** Stream the slot through `writer` until the stream fails, the reader stops or the primary moves. */
+async function streamSlot(
+  options: WalCaptureOptions,
+  {
+    reading: { slot, state, signal },
+    writer,
+    moves,
+  }: { reading: SlotReading; writer: pg.Client; moves: MoveWatch },
+): Promise<boolean> {
   let stream: ReplicationStream | undefined;
   const stop = () => void stream?.stop();
+  // Both sessions end on a move: a statement the writer waits on fails, and so does the stream.
+  moves.onMove(() => {
+    stop();
+    void writer.end().catch(() => undefined);
+  });
   try {
     if (await ensureSlot(writer, slot))
       options.warn(
@@ -160,14 +229,22 @@ async function readOnce(
       },
     });
     signal.addEventListener('abort', stop);
-    // Stopped while the stream was being opened: the abort came before its listener.
-    if (signal.aborted) stop();
+    // Stopped or moved while the stream was being opened: before anything could end it.
+    if (signal.aborted || moves.moved) stop();
     state.consuming = true;
     await stream.done;
+    return moves.moved;
+  } catch (error) {
+    if (moves.moved) return true;
+    throw error;
   } finally {
     signal.removeEventListener('abort', stop);
-    await stream?.stop();
-    await writer.end().catch(() => undefined);
+    const ended = Promise.all([
+      stream?.stop(),
+      writer.end().catch(() => undefined),
+    ]);
+    // A moved-from server may never answer a goodbye: not waited for.
+    if (!moves.moved) await ended;
   }
 }
 

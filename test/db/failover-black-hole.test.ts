@@ -1,0 +1,114 @@
+// Failover from a primary lost without a reset (a black hole: its processes stopped, its sockets
+// open, nothing answered): the sessions held on it would wait for ever, so a move of the primary
+// ends them. The WAL reader reads the slot on the promoted standby, and the feed leader's session
+// is dropped, so leadership is taken again there. Its own pair: the promotion cannot be undone.
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import {
+  createDatabase,
+  createFeedLeadership,
+  startWalCapture,
+  type DatabaseHandle,
+  type FeedLeadership,
+  type WalCapture,
+} from '../../src/db/index.js';
+import { migrateDatabase } from '../setup/migrate-database.js';
+import {
+  startStandbyPair,
+  waitFor,
+  type StandbyPair,
+} from '../setup/standby-pair.js';
+
+let pair: StandbyPair;
+let db: DatabaseHandle | undefined;
+let capture: WalCapture | undefined;
+let leadership: FeedLeadership | undefined;
+const lost: unknown[] = [];
+const lines: string[] = [];
+
+/** Whether the change log of the promoted standby has the insert of key `id`. */
+async function loggedOnStandby(id: number): Promise<boolean> {
+  const rows = await pair.sql(
+    'standby',
+    `select count(*)::int as n from pgmcp.changes
+      where relation = 'public.black_hole' and detail->'key'->>0 = '${id}'`,
+  );
+  return rows[0]?.['n'] === 1;
+}
+
+beforeAll(async () => {
+  pair = await startStandbyPair();
+  await migrateDatabase(pair.primaryUrl, async (admin) => {
+    await admin.query(
+      `create table black_hole (id int primary key, v text);
+       select pgmcp.expose_table('public.black_hole');`,
+    );
+  });
+  db = createDatabase({
+    connectionString: pair.primaryUrl,
+    poolSize: 1,
+    statementTimeoutMs: 10_000,
+    onError: () => undefined,
+    standbys: {
+      urls: [pair.standbyUrl],
+      maxLagMs: 600_000,
+      maxLagBytes: undefined,
+      waitMs: 200,
+      pollMs: 100,
+      whenUnavailable: 'primary',
+      failoverCheckMs: 200,
+      log: (line) => lines.push(line),
+    },
+  });
+  capture = await startWalCapture({
+    db,
+    name: 'main',
+    slotMaxBytes: 256 * 1024 * 1024,
+    log: (line) => lines.push(line),
+    warn: (line) => lines.push(`WARN ${line}`),
+    retryMs: 200,
+    watchMs: 3_600_000,
+  });
+  leadership = createFeedLeadership(db.feed, (error) => lost.push(error));
+}, 120_000);
+
+afterAll(async () => {
+  // Thawed and stopped first: nothing then waits on its frozen sessions.
+  pair?.stopPrimary('immediate');
+  await capture?.stop();
+  await leadership?.close();
+  await db?.close();
+  pair?.close();
+});
+
+it('leaves a black-holed primary for the promoted standby: the WAL reader reads a slot there, and the leader session is dropped and taken again there', async () => {
+  await waitFor(() => capture?.consuming === true);
+  expect(await leadership?.tryLead()).toBe(true);
+  await pair.sql('primary', `insert into black_hole values (1, 'before')`);
+  await pair.caughtUp();
+  pair.freezePrimary();
+  await pair.promoteStandby();
+  await waitFor(() => db?.primary?.url === pair.standbyUrl);
+
+  await waitFor(
+    async () =>
+      (
+        await pair.sql(
+          'standby',
+          `select count(*)::int as n from pg_replication_slots where slot_name = '${capture?.slot}' and active`,
+        )
+      )[0]?.['n'] === 1,
+  );
+  await pair.sql('standby', `insert into black_hole values (2, 'after')`);
+  await waitFor(() => loggedOnStandby(2));
+
+  await waitFor(() => lost.length === 1);
+  expect(String(lost[0])).toContain('the primary moved');
+  expect(leadership?.leading).toBe(false);
+  expect(await leadership?.tryLead()).toBe(true);
+  const locks = await pair.sql(
+    'standby',
+    `select count(*)::int as n from pg_locks l join pg_stat_activity a using (pid)
+      where l.locktype = 'advisory' and l.granted and a.application_name like 'pgmcp-leader%'`,
+  );
+  expect(locks[0]?.['n']).toBe(1);
+}, 240_000);
