@@ -4,15 +4,15 @@
 // is dropped, so leadership is taken again there. Its own pair: the promotion cannot be undone.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import {
-  createDatabase,
   createFeedLeadership,
-  startWalCapture,
   type DatabaseHandle,
   type FeedLeadership,
   type WalCapture,
 } from '../../src/db/index.js';
+import { startTestWalCapture } from '../setup/logical-cluster.js';
 import { migrateDatabase } from '../setup/migrate-database.js';
 import {
+  pairDatabase,
   startStandbyPair,
   waitFor,
   type StandbyPair,
@@ -43,31 +43,8 @@ beforeAll(async () => {
        select pgmcp.expose_table('public.black_hole');`,
     );
   });
-  db = createDatabase({
-    connectionString: pair.primaryUrl,
-    poolSize: 1,
-    statementTimeoutMs: 10_000,
-    onError: () => undefined,
-    standbys: {
-      urls: [pair.standbyUrl],
-      maxLagMs: 600_000,
-      maxLagBytes: undefined,
-      waitMs: 200,
-      pollMs: 100,
-      whenUnavailable: 'primary',
-      failoverCheckMs: 200,
-      log: (line) => lines.push(line),
-    },
-  });
-  capture = await startWalCapture({
-    db,
-    name: 'main',
-    slotMaxBytes: 256 * 1024 * 1024,
-    log: (line) => lines.push(line),
-    warn: (line) => lines.push(`WARN ${line}`),
-    retryMs: 200,
-    watchMs: 3_600_000,
-  });
+  db = pairDatabase(pair, lines);
+  capture = await startTestWalCapture(db, lines);
   leadership = createFeedLeadership(db.feed, (error) => lost.push(error));
 }, 120_000);
 

@@ -3,14 +3,11 @@
 // a new slot there, which starts a new capture epoch (a resync for every stream), and logs the
 // changes committed on the new primary. Its own pair: the promotion cannot be undone.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import {
-  createDatabase,
-  startWalCapture,
-  type DatabaseHandle,
-  type WalCapture,
-} from '../../src/db/index.js';
+import { type DatabaseHandle, type WalCapture } from '../../src/db/index.js';
+import { startTestWalCapture } from '../setup/logical-cluster.js';
 import { migrateDatabase } from '../setup/migrate-database.js';
 import {
+  pairDatabase,
   startStandbyPair,
   waitFor,
   type StandbyPair,
@@ -49,31 +46,8 @@ beforeAll(async () => {
        select pgmcp.expose_table('public.failover_wal');`,
     );
   });
-  db = createDatabase({
-    connectionString: pair.primaryUrl,
-    poolSize: 1,
-    statementTimeoutMs: 10_000,
-    onError: () => undefined,
-    standbys: {
-      urls: [pair.standbyUrl],
-      maxLagMs: 600_000,
-      maxLagBytes: undefined,
-      waitMs: 200,
-      pollMs: 100,
-      whenUnavailable: 'primary',
-      failoverCheckMs: 200,
-      log: (line) => lines.push(line),
-    },
-  });
-  capture = await startWalCapture({
-    db,
-    name: 'main',
-    slotMaxBytes: 256 * 1024 * 1024,
-    log: (line) => lines.push(line),
-    warn: (line) => lines.push(`WARN ${line}`),
-    retryMs: 200,
-    watchMs: 3_600_000,
-  });
+  db = pairDatabase(pair, lines);
+  capture = await startTestWalCapture(db, lines);
 }, 120_000);
 
 afterAll(async () => {

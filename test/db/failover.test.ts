@@ -27,6 +27,7 @@ import {
 import { migrateDatabase } from '../setup/migrate-database.js';
 import { expectPromtoolAccepts } from '../setup/promtool.js';
 import {
+  pairStandbys,
   startStandbyPair,
   waitFor,
   type StandbyPair,
@@ -48,19 +49,16 @@ const withPassword = (url: string) =>
 const portOf = (url: string) => Number(new URL(url).port);
 
 function standbySettings(log: (line: string) => void): StandbyOptions {
-  return {
-    urls: [standbyUrl],
-    maxLagMs: 600_000,
-    maxLagBytes: undefined,
-    waitMs: 200,
-    pollMs: 100,
-    whenUnavailable: 'primary',
-    failover: 'follow',
-    database: 'failover',
-    redact: redactConnectionString,
-    failoverCheckMs: 200,
-    log,
-  };
+  return pairStandbys(
+    { standbyUrl },
+    {
+      failover: 'follow',
+      database: 'failover',
+      redact: redactConnectionString,
+      failoverCheckMs: 200,
+      log,
+    },
+  );
 }
 
 async function switches(): Promise<number> {

@@ -20,6 +20,7 @@ import { ProtocolError } from '../../src/errors.js';
 import { METRICS, metricsExposition } from '../../src/observability/index.js';
 import { migrateDatabase } from '../setup/migrate-database.js';
 import {
+  pairStandbys,
   startStandbyPair,
   waitFor,
   type StandbyPair,
@@ -50,16 +51,7 @@ function open(
     poolSize: 4,
     statementTimeoutMs: 30_000,
     onError: () => undefined,
-    standbys: {
-      urls: [pair.standbyUrl],
-      maxLagMs: 600_000,
-      maxLagBytes: undefined,
-      waitMs: 200,
-      pollMs: 100,
-      whenUnavailable: 'primary',
-      log: () => undefined,
-      ...settings,
-    },
+    standbys: pairStandbys(pair, settings),
   });
   opened.push(db);
   return db;

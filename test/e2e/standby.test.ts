@@ -13,6 +13,7 @@ import {
 } from '../setup/harness.js';
 import { migrateDatabase } from '../setup/migrate-database.js';
 import {
+  pairStandbys,
   startStandbyPair,
   waitFor,
   type StandbyPair,
@@ -23,15 +24,11 @@ let tools: TestServer;
 let plain: TestServer;
 const logLines: string[] = [];
 
-const standbySettings = () => ({
-  urls: [pair.standbyUrl],
-  maxLagMs: 600_000,
-  maxLagBytes: undefined,
-  waitMs: 300,
-  pollMs: 100,
-  whenUnavailable: 'primary' as const,
-  log: (line: string) => logLines.push(line),
-});
+const standbySettings = () =>
+  pairStandbys(pair, {
+    waitMs: 300,
+    log: (line: string) => logLines.push(line),
+  });
 
 beforeAll(async () => {
   pair = await startStandbyPair();

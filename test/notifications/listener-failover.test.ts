@@ -3,9 +3,10 @@
 // new connection until close() was called. Its own pair: the promotion cannot be undone.
 import net from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createDatabase, type DatabaseHandle } from '../../src/db/index.js';
+import type { DatabaseHandle } from '../../src/db/index.js';
 import { startListener } from '../../src/notifications/feed-listener.js';
 import {
+  pairDatabase,
   startStandbyPair,
   waitFor,
   type StandbyPair,
@@ -98,22 +99,7 @@ afterAll(async () => {
 
 it('closes the connection a move was opening on the new primary when the listener is closed meanwhile', async () => {
   const lines: string[] = [];
-  const handle = createDatabase({
-    connectionString: pair.primaryUrl,
-    poolSize: 1,
-    statementTimeoutMs: 10_000,
-    onError: () => undefined,
-    standbys: {
-      urls: [pair.standbyUrl],
-      maxLagMs: 600_000,
-      maxLagBytes: undefined,
-      waitMs: 200,
-      pollMs: 100,
-      whenUnavailable: 'primary',
-      failoverCheckMs: 200,
-      log: (line) => lines.push(line),
-    },
-  });
+  const handle = pairDatabase(pair, lines);
   db = handle;
   const relay = new Gate(() => handle.primary?.url ?? pair.primaryUrl);
   gate = relay;

@@ -6,7 +6,6 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createDatabase,
-  startWalCapture,
   useTriggerSource,
   type DatabaseHandle,
   type WalCapture,
@@ -25,6 +24,7 @@ import {
 } from '../setup/harness.js';
 import {
   startLogicalCluster,
+  startTestWalCapture,
   type LogicalCluster,
 } from '../setup/logical-cluster.js';
 import { migrateDatabase } from '../setup/migrate-database.js';
@@ -74,15 +74,7 @@ async function open(
 
 /** A WAL reader on the test database, as its superuser, retrying fast. */
 async function capture(slotMaxBytes = 256 * 1024 * 1024): Promise<WalCapture> {
-  const started = await startWalCapture({
-    db: captureDb,
-    name: 'main',
-    slotMaxBytes,
-    log: (line) => lines.push(line),
-    warn: (line) => lines.push(`WARN ${line}`),
-    retryMs: 200,
-    watchMs: 3_600_000,
-  });
+  const started = await startTestWalCapture(captureDb, lines, slotMaxBytes);
   captures.push(started);
   return started;
 }

@@ -8,8 +8,32 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import {
   startEmbeddedPostgres,
+  startWalCapture,
+  type DatabaseHandle,
   type EmbeddedPostgres,
+  type WalCapture,
 } from '../../src/db/index.js';
+
+/**
+ * The WAL change source on `db` as tests run it: a replica that finds the slot busy tries again
+ * every 200 ms, the slot's bound is checked only when a test asks, and its log lines (warnings
+ * marked WARN) go to `lines`.
+ */
+export function startTestWalCapture(
+  db: DatabaseHandle,
+  lines: string[],
+  slotMaxBytes = 256 * 1024 * 1024,
+): Promise<WalCapture> {
+  return startWalCapture({
+    db,
+    name: 'main',
+    slotMaxBytes,
+    log: (line) => lines.push(line),
+    warn: (line) => lines.push(`WARN ${line}`),
+    retryMs: 200,
+    watchMs: 3_600_000,
+  });
+}
 
 export interface LogicalCluster {
   /** The cluster's postgres database, as its superuser. */

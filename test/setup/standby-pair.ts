@@ -19,6 +19,52 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import {
+  createDatabase,
+  type DatabaseHandle,
+  type StandbyOptions,
+} from '../../src/db/index.js';
+
+/**
+ * Standby settings for a database on `pair`: its standby, lag bounds no test reaches, reads waiting
+ * up to 200 ms for a replay, positions polled every 100 ms, the primary when no standby can
+ * answer, and no log; `overrides` win.
+ */
+export function pairStandbys(
+  pair: Pick<StandbyPair, 'standbyUrl'>,
+  overrides: Partial<StandbyOptions> = {},
+): StandbyOptions {
+  return {
+    urls: [pair.standbyUrl],
+    maxLagMs: 600_000,
+    maxLagBytes: undefined,
+    waitMs: 200,
+    pollMs: 100,
+    whenUnavailable: 'primary',
+    log: () => undefined,
+    ...overrides,
+  };
+}
+
+/**
+ * A one-connection database on `pair`'s primary that follows a promoted standby (checked every
+ * 200 ms), its standby log lines pushed to `lines`; the caller closes it.
+ */
+export function pairDatabase(
+  pair: Pick<StandbyPair, 'primaryUrl' | 'standbyUrl'>,
+  lines: string[],
+): DatabaseHandle {
+  return createDatabase({
+    connectionString: pair.primaryUrl,
+    poolSize: 1,
+    statementTimeoutMs: 10_000,
+    onError: () => undefined,
+    standbys: pairStandbys(pair, {
+      failoverCheckMs: 200,
+      log: (line) => lines.push(line),
+    }),
+  });
+}
 
 export interface StandbyPair {
   readonly primaryUrl: string;
