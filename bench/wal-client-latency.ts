@@ -2,12 +2,11 @@
 // bench database with PGMCP_CHANGE_SOURCE=wal, one `subscriptions/listen` stream for a row, and
 // UPDATEs of that row one after another, each timed from its commit's acknowledgement to the
 // stream's notification; then the same server with capture triggers, for context.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { PROJECT_ROOT } from '../src/version.js';
+import { spawnBuiltServer } from '../test/setup/built-server.js';
 import { percentile } from './notify-latency.js';
 import { startTokenIssuer, type TokenIssuer } from './token-issuer.js';
 
@@ -67,56 +66,22 @@ async function withServer<T>(
   spec: ServerSpec,
   work: (server: string) => Promise<T>,
 ): Promise<T> {
-  const child = spawn(
-    process.execPath,
-    [
-      'bin/pgmcp.js',
-      'serve',
-      '--port',
-      '0',
-      '--no-migrate',
-      '--allow-unsafe-login',
-    ],
-    {
-      cwd: PROJECT_ROOT,
-      env: {
-        PATH: process.env['PATH'],
-        DATABASE_URL: spec.url,
-        PGMCP_CONFIG: spec.config,
-        PGMCP_CHANGE_SOURCE: spec.source,
-        PGMCP_JWT_SECRET: spec.issuer.secret,
-        PGMCP_JWT_AUDIENCE: spec.issuer.audience,
-        PGMCP_LOG_FORMAT: 'json',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  // It says it serves once the wal source's reader is started.
+  const { child, url } = await spawnBuiltServer({
+    DATABASE_URL: spec.url,
+    PGMCP_CONFIG: spec.config,
+    PGMCP_CHANGE_SOURCE: spec.source,
+    PGMCP_JWT_SECRET: spec.issuer.secret,
+    PGMCP_JWT_AUDIENCE: spec.issuer.audience,
+    PGMCP_LOG_FORMAT: 'json',
+  });
   try {
-    return await work(await servingAt(child));
+    return await work(url);
   } finally {
     const exited = new Promise((resolve) => child.once('exit', resolve));
     child.kill('SIGTERM');
     await exited;
   }
-}
-
-/** The server's URL once it says it serves (the wal source's reader is started before that). */
-function servingAt(child: ChildProcess): Promise<string> {
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const onData = (chunk: Buffer): void => {
-      output += chunk.toString('utf8');
-      const found = /serving MCP 2026-07-28 at (http:\/\/\S+)/.exec(
-        output,
-      )?.[1];
-      if (found !== undefined) resolve(found);
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
-    child.on('exit', (code) =>
-      reject(new Error(`the server exited with ${code}: ${output}`)),
-    );
-  });
 }
 
 /** Until the server has moved the table to `source` and, for wal, reads its slot. */
