@@ -58,6 +58,8 @@ export async function openDatabase(
     { connectionString, database: undefined },
     logger,
   );
+  // With failover, the first survey of the candidates finds the primary before anything connects.
+  await db.primary?.check();
   return { db, embedded, close: () => closeOpenDatabase(db, embedded, logger) };
 }
 

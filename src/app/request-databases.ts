@@ -64,6 +64,8 @@ export async function openMoreDatabases(
       logger,
     );
     opened.push(db);
+    // With failover, the first survey of the candidates finds the primary before anything connects.
+    await db.primary?.check();
     logger.info(
       `database ${database.name}: ${redactConnectionString(database.connectionString)}`,
     );
