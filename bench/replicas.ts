@@ -12,6 +12,7 @@ import { runMigrations } from '../src/db/index.js';
 import { MIGRATIONS_DIRECTORY } from '../src/config/index.js';
 import type { Logger } from '../src/log.js';
 import { spawnBuiltServer } from '../test/setup/built-server.js';
+import { openListenStream } from './listen-stream.js';
 import type { TokenIssuer } from './token-issuer.js';
 
 export interface ReplicaBenchContext {
@@ -250,60 +251,21 @@ async function openStream(
   { replica, role, uris }: { replica: Replica; role: string; uris: string[] },
 ): Promise<Stream> {
   const [caller] = await context.issuer.mint([role], 1);
-  const controller = new AbortController();
-  const response = await fetch(replica.url, {
-    method: 'POST',
-    headers: {
-      'Content-Type': 'application/json',
-      Accept: 'application/json, text/event-stream',
-      Authorization: caller?.authorization ?? '',
-      'Mcp-Method': 'subscriptions/listen',
-      'MCP-Protocol-Version': '2026-07-28',
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 'bench',
-      method: 'subscriptions/listen',
-      params: {
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-          'io.modelcontextprotocol/clientCapabilities': {},
-        },
-        notifications: { resourceSubscriptions: uris },
+  const stream: Stream = { role, heard: 0, close: () => undefined };
+  try {
+    const open = await openListenStream(replica.url, {
+      authorization: caller?.authorization ?? '',
+      uris,
+      onUpdated: () => {
+        stream.heard += 1;
       },
-    }),
-    signal: controller.signal,
-  });
-  if (response.status !== 200 || response.body === null)
-    throw new Error(`listen answered ${response.status}`);
-  const stream: Stream = { role, heard: 0, close: () => controller.abort() };
-  let acknowledged = false;
-  const ready = new Promise<void>((resolve) => {
-    void (async () => {
-      const decoder = new TextDecoder();
-      let tail = '';
-      try {
-        for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
-          const text = tail + decoder.decode(chunk, { stream: true });
-          const events = text.split('\n\n');
-          tail = events.pop() ?? '';
-          for (const event of events) {
-            if (event.includes('notifications/resources/updated'))
-              stream.heard += 1;
-            else if (event.includes('subscriptions/acknowledged')) {
-              acknowledged = true;
-              resolve();
-            }
-          }
-        }
-      } catch {
-        // Aborted at the end of the run.
-      }
-      if (!acknowledged) resolve();
-    })();
-  });
-  await ready;
-  if (!acknowledged) throw new Error(`listen as ${role} was not acknowledged`);
+    });
+    stream.close = () => open.close();
+  } catch (error) {
+    throw new Error(
+      `listen as ${role} was not acknowledged (${error instanceof Error ? error.message : String(error)})`,
+    );
+  }
   return stream;
 }
 

@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { spawnBuiltServer } from '../test/setup/built-server.js';
+import { openListenStream } from './listen-stream.js';
 import { percentile } from './notify-latency.js';
 import { startTokenIssuer, type TokenIssuer } from './token-issuer.js';
 
@@ -143,65 +144,12 @@ async function listen(
   authorization: string,
   uri: string,
 ): Promise<Stream> {
-  const controller = new AbortController();
-  const response = await fetch(server, {
-    method: 'POST',
-    headers: {
-      'Content-Type': 'application/json',
-      Accept: 'application/json, text/event-stream',
-      Authorization: authorization,
-      'Mcp-Method': 'subscriptions/listen',
-      'MCP-Protocol-Version': '2026-07-28',
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 'bench',
-      method: 'subscriptions/listen',
-      params: {
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-          'io.modelcontextprotocol/clientCapabilities': {},
-        },
-        notifications: { resourceSubscriptions: [uri] },
-      },
-    }),
-    signal: controller.signal,
-  });
-  if (response.status !== 200 || response.body === null)
-    throw new Error(`listen answered ${response.status}`);
-  return readEvents(response.body, controller);
-}
-
-/** Resolve waiters on each notifications/resources/updated event, once acknowledged. */
-async function readEvents(
-  body: ReadableStream<Uint8Array>,
-  controller: AbortController,
-): Promise<Stream> {
   let waiter: (() => void) | undefined;
-  let acknowledged: () => void = () => undefined;
-  const ready = new Promise<void>((resolve, reject) => {
-    acknowledged = resolve;
-    void (async () => {
-      const decoder = new TextDecoder();
-      let tail = '';
-      try {
-        for await (const chunk of body as AsyncIterable<Uint8Array>) {
-          const events = (tail + decoder.decode(chunk, { stream: true })).split(
-            '\n\n',
-          );
-          tail = events.pop() ?? '';
-          for (const event of events)
-            if (event.includes('notifications/resources/updated')) waiter?.();
-            else if (event.includes('subscriptions/acknowledged'))
-              acknowledged();
-        }
-      } catch {
-        // Aborted once the updates are timed.
-      }
-      reject(new Error('the listen stream ended before it was acknowledged'));
-    })();
+  const open = await openListenStream(server, {
+    authorization,
+    uris: [uri],
+    onUpdated: () => waiter?.(),
   });
-  await ready;
   return {
     next: (timeoutMs) =>
       new Promise<void>((resolve, reject) => {
@@ -215,6 +163,6 @@ async function readEvents(
           resolve();
         };
       }),
-    close: () => controller.abort(),
+    close: () => open.close(),
   };
 }

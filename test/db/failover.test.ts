@@ -61,6 +61,34 @@ function standbySettings(log: (line: string) => void): StandbyOptions {
   );
 }
 
+/**
+ * A pool of `max` following a target configured with the standby first (a check finds it in
+ * recovery and moves to the primary, logging to `log`); only a move may close its idle sessions.
+ */
+function standbyFirstPool(
+  database: string,
+  max: number,
+  log: string[],
+): { target: PrimaryTarget; pool: pg.Pool } {
+  const target = new PrimaryTarget({
+    candidates: [standbyUrl, primaryUrl],
+    database,
+    checkMs: 3_600_000,
+    probeTimeoutMs: 2000,
+    redact: redactConnectionString,
+    log: (line) => log.push(line),
+  });
+  const pool = new pg.Pool({
+    connectionString: 'postgres://nobody@127.0.0.1:1/unused',
+    max,
+    idleTimeoutMillis: 0,
+    Client: followingClient(target),
+  });
+  pool.on('error', () => undefined);
+  followPrimary(pool, target);
+  return { target, pool };
+}
+
 async function switches(): Promise<number> {
   const metric = await METRICS.primarySwitches.get();
   return (
@@ -109,23 +137,7 @@ describe('failover', () => {
   it('leaves a configured primary found in recovery for the writable candidate, closing idle sessions at once and a checked-out one when released', async () => {
     const log: string[] = [];
     // The "primary" configured is the standby: a check finds it in recovery.
-    const target = new PrimaryTarget({
-      candidates: [standbyUrl, primaryUrl],
-      database: 'failover-pool',
-      checkMs: 3_600_000,
-      probeTimeoutMs: 2000,
-      redact: redactConnectionString,
-      log: (line) => log.push(line),
-    });
-    const pool = new pg.Pool({
-      connectionString: 'postgres://nobody@127.0.0.1:1/unused',
-      max: 4,
-      // Idle sessions stay until closed: only the move may close them here.
-      idleTimeoutMillis: 0,
-      Client: followingClient(target),
-    });
-    pool.on('error', () => undefined);
-    followPrimary(pool, target);
+    const { target, pool } = standbyFirstPool('failover-pool', 4, log);
     const where = async (client: pg.ClientBase) =>
       (
         await client.query<{ recovery: boolean; pid: number }>(
@@ -169,22 +181,7 @@ describe('failover', () => {
   }, 120_000);
 
   it('gives a request waiting for a full pool a session on the new primary, not the one released on the former', async () => {
-    const target = new PrimaryTarget({
-      candidates: [standbyUrl, primaryUrl],
-      database: 'failover-queue',
-      checkMs: 3_600_000,
-      probeTimeoutMs: 2000,
-      redact: redactConnectionString,
-      log: () => undefined,
-    });
-    const pool = new pg.Pool({
-      connectionString: 'postgres://nobody@127.0.0.1:1/unused',
-      max: 1,
-      idleTimeoutMillis: 0,
-      Client: followingClient(target),
-    });
-    pool.on('error', () => undefined);
-    followPrimary(pool, target);
+    const { target, pool } = standbyFirstPool('failover-queue', 1, []);
     try {
       const held = await pool.connect();
       await target.check();
