@@ -67,26 +67,29 @@ export class LegacySubscriptions {
       throw new ProtocolError('RESOURCE_NOT_FOUND', 'Resource not found.', {
         data: { uri },
       });
-    const keys = this.#keysOf(session);
-    const stored =
-      session.id === undefined || records === undefined
-        ? !keys.has(uri) && keys.size >= maxUris
-          ? 'full'
-          : 'subscribed'
-        : await records.subscribe(session.id, principal, {
-            uri,
-            key,
-            max: maxUris,
-          });
-    if (stored === 'gone') throw sessionGone();
-    if (stored === 'full')
-      throw new ProtocolError(
-        'INVALID_PARAMS',
-        `Invalid params: a session may subscribe to at most ${maxUris} URIs.`,
-      );
-    keys.set(uri, key);
-    session.subscriptions.add(key);
-    if (session.ready) this.#reattach(session, principal);
+    // Stored and then held here in one of the session's turns (legacy-session.ts inTurn).
+    await session.inTurn(async () => {
+      const keys = this.#keysOf(session);
+      const stored =
+        session.id === undefined || records === undefined
+          ? !keys.has(uri) && keys.size >= maxUris
+            ? 'full'
+            : 'subscribed'
+          : await records.subscribe(session.id, principal, {
+              uri,
+              key,
+              max: maxUris,
+            });
+      if (stored === 'gone') throw sessionGone();
+      if (stored === 'full')
+        throw new ProtocolError(
+          'INVALID_PARAMS',
+          `Invalid params: a session may subscribe to at most ${maxUris} URIs.`,
+        );
+      keys.set(uri, key);
+      session.subscriptions.add(key);
+      if (session.ready) this.#reattach(session, principal);
+    });
   }
 
   /**
@@ -119,19 +122,22 @@ export class LegacySubscriptions {
     principal: Principal,
   ): Promise<void> {
     const { records } = this.#options;
-    if (
-      session.id !== undefined &&
-      records !== undefined &&
-      !(await records.unsubscribe(session.id, principal, uri))
-    )
-      throw sessionGone();
-    const keys = this.#keysOf(session);
-    const key = keys.get(uri);
-    if (key === undefined) return;
-    keys.delete(uri);
-    if (![...keys.values()].includes(key)) session.subscriptions.delete(key);
-    const subscriber = this.#registered.get(session);
-    if (subscriber !== undefined) this.#reattach(session, subscriber.principal);
+    await session.inTurn(async () => {
+      if (
+        session.id !== undefined &&
+        records !== undefined &&
+        !(await records.unsubscribe(session.id, principal, uri))
+      )
+        throw sessionGone();
+      const keys = this.#keysOf(session);
+      const key = keys.get(uri);
+      if (key === undefined) return;
+      keys.delete(uri);
+      if (![...keys.values()].includes(key)) session.subscriptions.delete(key);
+      const subscriber = this.#registered.get(session);
+      if (subscriber !== undefined)
+        this.#reattach(session, subscriber.principal);
+    });
   }
 
   /**

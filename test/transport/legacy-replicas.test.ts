@@ -3,6 +3,7 @@
 // another holds; a subscription made through a replica without the stream is delivered on it, and
 // outlives the replica holding the stream; the newest GET stream wins on every replica.
 import type http from 'node:http';
+import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal } from '../../src/auth/index.js';
@@ -14,6 +15,7 @@ import {
 } from '../setup/harness.js';
 import {
   legacyPost,
+  type LegacyAnswer,
   openSession,
   openSessionStream,
   sessionHeaders,
@@ -84,6 +86,53 @@ async function post(
   );
 }
 
+/**
+ * Open the session's GET stream on `server` while its read of the session waits on a lock (a
+ * security-definer function takes its snapshot before it waits, so the read answers the session
+ * as it was before `meanwhile`), run `meanwhile`, then let the read go; the opened stream.
+ */
+async function claimingOn(
+  server: TestServer,
+  id: string,
+  meanwhile: () => Promise<void>,
+): Promise<SessionStream> {
+  await sql.query('begin');
+  let opening: Promise<SessionStream> | undefined;
+  try {
+    await sql.query(
+      'lock table pgmcp.legacy_session_subscriptions in access exclusive mode',
+    );
+    opening = streamOn(server, id);
+    await until(
+      async () =>
+        (
+          await sql.query(
+            `select from pg_locks
+              where not granted and relation = 'pgmcp.legacy_session_subscriptions'::regclass`,
+          )
+        ).rowCount === 1,
+      WAIT_MS,
+      "the stream's read of the session to wait on the lock",
+    );
+    await meanwhile();
+  } finally {
+    await sql.query('commit');
+  }
+  return opening;
+}
+
+/** At debug, every statement a request runs is logged in its answer: whether `uri`'s read was. */
+async function logsStatements(
+  server: TestServer,
+  id: string,
+  uri: string,
+): Promise<boolean> {
+  const answer = await post(server, id, 'resources/read', { uri });
+  return answer.notifications.some(
+    (message) => message['method'] === 'notifications/message',
+  );
+}
+
 beforeAll(async () => {
   const databaseUrl = await recreateDatabase(
     testDatabaseUrl(),
@@ -96,7 +145,13 @@ beforeAll(async () => {
   });
   sql = new pg.Client({ connectionString: databaseUrl });
   await sql.connect();
-  const options = { databaseUrl, authenticate: asRole, live: {} };
+  // A long lock_timeout: one test holds a lock its servers' reads wait on while it acts.
+  const options = {
+    databaseUrl,
+    authenticate: asRole,
+    live: {},
+    lockTimeoutMs: 60_000,
+  };
   [a, b, c] = await Promise.all([
     startTestServer(options),
     startTestServer(options),
@@ -235,6 +290,38 @@ describe('a 2025-11-25 session across replicas', () => {
       WAIT_MS,
       'a debug log message on the stream held by B',
     );
+  });
+
+  it('keeps a log level set through another replica while its GET stream was being claimed', async () => {
+    const uri = 'notes:///replicas/claimed-level';
+    await insert(uri);
+    const id = await openSession(a.url, AS_ROLE);
+    await claimingOn(b, id, async () => {
+      expect(
+        (await post(a, id, 'logging/setLevel', { level: 'debug' })).result,
+      ).toEqual({});
+    });
+    // B must know the level, though A's announcement of it came while B had no stream yet.
+    await until(
+      async () => logsStatements(b, id, uri),
+      WAIT_MS,
+      'a debug log message in an answer from B',
+    );
+  });
+
+  it('keeps a log level set through the replica whose GET stream was being claimed', async () => {
+    const uri = 'notes:///replicas/claimed-level-here';
+    await insert(uri);
+    const id = await openSession(a.url, AS_ROLE);
+    let setting: Promise<LegacyAnswer> | undefined;
+    await claimingOn(b, id, async () => {
+      setting = post(b, id, 'logging/setLevel', { level: 'debug' });
+      // Time for the level to be stored before the claim's read returns, as it was before the
+      // level and the read took turns; that order is what the test is about, not a bound.
+      await Promise.race([setting, delay(500)]);
+    });
+    expect((await setting)?.result).toEqual({});
+    expect(await logsStatements(b, id, uri)).toBe(true);
   });
 
   it('reads the sessions it holds streams of again when its listener reconnects: a session ended unannounced ends its stream', async () => {

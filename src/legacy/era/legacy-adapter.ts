@@ -253,10 +253,14 @@ class LegacyEraAdapter implements LegacyAdapter {
           signal: transport.signal,
         });
         return {};
-      case 'logging/setLevel':
-        session.logLevel = logLevel(params['level']);
-        await this.options.persist?.(session, transport.principal);
+      case 'logging/setLevel': {
+        const level = logLevel(params['level']);
+        await session.inTurn(async () => {
+          session.logLevel = level;
+          await this.options.persist?.(session, transport.principal);
+        });
         return {};
+      }
       default:
         throw new ProtocolError(
           'METHOD_NOT_FOUND',

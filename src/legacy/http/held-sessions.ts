@@ -53,6 +53,8 @@ export interface Held {
   /** A read of the session under way, and whether to read once more after it. */
   refreshing: Promise<void> | undefined;
   refreshAgain: boolean;
+  /** GET streams being claimed: a change told meanwhile is read again after the claim's read. */
+  claiming: number;
 }
 
 export function held(session: LegacySession, principal: Principal): Held {
@@ -66,6 +68,7 @@ export function held(session: LegacySession, principal: Principal): Held {
     generation: undefined,
     refreshing: undefined,
     refreshAgain: false,
+    claiming: 0,
   };
 }
 
@@ -196,30 +199,47 @@ export class HeldSessions {
     { principal, response }: StreamRequest,
   ): Promise<void> {
     const { records } = this.#options;
-    let generation: bigint | undefined;
-    let state: LegacyStreamState | undefined;
     // A client gone while the store answers must not leave a stream that nothing will close.
     let gone = false;
     const onClose = (): void => {
       gone = true;
     };
     response.once('close', onClose);
+    entry.claiming += 1;
     try {
-      generation = await records.claimStream(id, principal);
-      if (generation !== undefined)
-        state = await records.streamState(id, principal);
+      const generation = await records.claimStream(id, principal);
+      // The state is read and applied in one of the session's turns (legacy-session.ts inTurn).
+      await entry.session.inTurn(async () => {
+        const state =
+          generation === undefined
+            ? undefined
+            : await records.streamState(id, principal);
+        response.off('close', onClose);
+        if (gone) return;
+        if (generation === undefined || state === undefined)
+          sendOutcome(response, this.#options.fail(notFound()));
+        else
+          this.#claimed(id, entry, { principal, response, generation, state });
+      });
     } catch (error) {
-      sendOutcome(response, this.#options.fail(error));
-      return;
-    } finally {
       response.off('close', onClose);
+      sendOutcome(response, this.#options.fail(error));
+    } finally {
+      entry.claiming -= 1;
     }
-    if (gone) return;
-    if (
-      generation === undefined ||
-      state === undefined ||
-      this.#held.get(id) !== entry
-    ) {
+  }
+
+  /** The claim's answer: the stream opens, or the session is gone, or a newer GET won here. */
+  #claimed(
+    id: string,
+    entry: Held,
+    claim: StreamRequest & {
+      readonly generation: bigint;
+      readonly state: LegacyStreamState;
+    },
+  ): void {
+    const { response, generation, state } = claim;
+    if (this.#held.get(id) !== entry) {
       sendOutcome(response, this.#options.fail(notFound()));
       return;
     }
@@ -230,7 +250,7 @@ export class HeldSessions {
     }
     this.#endStream(entry);
     this.#apply(entry, state);
-    this.#openStream(entry, { principal, response, generation });
+    this.#openStream(entry, claim);
   }
 
   /** Make `response` the session's GET stream, or send the refusal (the fan-out's caps reached). */
@@ -287,7 +307,11 @@ export class HeldSessions {
     const id = this.#byKey.get(payload);
     const entry = id === undefined ? undefined : this.#held.get(id);
     if (id === undefined || entry === undefined) return;
-    if (entry.stream !== undefined || entry.inFlight.size > 0)
+    if (
+      entry.stream !== undefined ||
+      entry.inFlight.size > 0 ||
+      entry.claiming > 0
+    )
       this.#refresh(id, entry);
   }
 
@@ -307,13 +331,15 @@ export class HeldSessions {
       do {
         entry.refreshAgain = false;
         try {
-          const state = await this.#options.records.streamState(
-            id,
-            entry.streamPrincipal ?? entry.principal,
-          );
-          if (this.#held.get(id) !== entry) return;
-          if (state === undefined) this.drop(id, entry);
-          else this.#apply(entry, state);
+          await entry.session.inTurn(async () => {
+            const state = await this.#options.records.streamState(
+              id,
+              entry.streamPrincipal ?? entry.principal,
+            );
+            if (this.#held.get(id) !== entry) return;
+            if (state === undefined) this.drop(id, entry);
+            else this.#apply(entry, state);
+          });
         } catch (error) {
           this.#options.log(
             `legacy session: reading it again failed: ${error instanceof Error ? error.message : String(error)}`,

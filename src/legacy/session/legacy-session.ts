@@ -40,11 +40,26 @@ export class LegacySession {
   /** Requests this server sent the client (elicitation, sampling) and awaits the answer to. */
   readonly requests = new ServerRequests();
   #closed = false;
+  /** The end of the last change to or read of the session's shared state (see inTurn). */
+  #turn: Promise<unknown> = Promise.resolve();
 
   constructor(readonly id?: string) {}
 
   get closed(): boolean {
     return this.#closed;
+  }
+
+  /**
+   * Run `step` when the steps queued before it have ended. What this process holds of an HTTP
+   * session's shared state (its log level and subscriptions) is changed here and then stored, or
+   * read from the store and applied; each is one step, so a read that began before a change here
+   * was stored is never applied after it (it would set the level or URIs back), and a change waits
+   * for a read under way. A step that fails does not stop the ones after it.
+   */
+  inTurn<T>(step: () => Promise<T>): Promise<T> {
+    const run = this.#turn.then(step);
+    this.#turn = run.catch(() => undefined);
+    return run;
   }
 
   /** The session ended (DELETE, expiry, EOF): no more notifications. */
