@@ -212,7 +212,7 @@ describe('the wal source', () => {
     expect(exposed.rows[0]?.exposed).toBe(true);
   });
 
-  it('exposes a table by publishing it, and refuses one whose deletions the WAL would not name', async () => {
+  it('exposes a table by publishing it, and refuses one whose deletions the WAL would not name by key (REPLICA IDENTITY NOTHING, or USING INDEX other than the primary key)', async () => {
     await sql.query(`create table inv.extra (id int primary key, v text)`);
     await sql.query(`select pgmcp.expose_table('inv.extra')`);
     const { rows } = await sql.query<{ triggers: number; published: boolean }>(
@@ -227,10 +227,28 @@ describe('the wal source', () => {
     await expect(
       sql.query(`select pgmcp.expose_table('inv.extra')`),
     ).rejects.toMatchObject({ code: '42P16' });
+    // An identity index other than the primary key names deleted rows by other columns.
+    await sql.query(`alter table inv.extra alter column v set not null`);
+    await sql.query(`create unique index extra_v on inv.extra (v)`);
+    await sql.query(
+      `alter table inv.extra replica identity using index extra_v`,
+    );
+    await expect(
+      sql.query(`select pgmcp.expose_table('inv.extra')`),
+    ).rejects.toMatchObject({ code: '42P16' });
     const after = await sql.query<{ exposed: boolean }>(
       `select pgmcp.table_exposed('inv.extra') as exposed`,
     );
     expect(after.rows[0]?.exposed).toBe(false);
+    // The primary key's own index names them.
+    await sql.query(
+      `alter table inv.extra replica identity using index extra_pkey`,
+    );
+    await sql.query(`select pgmcp.expose_table('inv.extra')`);
+    const exposed = await sql.query<{ exposed: boolean }>(
+      `select pgmcp.table_exposed('inv.extra') as exposed`,
+    );
+    expect(exposed.rows[0]?.exposed).toBe(true);
   });
 
   it('delivers updates, inserts and deletes to the subscribers whose role may see them', async () => {
