@@ -60,12 +60,19 @@ export async function startListener(
     state: { listening: false, lost: false },
   };
   let subscriber = openSubscriber(hooks);
-  await connectSubscriber(subscriber, [
-    CHANGES_CHANNEL,
-    ...channels
-      .filter((other) => other.watch === undefined)
-      .map((other) => other.channel),
-  ]);
+  try {
+    await connectSubscriber(subscriber, [
+      CHANGES_CHANNEL,
+      ...channels
+        .filter((other) => other.watch === undefined)
+        .map((other) => other.channel),
+    ]);
+  } catch (error) {
+    // pg-listen's connection check runs from before its first connect: left alone, it would
+    // reconnect for ever, and keep alive a process whose start failed.
+    await retire(subscriber, options);
+    throw error;
+  }
   listened(hooks);
   const switching = switchOf(() => subscriber, options.warn);
   for (const other of channels)
