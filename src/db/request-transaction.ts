@@ -75,6 +75,7 @@ export function runRequestQuery<TArgs, TRow>(
     text: query.text,
     values: query.values(args),
     textOutput: query.textOutput,
+    onPrimary: query.onPrimary,
   };
   // Issue 35: a child span of the request's when traces are exported; a plain call otherwise.
   if (!tracingEnabled())
@@ -99,12 +100,14 @@ interface RequestStatement {
   readonly text: string;
   readonly values: unknown[];
   readonly textOutput?: boolean | undefined;
+  readonly onPrimary?: boolean | undefined;
 }
 
 /**
  * The request's statement on the server that answers its reads (db/standby/): a standby when the
  * database has one that may answer, else the database itself. A request that carries a leading
- * statement (a 2025-11-25 session's check, of rows written on the primary) runs on the primary.
+ * statement (a 2025-11-25 session's check, of rows written on the primary), or one marked
+ * onPrimary, runs on the primary.
  */
 async function runQuery<TRow>(
   call: RequestCall,
@@ -116,7 +119,11 @@ async function runQuery<TRow>(
   const leading = takesLeading(call, statement, pipelined)
     ? takeLeading(call)
     : undefined;
-  if (leading !== undefined || call.db.standbys === undefined)
+  if (
+    leading !== undefined ||
+    call.db.standbys === undefined ||
+    statement.onPrimary === true
+  )
     return runOn(call, { statement, pipelined, leading });
   return onReadServer(call.db, (db) =>
     runOn({ ...call, db }, { statement, pipelined, leading: undefined }),

@@ -85,6 +85,9 @@ export async function readChanges(
       `The change token is older than the change log's retention (${options.retentionSeconds} s), so changes may be missing: re-list with resources/list and read ${databaseUri(source.name, { changes_since: '' })} for a current token.`,
     );
   const logged = rows.filter((row) => row.seq !== null);
+  // Reads after this page must see the changes it names, as after a notification of them.
+  if (logged.length > 0 && rows[0] !== undefined)
+    source.db.standbys?.raiseFloor(BigInt(rows[0].insert_lsn));
   const page = logged.slice(0, options.pageSize);
   const more = logged.length > options.pageSize;
   const last = page.at(-1);

@@ -17,6 +17,8 @@ import {
   type StandbyOptions,
 } from '../../src/db/index.js';
 import { ProtocolError } from '../../src/errors.js';
+import { catalogSource } from '../../src/resources/catalog-source.js';
+import { readChanges } from '../../src/resources/catalog-changes.js';
 import { METRICS, metricsExposition } from '../../src/observability/index.js';
 import { migrateDatabase } from '../setup/migrate-database.js';
 import {
@@ -314,6 +316,38 @@ describe('reads from a standby', () => {
     }
     await waitFor(() => db.standbys?.states[0]?.state === 'up');
     expect((await read(db)).recovery).toBe(true);
+  });
+
+  it('pulls changes (changes_since) from the primary, and a read after a page that names a change sees it', async () => {
+    const db = open({ waitMs: 300 });
+    const source = await catalogSource(db);
+    const call = { principal: reader, cancellation: { aborted: false } };
+    const pull = async (token: string) => {
+      const [content] = await readChanges(source, call, {
+        token,
+        pageSize: 100,
+        retentionSeconds: 3600,
+      });
+      return JSON.parse(
+        (JSON.parse(content ?? '{}') as { text: string }).text,
+      ) as { changes: { uri: string }[]; token: string };
+    };
+    const { token } = await pull('');
+    await pair.sql('standby', 'select pg_wal_replay_pause()');
+    try {
+      const uri = `test://standby/pulled-${Date.now()}`;
+      await pair.sql(
+        'primary',
+        `insert into pgmcp.resources (uri, name, text, readers)
+         values ('${uri}', 'n', 't', '{public}')`,
+      );
+      const page = await pull(token);
+      expect(page.changes.map((change) => change.uri)).toContain(uri);
+      // The paused standby has not replayed what the page named: the read goes to the primary.
+      expect((await read(db)).recovery).toBe(false);
+    } finally {
+      await pair.sql('standby', 'select pg_wal_replay_resume()');
+    }
   });
 
   it('exposes the standby series in a form promtool accepts, with no credentials', async () => {

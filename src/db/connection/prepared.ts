@@ -27,6 +27,11 @@ export interface PreparedQuery<TArgs, TRow> {
    * tables, short by construction, since a statement behind it waits and no cancel reaches it.
    */
   readonly pipelined?: boolean;
+  /**
+   * Runs on the primary even when the database has standbys (db/standby/): what it reads must come
+   * from one server, the one it is written on.
+   */
+  readonly onPrimary?: boolean;
   /** Phantom field carrying the row type; never set. */
   readonly row?: TRow;
 }

@@ -296,6 +296,8 @@ export interface PulledChangeRow {
   /** The database's clock (epoch seconds) and snapshot xmin when the page was read. */
   readonly now: string;
   readonly xmin: string;
+  /** The primary's WAL insert position then, as a byte count (what standby reads must pass). */
+  readonly insert_lsn: string;
   readonly seq: string | null;
   readonly txid: string | null;
   readonly uri: string | null;
@@ -306,7 +308,9 @@ export interface PulledChangeRow {
 /**
  * Changes the request role may read (the log's row-level security decides, as for the fan-out)
  * by transactions at or after `horizon`, after (`afterTxid`, `afterSeq`) in (txid, seq) order, at
- * most `limit`; always one row at least, carrying the clock and snapshot xmin.
+ * most `limit`; always one row at least, carrying the clock, snapshot xmin and insert position.
+ * On the primary: a chain of pages continues from one page's snapshot, so a page read on a server
+ * that had replayed less than the one before could skip a transaction for good.
  */
 export const CHANGES_SINCE: PreparedQuery<
   { horizon: string; afterTxid: string; afterSeq: string; limit: number },
@@ -315,6 +319,7 @@ export const CHANGES_SINCE: PreparedQuery<
   name: 'pgmcp_changes_since',
   text: `select extract(epoch from now())::bigint::text as now,
                 pg_snapshot_xmin(pg_current_snapshot())::text as xmin,
+                (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::text as insert_lsn,
                 c.seq::text, c.txid::text, c.uri, c.kind, c.detail
            from (select) one
            left join lateral (
@@ -323,4 +328,5 @@ export const CHANGES_SINCE: PreparedQuery<
               order by txid, seq
               limit $4) c on true`,
   values: (args) => [args.horizon, args.afterTxid, args.afterSeq, args.limit],
+  onPrimary: true,
 };
