@@ -1,0 +1,123 @@
+// A standby's faults and the reads that are not its to answer, against a real primary and a hot
+// standby streaming from it (test/setup/standby-pair.ts): a recovery conflict under
+// whenUnavailable: fail, the change feed's own reads, statements a server in recovery cannot run,
+// the wait for the floor, and a failover. Serial: each test moves the pair's state.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createDatabase,
+  runRequestQuery,
+  storeRoleFunctions,
+  type DatabaseHandle,
+  type PreparedQuery,
+  type StandbyOptions,
+} from '../../src/db/index.js';
+import { ProtocolError } from '../../src/errors.js';
+import { migrateDatabase } from '../setup/migrate-database.js';
+import {
+  pairStandbys,
+  startStandbyPair,
+  waitFor,
+  type StandbyPair,
+} from '../setup/standby-pair.js';
+
+const ROLE = 'faults_reader';
+const reader = { role: ROLE, claims: {} };
+let pair: StandbyPair;
+const opened: DatabaseHandle[] = [];
+
+const WHERE: PreparedQuery<Record<string, never>, { recovery: boolean }> = {
+  name: 'test_faults_where',
+  text: 'select pg_is_in_recovery() as recovery',
+  values: () => [],
+};
+
+/**
+ * On the standby, holds a lock on faults_items until a conflict with recovery cancels it; on the
+ * primary, answers at once.
+ */
+const LONG_READ: PreparedQuery<Record<string, never>, { n: number }> = {
+  name: 'test_faults_long_read',
+  text: `select count(*)::int as n
+           from faults_items, pg_sleep(case when pg_is_in_recovery() then 60 else 0 end)`,
+  values: () => [],
+};
+
+function open(settings: Partial<StandbyOptions> = {}): DatabaseHandle {
+  const db = createDatabase({
+    connectionString: pair.primaryUrl,
+    poolSize: 4,
+    statementTimeoutMs: 120_000,
+    onError: () => undefined,
+    standbys: pairStandbys(pair, settings),
+  });
+  opened.push(db);
+  return db;
+}
+
+const request = <TRow>(
+  db: DatabaseHandle,
+  query: PreparedQuery<Record<string, never>, TRow>,
+) =>
+  runRequestQuery(
+    { db, principal: reader, cancellation: { aborted: false } },
+    query,
+    {},
+  );
+
+/**
+ * Run LONG_READ through `db` on the standby, and once it runs there, take a lock on the primary
+ * whose replay the standby cannot wait for (max_standby_streaming_delay is 0): the read is
+ * cancelled by a conflict with recovery. Returns what the read answered or threw.
+ */
+async function conflictedRead(db: DatabaseHandle): Promise<unknown> {
+  const reading = request(db, LONG_READ).catch((error: unknown) => error);
+  await waitFor(
+    async () =>
+      (
+        await pair.sql(
+          'standby',
+          `select count(*)::int as n from pg_stat_activity
+            where query like '%from faults_items, pg_sleep%' and pid <> pg_backend_pid()`,
+        )
+      )[0]?.['n'] === 1,
+  );
+  await pair.sql(
+    'primary',
+    'begin; lock table faults_items in access exclusive mode; commit',
+  );
+  return reading;
+}
+
+beforeAll(async () => {
+  pair = await startStandbyPair();
+  await migrateDatabase(pair.primaryUrl, async (admin) => {
+    await admin.query(`create role ${ROLE};
+      create table faults_items (id int primary key);
+      insert into faults_items values (1), (2);
+      grant select on faults_items to ${ROLE};`);
+    await storeRoleFunctions(admin, ROLE);
+  });
+  await pair.sql('standby', 'alter system set max_standby_streaming_delay = 0');
+  await pair.sql('standby', 'select pg_reload_conf()');
+  await pair.caughtUp();
+}, 120_000);
+
+afterAll(async () => {
+  for (const db of opened) await db.close().catch(() => undefined);
+  pair?.close();
+});
+
+describe('standby faults', () => {
+  it('answers UNAVAILABLE when a recovery conflict cancels a read and whenUnavailable is fail, and reads the primary otherwise', async () => {
+    const refusing = open({ whenUnavailable: 'fail' });
+    expect((await request(refusing, WHERE))[0]?.recovery).toBe(true);
+    const refused = await conflictedRead(refusing);
+    expect(refused).toBeInstanceOf(ProtocolError);
+    expect((refused as ProtocolError).key).toBe('UNAVAILABLE');
+    expect((refused as ProtocolError).message).toMatch(/try again/);
+    const falling = open({});
+    expect((await request(falling, WHERE))[0]?.recovery).toBe(true);
+    const answered = await conflictedRead(falling);
+    expect(answered).toEqual([{ n: 2 }]);
+  });
+});
