@@ -120,4 +120,19 @@ describe('standby faults', () => {
     const answered = await conflictedRead(falling);
     expect(answered).toEqual([{ n: 2 }]);
   });
+
+  it("runs the change feed's reads (the access checks of live updates) on the primary, on its own pool, while it still raises the standbys' floor", async () => {
+    const db = open({ whenUnavailable: 'fail' });
+    expect((await request(db, WHERE))[0]?.recovery).toBe(true);
+    expect((await request(db.feed, WHERE))[0]?.recovery).toBe(false);
+    expect(db.feed.standbys).toBeUndefined();
+    expect(db.feed.floor).toBe(db.standbys);
+    // On the feed's pool: its session on the primary ran the read last.
+    const feedSessions = await pair.sql(
+      'primary',
+      `select count(*)::int as n from pg_stat_activity
+        where application_name like 'pgmcp-feed/%' and query = '${WHERE.text}'`,
+    );
+    expect(feedSessions[0]?.['n']).toBe(1);
+  });
 });

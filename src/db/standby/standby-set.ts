@@ -38,6 +38,14 @@ export interface StandbyFault {
   readonly role?: string;
 }
 
+/**
+ * The floor of a database's standbys: the change feed raises it to the primary's WAL position as it
+ * reads changes, and no read goes to a standby that has not replayed past it.
+ */
+export interface ReadFloor {
+  raiseFloor(lsn: bigint): void;
+}
+
 /** How a StandbySet reaches the servers: a pool per standby, the primary's WAL position. */
 export interface StandbyServers {
   readonly poolFor: (url: string) => pg.Pool;
@@ -69,7 +77,7 @@ const MAX_SAMPLES = 1000;
 const UNSUITABLE_MS = 30_000;
 
 /** The standbys of one database; made by createDatabase, closed with it. */
-export class StandbySet {
+export class StandbySet implements ReadFloor {
   readonly #options: StandbyOptions;
   readonly #servers: StandbyServers;
   readonly #standbys: Standby[];
