@@ -5,7 +5,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createDatabase,
+  runReadOnlySql,
   runRequestQuery,
+  SqlStatementError,
   storeRoleFunctions,
   type DatabaseHandle,
   type PreparedQuery,
@@ -64,6 +66,15 @@ const request = <TRow>(
     {},
   );
 
+const tool = (db: DatabaseHandle, sql: string) =>
+  runReadOnlySql(db, reader, {
+    params: [],
+    maxRows: 10,
+    maxBytes: 10_000,
+    schemas: null,
+    sql,
+  });
+
 /**
  * Run LONG_READ through `db` on the standby, and once it runs there, take a lock on the primary
  * whose replay the standby cannot wait for (max_standby_streaming_delay is 0): the read is
@@ -94,7 +105,11 @@ beforeAll(async () => {
     await admin.query(`create role ${ROLE};
       create table faults_items (id int primary key);
       insert into faults_items values (1), (2);
-      grant select on faults_items to ${ROLE};`);
+      grant select on faults_items to ${ROLE};
+      do $$ begin for i in 1..101 loop
+        execute format('create sequence faults_s%s', i);
+      end loop; end $$;
+      grant select on all sequences in schema public to ${ROLE};`);
     await storeRoleFunctions(admin, ROLE);
   });
   await pair.sql('standby', 'alter system set max_standby_streaming_delay = 0');
@@ -134,5 +149,42 @@ describe('standby faults', () => {
         where application_name like 'pgmcp-feed/%' and query = '${WHERE.text}'`,
     );
     expect(feedSessions[0]?.['n']).toBe(1);
+  });
+
+  it("runs on the primary a statement the standby refuses only for being in recovery, and the role's next statement on the standby again", async () => {
+    const db = open({});
+    for (const sql of [
+      'select pg_current_wal_lsn()::text',
+      "select pg_notify('faults', 'x')::text",
+      'select pg_current_xact_id()::text',
+    ]) {
+      const answer = await tool(db, sql);
+      expect(answer.server).toMatchObject({ kind: 'primary' });
+      expect(answer.rows).toHaveLength(1);
+      const next = await tool(db, 'select pg_is_in_recovery()::text');
+      expect(next.server).toMatchObject({ kind: 'standby' });
+      expect(next.rows).toEqual([['true']]);
+    }
+  });
+
+  it('tells each such refusal once, remembering a bounded number of them', async () => {
+    const lines: string[] = [];
+    const db = open({ log: (line) => lines.push(line) });
+    const currval = async (n: number) => {
+      const error = await tool(db, `select currval('faults_s${n}')`).catch(
+        (caught: unknown) => caught,
+      );
+      // Not yet defined on the primary either: it answers as it would without standbys.
+      expect(error).toBeInstanceOf(SqlStatementError);
+      expect((error as SqlStatementError).sqlstate).toBe('55000');
+    };
+    const told = () =>
+      lines.filter((line) => line.includes('"faults_s1"')).length;
+    await currval(1);
+    await currval(1);
+    expect(told()).toBe(1);
+    for (let n = 2; n <= 101; n++) await currval(n);
+    await currval(1);
+    expect(told()).toBe(2);
   });
 });

@@ -110,9 +110,23 @@ function standbyFault(error: unknown): StandbyFault | undefined {
   const why = `${state ?? 'no SQLSTATE'}: ${typeof message === 'string' ? message : 'no message'}`;
   if (state === '40001' || state === '40P01')
     return { why, connectionLost: false, unsuitable: false };
+  if (refusedInRecovery(state, why))
+    return { why, connectionLost: false, unsuitable: true };
   if (!(error instanceof ProtocolError)) return undefined;
   if (error.key === 'POOL_EXHAUSTED')
     return { why, connectionLost: false, unsuitable: false };
   if (error.key !== 'UNAVAILABLE' || state === '55P03') return undefined;
   return { why, connectionLost: true, unsuitable: false };
+}
+
+/**
+ * Whether a statement failed only because the server is in recovery: NOTIFY (25006), the WAL
+ * functions (55000, "recovery is in progress"), a transaction id asked for (XX000, "cannot assign
+ * TransactionIds during recovery": an elog, whose text is never translated). The primary answers
+ * such a statement as it would without standbys; nothing is remembered for the role, as the next
+ * statement may be another.
+ */
+function refusedInRecovery(state: string | undefined, why: string): boolean {
+  if (state === '25006' || state === '55000') return true;
+  return state === 'XX000' && /recovery/i.test(why);
 }

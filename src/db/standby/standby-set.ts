@@ -69,6 +69,8 @@ const PAGE_HEADER_BYTES = 40n;
 const WAIT_STEP_MS = 10;
 /** Primary WAL positions kept for measuring lag in time, at most. */
 const MAX_SAMPLES = 1000;
+/** Distinct reads a standby could not run that are remembered as told, at most. */
+const MAX_TOLD = 100;
 /**
  * How long a standby is skipped for a role it cannot serve (its stored functions missing): `pgmcp
  * role grant` runs in another process, and what it makes reaches the standby by replication, so
@@ -88,7 +90,7 @@ export class StandbySet implements ReadFloor {
   #timer: NodeJS.Timeout | undefined;
   #polling: Promise<void> | undefined;
   #firstPoll: Promise<void> | undefined;
-  /** Reads a standby could not run, told once each. */
+  /** Reads a standby could not run, told once each (MAX_TOLD of them, the newest). */
   readonly #told = new Set<string>();
   /** Standby label and role key → until when that role's reads skip the standby. */
   readonly #unsuitable = new Map<string, number>();
@@ -177,6 +179,9 @@ export class StandbySet implements ReadFloor {
         );
       const told = `${standby.label}: ${fault.why}`;
       if (!this.#told.has(told)) {
+        // Messages differ per statement: the oldest is forgotten (and may be told again).
+        if (this.#told.size >= MAX_TOLD)
+          this.#told.delete(this.#told.values().next().value as string);
         this.#told.add(told);
         this.#options.log(
           `standby ${told}: such reads go to the primary`,
