@@ -5,6 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createDatabase,
+  currentHorizon,
+  readChangePage,
   runReadOnlySql,
   runRequestQuery,
   SqlStatementError,
@@ -187,4 +189,41 @@ describe('standby faults', () => {
     await currval(1);
     expect(told()).toBe(2);
   });
+
+  it('leaves no timer behind a read that waited for the standby to replay a change', async () => {
+    const db = open({ waitMs: 60_000 });
+    expect((await request(db, WHERE))[0]?.recovery).toBe(true);
+    await pair.sql('standby', 'select pg_wal_replay_pause()');
+    let waiting: Promise<{ recovery: boolean }[]> | undefined;
+    try {
+      const horizon = await currentHorizon(db.feed);
+      await pair.sql(
+        'primary',
+        `insert into pgmcp.resources (uri, name, text, readers)
+         values ('test://faults/' || gen_random_uuid(), 'n', 't', '{public}')`,
+      );
+      const page = await readChangePage(db.feed, {
+        horizon,
+        after: undefined,
+        limit: 100,
+      });
+      expect(page.rows.length).toBeGreaterThan(0);
+      const before = timers();
+      waiting = request(db, WHERE);
+      // Long enough for the wait to ask the standby many times.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await pair.sql('standby', 'select pg_wal_replay_resume()');
+      expect((await waiting)[0]).toMatchObject({ recovery: true });
+      expect(timers() - before).toBeLessThan(5);
+    } finally {
+      await pair.sql('standby', 'select pg_wal_replay_resume()');
+      await waiting?.catch(() => undefined);
+    }
+  });
 });
+
+/** The process's pending timers. */
+function timers(): number {
+  return process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout')
+    .length;
+}

@@ -239,10 +239,16 @@ export class StandbySet implements ReadFloor {
     for (;;) {
       const left = deadline - performance.now();
       if (left <= 0) return undefined;
+      // The timer is cleared once the race is settled: one per step would otherwise stay pending
+      // for up to waitMs, piling up while reads wait.
+      let timer: NodeJS.Timeout | undefined;
       await Promise.race([
         Promise.all(up.map((standby) => this.#refresh(standby))),
-        sleep(left),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, left);
+        }),
       ]);
+      clearTimeout(timer);
       const ready = up.find(
         (standby) => standby.state === 'up' && caughtUp(standby, floor),
       );
