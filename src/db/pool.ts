@@ -118,14 +118,11 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
     floor: standbys,
     primary,
   });
+  // After a failover the standbys' positions (floor, lag) start again from the new primary.
+  primary?.onMove((_from, to) => standbys?.primaryMoved(to));
   standbys?.start();
   primary?.start();
-  // Issue 35: pgmcp_pool_connections reads the pool's counts at scrape time.
-  const forget = observePool(() => ({
-    total: pool.totalCount,
-    idle: pool.idleCount,
-    waiting: pool.waitingCount,
-  }));
+  const forget = observePoolCounts(pool);
   return {
     pool,
     pipelines,
@@ -144,6 +141,15 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
       await closePools(pool, { feed, audit, pipelines, standbys, primary });
     },
   };
+}
+
+/** Issue 35: pgmcp_pool_connections reads the pool's counts at scrape time; returns its removal. */
+function observePoolCounts(pool: pg.Pool): () => void {
+  return observePool(() => ({
+    total: pool.totalCount,
+    idle: pool.idleCount,
+    waiting: pool.waitingCount,
+  }));
 }
 
 /** The request pool's settings, which the feed's pool and the standbys' pools start from. */

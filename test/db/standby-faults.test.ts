@@ -220,6 +220,32 @@ describe('standby faults', () => {
       await waiting?.catch(() => undefined);
     }
   });
+
+  // Last: the promotion cannot be undone.
+  it("starts the standbys' floor again when the primary moves, and takes no reads on the standby that became the primary", async () => {
+    const lines: string[] = [];
+    const db = open({
+      failover: 'follow',
+      failoverCheckMs: 200,
+      log: (line) => lines.push(line),
+    });
+    expect((await request(db, WHERE))[0]?.recovery).toBe(true);
+    const horizon = await currentHorizon(db.feed);
+    await pair.sql(
+      'primary',
+      `insert into pgmcp.resources (uri, name, text, readers)
+       values ('test://faults/moved', 'n', 't', '{public}')`,
+    );
+    await readChangePage(db.feed, { horizon, after: undefined, limit: 100 });
+    expect(db.standbys?.floor).toBeGreaterThan(0n);
+    await pair.caughtUp();
+    pair.stopPrimary('immediate');
+    await pair.promoteStandby();
+    await waitFor(() => db.primary?.url === pair.standbyUrl);
+    expect(db.standbys?.floor).toBe(0n);
+    expect(db.standbys?.states[0]?.state).toBe('promoted');
+    expect((await request(db, WHERE))[0]?.recovery).toBe(false);
+  });
 });
 
 /** The process's pending timers. */

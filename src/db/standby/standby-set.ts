@@ -86,6 +86,8 @@ export class StandbySet implements ReadFloor {
   /** The primary's WAL positions, oldest first, and when each was read: lag in time. */
   readonly #samples: { at: number; lsn: bigint }[] = [];
   #floor = 0n;
+  /** Moves of the primary so far: a poll that began before one keeps no position of the former. */
+  #epoch = 0;
   #next = 0;
   #timer: NodeJS.Timeout | undefined;
   #polling: Promise<void> | undefined;
@@ -127,6 +129,25 @@ export class StandbySet implements ReadFloor {
   /** The change feed read changes while the primary's WAL had reached `lsn`: reads must see them. */
   raiseFloor(lsn: bigint): void {
     if (lsn > this.#floor) this.#floor = lsn;
+  }
+
+  /** The WAL position reads on a standby wait for (tests, logs). */
+  get floor(): bigint {
+    return this.#floor;
+  }
+
+  /**
+   * The primary moved to `url`: the floor and the lag samples, positions in the former primary's
+   * WAL that the new one may not reach for long, start again; a standby that is the new primary
+   * takes no reads from now on, before a poll finds it promoted.
+   */
+  primaryMoved(url: string): void {
+    this.#floor = 0n;
+    this.#samples.length = 0;
+    this.#epoch += 1;
+    for (const [index, standby] of this.#standbys.entries())
+      if (this.#options.urls[index] === url)
+        this.#enter(standby, 'promoted', 'it is the primary now');
   }
 
   /**
@@ -281,7 +302,9 @@ export class StandbySet implements ReadFloor {
 
   /** The primary's WAL position, then each standby's: state, replay position, lag. */
   async #pollOnce(): Promise<void> {
+    const epoch = this.#epoch;
     const primary = await this.#servers.primaryLsn().catch(() => undefined);
+    if (epoch !== this.#epoch) return;
     if (primary !== undefined) {
       this.#samples.push({ at: Date.now(), lsn: primary });
       if (this.#samples.length > MAX_SAMPLES) this.#samples.splice(1, 1);
