@@ -14,7 +14,7 @@ import {
   watchedPool,
 } from './connection/side-pools.js';
 import { PrimaryTarget, serverLabel } from './standby/primary-target.js';
-import { StandbySet } from './standby/standby-set.js';
+import { StandbySet, type ReadFloor } from './standby/standby-set.js';
 import type { DatabaseOptions, SessionConfig } from './database-options.js';
 
 export type { DatabaseOptions, SessionConfig } from './database-options.js';
@@ -37,16 +37,21 @@ export interface DatabaseHandle {
    * (DatabaseOptions.feedPoolSize) and no pipelines, so no request can hold up live updates. Its
    * `feed` is itself; closing the request handle closes it too.
    */
-  readonly feed: DatabaseHandle;
+  readonly feed: FeedHandle;
   /** The session statement timeout of the request pool (PGMCP_STATEMENT_TIMEOUT_MS). */
   readonly statementTimeoutMs: number;
   /** Where audit rows go: db/own-tables/audit-log.ts. */
   readonly audit: AuditChannel;
   /**
-   * The standbys requests read from (db/standby/), shared with the feed handle, which raises their
-   * floor as it reads changes; undefined: every read runs on this database.
+   * The standbys this handle's reads go to (db/standby/); undefined: every read runs on this
+   * database. The feed's handle has none (FeedHandle).
    */
   readonly standbys: StandbySet | undefined;
+  /**
+   * The standbys' floor, which the change feed raises as it reads changes (db/own-tables/); the
+   * same for the request handle and the feed's; undefined without standbys.
+   */
+  readonly floor: ReadFloor | undefined;
   /**
    * Which server is the primary now, when standbys are configured and failover follows a promoted
    * one (db/standby/primary-target.ts); undefined: always the configured URL.
@@ -58,6 +63,14 @@ export interface DatabaseHandle {
   sessionConfig(applicationName: string): SessionConfig;
   close(): Promise<void>;
 }
+
+/**
+ * The change feed's handle: its reads (the log, the feed batches, the access checks of live
+ * updates) run on its own pool on the primary, never on a standby: a standby's request pool would
+ * make live updates wait behind requests, and with no standby up under whenUnavailable: fail every
+ * batch would fail. It raises the standbys' floor (`floor`) all the same.
+ */
+export type FeedHandle = DatabaseHandle & { readonly standbys: undefined };
 
 /**
  * The audit's own connection (one, beside the request pool: a call that found the pool full is
@@ -102,17 +115,14 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
     audit,
     connectAdmin,
     sessionConfig,
-    standbys,
+    floor: standbys,
     primary,
   });
+  // After a failover the standbys' positions (floor, lag) start again from the new primary.
+  primary?.onMove((_from, to) => standbys?.primaryMoved(to));
   standbys?.start();
   primary?.start();
-  // Issue 35: pgmcp_pool_connections reads the pool's counts at scrape time.
-  const forget = observePool(() => ({
-    total: pool.totalCount,
-    idle: pool.idleCount,
-    waiting: pool.waitingCount,
-  }));
+  const forget = observePoolCounts(pool);
   return {
     pool,
     pipelines,
@@ -122,15 +132,24 @@ export function createDatabase(options: DatabaseOptions): DatabaseHandle {
     statementTimeoutMs: options.statementTimeoutMs,
     audit,
     standbys,
+    floor: standbys,
     primary,
     connectAdmin,
     sessionConfig,
     close: async () => {
       forget();
-      await primary?.close();
-      await closePools(pool, { feed, audit, pipelines, standbys });
+      await closePools(pool, { feed, audit, pipelines, standbys, primary });
     },
   };
+}
+
+/** Issue 35: pgmcp_pool_connections reads the pool's counts at scrape time; returns its removal. */
+function observePoolCounts(pool: pg.Pool): () => void {
+  return observePool(() => ({
+    total: pool.totalCount,
+    idle: pool.idleCount,
+    waiting: pool.waitingCount,
+  }));
 }
 
 /** The request pool's settings, which the feed's pool and the standbys' pools start from. */
@@ -162,7 +181,10 @@ function requestPoolConfig(options: DatabaseOptions): pg.PoolConfig {
   };
 }
 
-/** Close in order: audited calls finish, then pipelines, standbys, the pool, the feed, the audit. */
+/**
+ * Close in order: the primary's checks stop, audited calls finish, then pipelines, standbys, the
+ * pool, the feed, the audit.
+ */
 async function closePools(
   pool: pg.Pool,
   {
@@ -170,8 +192,13 @@ async function closePools(
     audit,
     pipelines,
     standbys,
-  }: Pick<DatabaseHandle, 'feed' | 'audit' | 'pipelines' | 'standbys'>,
+    primary,
+  }: Pick<
+    DatabaseHandle,
+    'feed' | 'audit' | 'pipelines' | 'standbys' | 'primary'
+  >,
 ): Promise<void> {
+  await primary?.close();
   await Promise.allSettled([...audit.calls]);
   await pipelines?.close();
   await standbys?.close();
@@ -181,8 +208,8 @@ async function closePools(
 }
 
 /**
- * The change feed's handle: the request pool's settings over a small pool of its own and no
- * pipelines, sharing the audit channel and the admin and session helpers.
+ * The change feed's handle: the request pool's settings over a small pool of its own, no pipelines
+ * and no standbys, sharing the audit channel, the admin and session helpers and the floor.
  */
 function feedHandle(
   config: pg.PoolConfig,
@@ -193,10 +220,10 @@ function feedHandle(
     | 'audit'
     | 'connectAdmin'
     | 'sessionConfig'
-    | 'standbys'
+    | 'floor'
     | 'primary'
   >,
-): DatabaseHandle {
+): FeedHandle {
   const feedPool = primaryPool(
     {
       ...config,
@@ -206,10 +233,11 @@ function feedHandle(
     options,
     shared.primary,
   );
-  const feed: DatabaseHandle = {
+  const feed: FeedHandle = {
     ...shared,
     pool: feedPool,
     pipelines: undefined,
+    standbys: undefined,
     poolSize: options.feedPoolSize ?? 2,
     statementTimeoutMs: options.statementTimeoutMs,
     get feed() {

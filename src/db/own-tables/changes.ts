@@ -117,8 +117,8 @@ export async function readChangePage(
   // Issue 36 point 1: every change read here committed before this position was taken (the insert
   // position: an asynchronous commit is visible before its WAL is written), so a standby read
   // after the notifications these rows become must have replayed this far.
-  if (db.standbys !== undefined && rows.some((row) => row.seq !== null))
-    db.standbys.raiseFloor(BigInt(first.insert_lsn));
+  if (rows.some((row) => row.seq !== null))
+    db.floor?.raiseFloor(BigInt(first.insert_lsn));
   return {
     snapshotXmin: BigInt(first.snapshot_xmin),
     history: {

@@ -182,8 +182,7 @@ export async function readFeedBatches(
   // position: a standby read after those notifications must have replayed this far, as after the
   // follower's own reads of the log (changes.ts).
   const first = rows[0];
-  if (first !== undefined && db.standbys !== undefined)
-    db.standbys.raiseFloor(BigInt(first.insert_lsn));
+  if (first !== undefined) db.floor?.raiseFloor(BigInt(first.insert_lsn));
   return rows.map((row) => ({
     id: BigInt(row.id),
     changes: JSON.parse(row.changes) as unknown,

@@ -1,6 +1,8 @@
 // Where a read runs: a standby the database's StandbySet picks, else the primary. A standby that
 // fails as a server fails (its connection lost, a recovery conflict) hands the read to the
-// primary, which runs it again: reads are read-only, so a second run changes nothing.
+// primary, which runs it again: reads are read-only, so a second run changes nothing. When the
+// primary may not take it (whenUnavailable: fail), the read fails as UNAVAILABLE: the standby's
+// fault is not the caller's, and is worth trying again.
 import { ProtocolError } from '../../errors.js';
 import type { DatabaseHandle } from '../pool.js';
 import type { ReadServer } from './standby-options.js';
@@ -51,7 +53,13 @@ export async function onReadServer<T>(
     return await work(handleOf(db, standby), server);
   } catch (error) {
     const fault = standbyFault(error);
-    if (fault === undefined || !set.failed(standby, fault)) throw error;
+    if (fault === undefined) throw error;
+    if (!set.failed(standby, fault))
+      throw new ProtocolError(
+        'UNAVAILABLE',
+        'The standby could not answer; try again.',
+        { cause: error },
+      );
     return work(db, PRIMARY);
   }
 }
@@ -73,7 +81,9 @@ function handleOf(db: DatabaseHandle, standby: Standby): DatabaseHandle {
 /**
  * Whether an error is the standby's rather than the statement's: the connection lost or refused
  * (UNAVAILABLE from a connection class), its pool full, or a query cancelled by a conflict with
- * recovery (40001 with the standby's message, 40P01), which the primary does not have.
+ * recovery, which the primary does not have. A standby runs no serializable transaction and
+ * nothing that writes, so every 40001 or 40P01 it sends is a recovery conflict, whatever language
+ * its message is in.
  */
 function standbyFault(error: unknown): StandbyFault | undefined {
   const unsuitable = error instanceof ProtocolError ? error.cause : error;
@@ -99,12 +109,24 @@ function standbyFault(error: unknown): StandbyFault | undefined {
         : undefined;
   const why = `${state ?? 'no SQLSTATE'}: ${typeof message === 'string' ? message : 'no message'}`;
   if (state === '40001' || state === '40P01')
-    return /conflict with recovery/i.test(why)
-      ? { why, connectionLost: false, unsuitable: false }
-      : undefined;
+    return { why, connectionLost: false, unsuitable: false };
+  if (refusedInRecovery(state, why))
+    return { why, connectionLost: false, unsuitable: true };
   if (!(error instanceof ProtocolError)) return undefined;
   if (error.key === 'POOL_EXHAUSTED')
     return { why, connectionLost: false, unsuitable: false };
   if (error.key !== 'UNAVAILABLE' || state === '55P03') return undefined;
   return { why, connectionLost: true, unsuitable: false };
+}
+
+/**
+ * Whether a statement failed only because the server is in recovery: NOTIFY (25006), the WAL
+ * functions (55000, "recovery is in progress"), a transaction id asked for (XX000, "cannot assign
+ * TransactionIds during recovery": an elog, whose text is never translated). The primary answers
+ * such a statement as it would without standbys; nothing is remembered for the role, as the next
+ * statement may be another.
+ */
+function refusedInRecovery(state: string | undefined, why: string): boolean {
+  if (state === '25006' || state === '55000') return true;
+  return state === 'XX000' && /recovery/i.test(why);
 }

@@ -38,6 +38,14 @@ export interface StandbyFault {
   readonly role?: string;
 }
 
+/**
+ * The floor of a database's standbys: the change feed raises it to the primary's WAL position as it
+ * reads changes, and no read goes to a standby that has not replayed past it.
+ */
+export interface ReadFloor {
+  raiseFloor(lsn: bigint): void;
+}
+
 /** How a StandbySet reaches the servers: a pool per standby, the primary's WAL position. */
 export interface StandbyServers {
   readonly poolFor: (url: string) => pg.Pool;
@@ -61,6 +69,8 @@ const PAGE_HEADER_BYTES = 40n;
 const WAIT_STEP_MS = 10;
 /** Primary WAL positions kept for measuring lag in time, at most. */
 const MAX_SAMPLES = 1000;
+/** Distinct reads a standby could not run that are remembered as told, at most. */
+const MAX_TOLD = 100;
 /**
  * How long a standby is skipped for a role it cannot serve (its stored functions missing): `pgmcp
  * role grant` runs in another process, and what it makes reaches the standby by replication, so
@@ -69,18 +79,20 @@ const MAX_SAMPLES = 1000;
 const UNSUITABLE_MS = 30_000;
 
 /** The standbys of one database; made by createDatabase, closed with it. */
-export class StandbySet {
+export class StandbySet implements ReadFloor {
   readonly #options: StandbyOptions;
   readonly #servers: StandbyServers;
   readonly #standbys: Standby[];
   /** The primary's WAL positions, oldest first, and when each was read: lag in time. */
   readonly #samples: { at: number; lsn: bigint }[] = [];
   #floor = 0n;
+  /** Moves of the primary so far: a poll that began before one keeps no position of the former. */
+  #epoch = 0;
   #next = 0;
   #timer: NodeJS.Timeout | undefined;
   #polling: Promise<void> | undefined;
   #firstPoll: Promise<void> | undefined;
-  /** Reads a standby could not run, told once each. */
+  /** Reads a standby could not run, told once each (MAX_TOLD of them, the newest). */
   readonly #told = new Set<string>();
   /** Standby label and role key → until when that role's reads skip the standby. */
   readonly #unsuitable = new Map<string, number>();
@@ -117,6 +129,25 @@ export class StandbySet {
   /** The change feed read changes while the primary's WAL had reached `lsn`: reads must see them. */
   raiseFloor(lsn: bigint): void {
     if (lsn > this.#floor) this.#floor = lsn;
+  }
+
+  /** The WAL position reads on a standby wait for (tests, logs). */
+  get floor(): bigint {
+    return this.#floor;
+  }
+
+  /**
+   * The primary moved to `url`: the floor and the lag samples, positions in the former primary's
+   * WAL that the new one may not reach for long, start again; a standby that is the new primary
+   * takes no reads from now on, before a poll finds it promoted.
+   */
+  primaryMoved(url: string): void {
+    this.#floor = 0n;
+    this.#samples.length = 0;
+    this.#epoch += 1;
+    for (const [index, standby] of this.#standbys.entries())
+      if (this.#options.urls[index] === url)
+        this.#enter(standby, 'promoted', 'it is the primary now');
   }
 
   /**
@@ -169,6 +200,9 @@ export class StandbySet {
         );
       const told = `${standby.label}: ${fault.why}`;
       if (!this.#told.has(told)) {
+        // Messages differ per statement: the oldest is forgotten (and may be told again).
+        if (this.#told.size >= MAX_TOLD)
+          this.#told.delete(this.#told.values().next().value as string);
         this.#told.add(told);
         this.#options.log(
           `standby ${told}: such reads go to the primary`,
@@ -226,10 +260,16 @@ export class StandbySet {
     for (;;) {
       const left = deadline - performance.now();
       if (left <= 0) return undefined;
+      // The timer is cleared once the race is settled: one per step would otherwise stay pending
+      // for up to waitMs, piling up while reads wait.
+      let timer: NodeJS.Timeout | undefined;
       await Promise.race([
         Promise.all(up.map((standby) => this.#refresh(standby))),
-        sleep(left),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, left);
+        }),
       ]);
+      clearTimeout(timer);
       const ready = up.find(
         (standby) => standby.state === 'up' && caughtUp(standby, floor),
       );
@@ -262,7 +302,9 @@ export class StandbySet {
 
   /** The primary's WAL position, then each standby's: state, replay position, lag. */
   async #pollOnce(): Promise<void> {
+    const epoch = this.#epoch;
     const primary = await this.#servers.primaryLsn().catch(() => undefined);
+    if (epoch !== this.#epoch) return;
     if (primary !== undefined) {
       this.#samples.push({ at: Date.now(), lsn: primary });
       if (this.#samples.length > MAX_SAMPLES) this.#samples.splice(1, 1);
