@@ -87,7 +87,7 @@ export async function readChanges(
   const logged = rows.filter((row) => row.seq !== null);
   // Reads after this page must see the changes it names, as after a notification of them.
   if (logged.length > 0 && rows[0] !== undefined)
-    source.db.standbys?.raiseFloor(BigInt(rows[0].insert_lsn));
+    source.db.floor?.raiseFloor(BigInt(rows[0].insert_lsn));
   const page = logged.slice(0, options.pageSize);
   const more = logged.length > options.pageSize;
   const last = page.at(-1);
