@@ -16,6 +16,8 @@ import {
 import { logTransactions, TableKeys } from './logged-rows.js';
 import {
   openReplicationStream,
+  WAL_ROW_LIMITS,
+  type DecodedTransaction,
   type ReplicationStream,
 } from './replication-stream.js';
 
@@ -32,6 +34,13 @@ export interface WalCaptureOptions {
   readonly retryMs?: number;
   /** How often the slot's retained WAL is checked (default 10 s). */
   readonly watchMs?: number;
+  /**
+   * Most row changes kept of one transaction, and logged in one statement
+   * (PGMCP_WAL_MAX_TRANSACTION_ROWS): a larger transaction is logged as a new capture epoch.
+   */
+  readonly maxTransactionRows?: number;
+  /** Most row changes waiting to be logged before the slot is no longer read (PGMCP_WAL_MAX_PENDING_ROWS). */
+  readonly maxPendingRows?: number;
 }
 
 export interface WalCapture {
@@ -217,16 +226,14 @@ async function streamSlot(
       options.warn(
         `live updates: created slot ${slot} for ${options.name}; changes made while there was none are not in the log, so every stream is told its resources may have changed`,
       );
-    // Per stream: the server numbers its descriptions of tables anew on each connection.
-    const keys = new TableKeys();
     stream = openReplicationStream({
       session: options.db.sessionConfig('pgmcp-wal'),
       slot,
       publication: CHANGE_PUBLICATION,
-      onTransactions: async (transactions) => {
-        if ((await logTransactions(writer, keys, transactions)) >= 0)
-          METRICS.walTransactions.inc(transactions.length);
-      },
+      maxTransactionRows:
+        options.maxTransactionRows ?? WAL_ROW_LIMITS.maxTransactionRows,
+      maxPendingRows: options.maxPendingRows ?? WAL_ROW_LIMITS.maxPendingRows,
+      onTransactions: logBatches(options, writer),
     });
     signal.addEventListener('abort', stop);
     // Stopped or moved while the stream was being opened: before anything could end it.
@@ -246,6 +253,27 @@ async function streamSlot(
     // A moved-from server may never answer a goodbye: not waited for.
     if (!moves.moved) await ended;
   }
+}
+
+/**
+ * A stream's hand-over: each batch logged through `writer` (a batch with a transaction too large to
+ * keep is logged as a new epoch, and said so).
+ */
+function logBatches(
+  options: WalCaptureOptions,
+  writer: pg.Client,
+): (transactions: readonly DecodedTransaction[]) => Promise<void> {
+  // Per stream: the server numbers its descriptions of tables anew on each connection.
+  const keys = new TableKeys();
+  const limit = options.maxTransactionRows ?? WAL_ROW_LIMITS.maxTransactionRows;
+  return async function logBatch(transactions) {
+    if ((await logTransactions(writer, keys, transactions)) < 0) return;
+    METRICS.walTransactions.inc(transactions.length);
+    if (transactions.some((transaction) => transaction.overflowed === true))
+      options.warn(
+        `live updates: a transaction in ${options.name} changed more than ${limit} rows (PGMCP_WAL_MAX_TRANSACTION_ROWS); its rows are not logged one by one, and every stream is told its resources may have changed`,
+      );
+  };
 }
 
 /** The bound: warn past half of slotMaxBytes, drop the slot past all of it. */
