@@ -20,6 +20,7 @@ import {
   type DecodedTransaction,
   type ReplicationStream,
 } from './replication-stream.js';
+import { abortableSleep } from './abortable-sleep.js';
 
 export interface WalCaptureOptions {
   /** The database, on a login with REPLICATION (or a superuser) that owns the exposed tables. */
@@ -143,7 +144,8 @@ async function consumeSlot(
       state.consuming = false;
     }
     // Left for a moved primary: read the slot there now, not after a wait.
-    if (!state.stopped && !moved) await sleep(options.retryMs ?? 5000, signal);
+    if (!state.stopped && !moved)
+      await abortableSleep(options.retryMs ?? 5000, signal);
   }
 }
 
@@ -345,16 +347,6 @@ export async function useTriggerSource(
   } finally {
     await admin.end();
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
 }
 
 function describe(error: unknown): string {
