@@ -222,6 +222,67 @@ describe('the wal source with bounded memory', () => {
     await handedOver(gated.batches);
     expect(gated.stream.pendingRows).toBe(0);
   });
+
+  it('checks the slot on one session at a time, and gives up on a server that does not answer', async () => {
+    // No stream or server opens sessions meanwhile: each session waiting below is a check's.
+    for (const stream of streams.splice(0)) stream.close();
+    await server?.close();
+    server = undefined;
+    // Checks every 50 ms, each bounded by 2 s; it never takes the slot (the first capture has it).
+    const checking = await startWalCapture({
+      db: captureDb,
+      name: 'main',
+      slotMaxBytes: 256 * 1024 * 1024,
+      log: (line) => lines.push(line),
+      warn: (line) => lines.push(`WARN ${line}`),
+      retryMs: 3_600_000,
+      watchMs: 50,
+      checkTimeoutMs: 2000,
+    });
+    captures.push(checking);
+    const locker = new pg.Client({ connectionString: databaseUrl });
+    await locker.connect();
+    // A new session waits for this lock while it starts: a server that does not answer.
+    await locker.query('begin');
+    await locker.query(
+      'lock table pg_catalog.pg_database in access exclusive mode',
+    );
+    try {
+      // Sessions starting (not yet in pg_stat_activity) that wait for the lock.
+      const starting = async (): Promise<number> => {
+        const { rows } = await locker.query<{ count: number }>(
+          `select count(*)::int as count from pg_locks l
+            where not l.granted and l.relation = 'pg_catalog.pg_database'::regclass
+              and not exists (select from pg_stat_activity a where a.pid = l.pid)`,
+        );
+        return rows[0]?.count ?? 0;
+      };
+      await until(
+        async () => ((await starting()) > 0 ? true : undefined),
+        10_000,
+        'a check to wait for the server',
+      );
+      // Ticks meanwhile start no second check.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(await starting()).toBe(1);
+      // The check gives up at its timeout and says so; the next tick checks again.
+      await until(
+        () =>
+          lines.some((line) =>
+            /WARN .*checking slot .* failed \(timeout expired\)/.test(line),
+          )
+            ? true
+            : undefined,
+        20_000,
+        'the waiting check to time out',
+      );
+    } finally {
+      await locker.query('rollback');
+      await locker.end();
+    }
+    await checking.stop();
+    captures.splice(captures.indexOf(checking), 1);
+  });
 });
 
 interface GatedStream {

@@ -1,7 +1,7 @@
 // The WAL change source (PGMCP_CHANGE_SOURCE=wal): one replica at a time reads the database's
 // logical slot and logs each transaction's row changes to pgmcp.changes, which the change feed reads
 // as it reads the triggers' rows; every replica watches the slot's bound.
-import type pg from 'pg';
+import pg from 'pg';
 import { METRICS } from '../../observability/index.js';
 import type { DatabaseHandle } from '../pool.js';
 import {
@@ -35,6 +35,8 @@ export interface WalCaptureOptions {
   readonly retryMs?: number;
   /** How often the slot's retained WAL is checked (default 10 s). */
   readonly watchMs?: number;
+  /** How long a check of the slot may take to connect, and each of its statements (default 10 s). */
+  readonly checkTimeoutMs?: number;
   /**
    * Most row changes kept of one transaction, and logged in one statement
    * (PGMCP_WAL_MAX_TRANSACTION_ROWS): a larger transaction is logged as a new capture epoch.
@@ -90,6 +92,8 @@ export async function startWalCapture(
   const stopping = new AbortController();
   const reader = consumeSlot(options, { slot, state, signal: stopping.signal });
   const timer = setInterval(() => {
+    // A check still running (a slow or unreachable server) is not joined by another session.
+    if (watcher.busy) return;
     watcher.watch().catch((error: unknown) => {
       options.warn(
         `live updates: checking slot ${slot} failed (${describe(error)})`,
@@ -282,39 +286,67 @@ function logBatches(
 function createSlotWatch(
   options: WalCaptureOptions,
   slot: string,
-): { watch(): Promise<void> } {
-  let warned = false;
+): { watch(): Promise<void>; readonly busy: boolean } {
+  const state = { warned: false };
+  let running: Promise<void> | undefined;
   return {
-    async watch() {
-      const client = await options.db.connectAdmin();
-      try {
-        const facts = await slotRetainedBytes(client, slot);
-        const retained = facts.retained ?? 0;
-        METRICS.walSlotRetainedBytes.set({ database: options.name }, retained);
-        if (retained > options.slotMaxBytes) {
-          if (await dropSlot(client, slot)) {
-            METRICS.walSlotDrops.inc();
-            options.warn(
-              `live updates: slot ${slot} held ${retained} bytes of WAL, more than PGMCP_WAL_SLOT_MAX_BYTES (${options.slotMaxBytes}); dropped it: a new one is created, and every stream is told its resources may have changed`,
-            );
-          }
-          warned = false;
-          return;
-        }
-        if (retained > options.slotMaxBytes / 2) {
-          if (!warned) {
-            METRICS.walSlotWarnings.inc();
-            options.warn(
-              `live updates: slot ${slot} holds ${retained} bytes of WAL, over half of PGMCP_WAL_SLOT_MAX_BYTES (${options.slotMaxBytes}); at the limit it is dropped`,
-            );
-          }
-          warned = true;
-        } else warned = false;
-      } finally {
-        await client.end();
-      }
+    get busy() {
+      return running !== undefined;
+    },
+    // One check at a time: a call while one runs shares it.
+    watch() {
+      running ??= checkSlot(options, { slot, state }).finally(() => {
+        running = undefined;
+      });
+      return running;
     },
   };
+}
+
+/**
+ * One check of the slot's bound, on a session of its own that gives up on a server that does not
+ * answer (the timer's next tick checks again) rather than wait for ever.
+ */
+async function checkSlot(
+  options: WalCaptureOptions,
+  { slot, state }: { slot: string; state: { warned: boolean } },
+): Promise<void> {
+  const timeoutMs = options.checkTimeoutMs ?? 10_000;
+  const session = options.db.sessionConfig('pgmcp-wal-check');
+  const client = new pg.Client({
+    ...session,
+    options: `${session.options} -c statement_timeout=${timeoutMs}`,
+    connectionTimeoutMillis: timeoutMs,
+  });
+  // A connection lost after the check is of no consequence; one lost during it fails its query.
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    const facts = await slotRetainedBytes(client, slot);
+    const retained = facts.retained ?? 0;
+    METRICS.walSlotRetainedBytes.set({ database: options.name }, retained);
+    if (retained > options.slotMaxBytes) {
+      if (await dropSlot(client, slot)) {
+        METRICS.walSlotDrops.inc();
+        options.warn(
+          `live updates: slot ${slot} held ${retained} bytes of WAL, more than PGMCP_WAL_SLOT_MAX_BYTES (${options.slotMaxBytes}); dropped it: a new one is created, and every stream is told its resources may have changed`,
+        );
+      }
+      state.warned = false;
+      return;
+    }
+    if (retained > options.slotMaxBytes / 2) {
+      if (!state.warned) {
+        METRICS.walSlotWarnings.inc();
+        options.warn(
+          `live updates: slot ${slot} holds ${retained} bytes of WAL, over half of PGMCP_WAL_SLOT_MAX_BYTES (${options.slotMaxBytes}); at the limit it is dropped`,
+        );
+      }
+      state.warned = true;
+    } else state.warned = false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
 }
 
 /**
