@@ -349,38 +349,6 @@ async function checkSlot(
   }
 }
 
-/**
- * PGMCP_CHANGE_SOURCE=triggers: exposed tables get their capture triggers back, and a slot left by
- * the wal source is dropped (nothing would read it, and it would hold WAL forever).
- */
-export async function useTriggerSource(
-  db: DatabaseHandle,
-  log: (line: string) => void,
-): Promise<void> {
-  const admin = await db.connectAdmin();
-  try {
-    const { rows } = await admin.query<{ source: string }>(
-      'select pgmcp.change_source() as source',
-    );
-    const moved =
-      rows[0]?.source === 'wal' ? await useChangeSource(admin, 'triggers') : 0;
-    if (moved > 0)
-      log(
-        `live updates: ${moved} exposed tables now use capture triggers instead of the WAL`,
-      );
-    const slot = await slotName(admin);
-    if (
-      (await slotRetainedBytes(admin, slot)).exists &&
-      (await dropSlot(admin, slot))
-    )
-      log(
-        `live updates: dropped slot ${slot}, left by PGMCP_CHANGE_SOURCE=wal`,
-      );
-  } finally {
-    await admin.end();
-  }
-}
-
 function describe(error: unknown): string {
   const code =
     typeof error === 'object' && error !== null
