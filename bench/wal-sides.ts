@@ -3,7 +3,10 @@
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { startWalCapture, type DatabaseHandle } from '../src/db/index.js';
-import { openReplicationStream } from '../src/db/wal/replication-stream.js';
+import {
+  openReplicationStream,
+  WAL_ROW_LIMITS,
+} from '../src/db/wal/replication-stream.js';
 
 export const INERT_SLOT = 'bench_inert';
 export const INERT_PUBLICATION = 'bench_inert';
@@ -114,6 +117,7 @@ async function startInert(db: DatabaseHandle, sql: pg.Client): Promise<Reader> {
     session: db.sessionConfig('bench-inert'),
     slot: INERT_SLOT,
     publication: INERT_PUBLICATION,
+    ...WAL_ROW_LIMITS,
     onTransactions: () => Promise.resolve(),
   });
   await activePid(sql, INERT_SLOT);

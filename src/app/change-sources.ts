@@ -47,6 +47,8 @@ export async function startChangeSources(
       db,
       name,
       slotMaxBytes: changeCapture.slotMaxBytes,
+      maxTransactionRows: changeCapture.maxTransactionRows,
+      maxPendingRows: changeCapture.maxPendingRows,
       log: (line) => logger.info(line),
       warn: (line) => logger.warn(line),
     });

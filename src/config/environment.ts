@@ -70,6 +70,8 @@ export function rawSettings(flags: ConfigFlags, env: Env) {
     changeCapture: {
       source: env['PGMCP_CHANGE_SOURCE'] ?? 'triggers',
       slotMaxBytes: env['PGMCP_WAL_SLOT_MAX_BYTES'] ?? String(1024 ** 3),
+      maxTransactionRows: env['PGMCP_WAL_MAX_TRANSACTION_ROWS'] ?? '10000',
+      maxPendingRows: env['PGMCP_WAL_MAX_PENDING_ROWS'] ?? '100000',
     },
   };
 }

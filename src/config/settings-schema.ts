@@ -203,6 +203,14 @@ export const SettingsSchema = z.object({
       .transform(parseChangeSource),
     /** Most WAL the slot may hold back before a running pgmcp drops it (and listeners resync). */
     slotMaxBytes: integer('PGMCP_WAL_SLOT_MAX_BYTES', 1024 * 1024, 2 ** 50),
+    /** Most row changes kept of one transaction; a larger one is logged as a resync. */
+    maxTransactionRows: integer(
+      'PGMCP_WAL_MAX_TRANSACTION_ROWS',
+      1,
+      10_000_000,
+    ),
+    /** Most row changes waiting to be logged before the slot is not read until they are. */
+    maxPendingRows: integer('PGMCP_WAL_MAX_PENDING_ROWS', 1, 100_000_000),
   }),
 });
 

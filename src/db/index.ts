@@ -125,8 +125,8 @@ export {
 } from './client-session-streams.js';
 export {
   startWalCapture,
-  useTriggerSource,
   type WalCapture,
   type WalCaptureOptions,
 } from './wal/wal-capture.js';
+export { useTriggerSource } from './wal/trigger-source.js';
 export { type ChangeSourceKind } from './wal/capture-slot.js';

@@ -5,6 +5,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import {
   openReplicationStream,
+  WAL_ROW_LIMITS,
   type ReplicationStream,
 } from '../../src/db/wal/replication-stream.js';
 import {
@@ -53,6 +54,7 @@ it('fails a stream whose server has sent nothing for twice its wal_sender_timeou
     },
     slot: SLOT,
     publication: PUBLICATION,
+    ...WAL_ROW_LIMITS,
     onTransactions: () => Promise.resolve(),
   });
   const found: { pid?: number } = {};

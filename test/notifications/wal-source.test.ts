@@ -615,9 +615,18 @@ describe('the wal source', () => {
     expect(await captureEpoch()).toBe(epoch + 1n);
   });
 
-  it('switching back to triggers reinstalls them and drops the slot', async () => {
+  it('switching back to triggers reinstalls them, drops the slot, and resyncs every stream for what only the slot held', async () => {
     for (const running of [...captures]) await stopCapture(running);
+    const a = await open(ROLE_A, { resourceSubscriptions: [doc(2)] });
+    // Committed under the wal source with no reader: only the slot holds it.
+    await sql.query(
+      `update inv.docs set body = 'only in the slot' where id = 2`,
+    );
+    const epoch = await captureEpoch();
+    const heard = a.updated().length;
     await useTriggerSource(captureDb, () => undefined);
+    expect(await captureEpoch()).toBe(epoch + 1n);
+    await a.waitFor(() => a.updated().slice(heard).includes(doc(2)), 30_000);
     const { rows } = await sql.query<{
       triggers: number;
       published: number;

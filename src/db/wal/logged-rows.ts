@@ -123,7 +123,9 @@ function changeRows(
 /**
  * Log decoded transactions (in commit order) in one transaction, each once: one whose commit is at
  * or before the last logged is a replay and is skipped. Returns how many rows were logged, -1 when
- * every transaction was a replay.
+ * every transaction was a replay. A batch holding a transaction whose rows were not kept
+ * (`overflowed`) is logged as a new capture epoch instead (migrations/0042): every stream resyncs,
+ * which covers the rows of the whole batch; it returns 0 then.
  */
 export async function logTransactions(
   client: pg.ClientBase,
@@ -132,6 +134,13 @@ export async function logTransactions(
 ): Promise<number> {
   const last = transactions.at(-1);
   if (last === undefined) return 0;
+  if (transactions.some((transaction) => transaction.overflowed === true)) {
+    const { rows } = await client.query<{ epoch: string }>(
+      'select pgmcp.log_wal_resync($1::pg_lsn)::text as epoch',
+      [lsnLiteral(last.commitLsn)],
+    );
+    return rows[0]?.epoch === '-1' ? -1 : 0;
+  }
   await keys.learn(client, transactions);
   const rows = keys.rows(transactions);
   const { rows: result } = await client.query<{ logged: number }>(

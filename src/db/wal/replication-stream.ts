@@ -8,11 +8,17 @@ import {
   type DecodedChange,
   type PgoutputMessage,
 } from './pgoutput.js';
+import { durationMs, standbyStatusUpdate } from './walsender-messages.js';
 
 export interface DecodedTransaction {
   /** Where its commit record starts: the order transactions commit in. */
   readonly commitLsn: bigint;
   readonly changes: readonly DecodedChange[];
+  /**
+   * It changed more rows than a transaction may keep (maxTransactionRows): its changes were not
+   * kept (`changes` is empty), so it is logged as a new capture epoch, and every stream resyncs.
+   */
+  readonly overflowed?: true;
 }
 
 interface PendingTransaction extends DecodedTransaction {
@@ -23,6 +29,16 @@ export interface ReplicationStreamOptions {
   readonly session: SessionConfig;
   readonly slot: string;
   readonly publication: string;
+  /**
+   * Most row changes kept of one transaction, and in one batch handed over: a transaction with
+   * more keeps none and is handed over `overflowed`.
+   */
+  readonly maxTransactionRows: number;
+  /**
+   * Most row changes of committed transactions waiting to be handed over: past it the socket is
+   * not read (the server waits) until the backlog is down to half.
+   */
+  readonly maxPendingRows: number;
   /**
    * Resolves once the transactions (one or more, in commit order) are logged; the slot is
    * acknowledged past them only then.
@@ -35,8 +51,16 @@ export interface ReplicationStreamOptions {
 export interface ReplicationStream {
   /** Rejects when the stream ends, with why (a lost connection, a busy slot, a failed hand-over). */
   readonly done: Promise<void>;
+  /** Row changes of committed transactions waiting to be handed over. */
+  readonly pendingRows: number;
   stop(): Promise<void>;
 }
+
+/** The defaults of PGMCP_WAL_MAX_TRANSACTION_ROWS and PGMCP_WAL_MAX_PENDING_ROWS. */
+export const WAL_ROW_LIMITS = {
+  maxTransactionRows: 10_000,
+  maxPendingRows: 100_000,
+} as const;
 
 /**
  * How long a batch may wait for more transactions under load (milliseconds): what a change may be
@@ -82,11 +106,19 @@ class StreamReader implements ReplicationStream {
   readonly #decoder = new PgoutputDecoder();
   /** The changes of the transaction being received, if one is. */
   #open: DecodedChange[] | undefined;
+  /** The transaction being received changed more rows than it may keep. */
+  #openOverflowed = false;
   #acknowledged = 0n;
   #failure: unknown;
   #chain = Promise.resolve();
   /** Committed transactions with row changes not yet logged, in commit order. */
   readonly #pending: PendingTransaction[] = [];
+  /** The row changes in `#pending`. */
+  #pendingRows = 0;
+  /** The socket is not read until the backlog drains. */
+  #paused = false;
+  /** Messages received after the pause, from the same read of the socket, in order. */
+  readonly #held: Buffer[] = [];
   #writing = false;
   /** The end of the last commit received. */
   #endLsn = 0n;
@@ -109,6 +141,10 @@ class StreamReader implements ReplicationStream {
       this.#reject = reject;
     });
     this.done.catch(() => undefined);
+  }
+
+  get pendingRows(): number {
+    return this.#pendingRows;
   }
 
   start(): void {
@@ -139,6 +175,13 @@ class StreamReader implements ReplicationStream {
    */
   #received(chunk: Buffer): void {
     this.#heard = performance.now();
+    // The rest of the read that paused the socket: kept undecoded (a copy: pg reuses its buffer)
+    // until the backlog drains.
+    if (this.#paused) this.#held.push(Buffer.from(chunk));
+    else this.#handle(chunk);
+  }
+
+  #handle(chunk: Buffer): void {
     try {
       if (chunk[0] === 0x77)
         this.#enqueue({
@@ -167,6 +210,10 @@ class StreamReader implements ReplicationStream {
     if (this.#failure !== undefined) return;
     this.#failure = error;
     clearInterval(this.#silenceTimer);
+    // A paused socket would never see the server's goodbye; what it reads now is ignored.
+    this.#held.length = 0;
+    this.#paused = false;
+    this.#copy?.pause(false);
     this.#reject(error);
   }
 
@@ -191,6 +238,13 @@ class StreamReader implements ReplicationStream {
     this.#heard = performance.now();
     this.#silenceTimer = setInterval(
       () => {
+        // Not reading (the log is behind): the server is not expected to be heard, but it must
+        // hear from the reader within its wal_sender_timeout.
+        if (this.#paused) {
+          this.#heard = performance.now();
+          this.#acknowledge(this.#acknowledged);
+          return;
+        }
         const silent = performance.now() - this.#heard;
         if (silent > boundMs) {
           this.#fail(
@@ -210,9 +264,11 @@ class StreamReader implements ReplicationStream {
 
   /**
    * Take one message in arrival order. A committed transaction with row changes waits in
-   * `#pending`; whatever has piled up while the last batch was being logged is logged next, as one
-   * batch (one commit of the log for many of the source's), so a busy slot is read at the pace of
-   * the log's writes rather than one flush per decoded transaction.
+   * `#pending`; whatever has piled up while the last batch was being logged is logged next, in
+   * batches of whole transactions (one commit of the log for many of the source's), so a busy slot
+   * is read at the pace of the log's writes rather than one flush per decoded transaction. What is
+   * kept is bounded whatever the transactions: one that changes more rows than maxTransactionRows
+   * keeps none, and while more than maxPendingRows wait the socket is not read.
    */
   #enqueue(item: Queued): void {
     if (this.#failure !== undefined) return;
@@ -231,22 +287,70 @@ class StreamReader implements ReplicationStream {
       return;
     }
     const { message } = item;
-    if (message.tag === 'begin') this.#open = [];
-    else if (message.tag === 'change') this.#open?.push(message.change);
+    if (message.tag === 'begin') {
+      this.#open = [];
+      this.#openOverflowed = false;
+    } else if (message.tag === 'change') this.#keep(message.change);
     else if (message.tag === 'commit') {
       const changes = this.#open ?? [];
       this.#open = undefined;
       this.#endLsn = message.endLsn;
-      if (changes.length > 0)
-        this.#pending.push({
-          commitLsn: message.commitLsn,
-          endLsn: message.endLsn,
-          changes,
-        });
+      const { commitLsn, endLsn } = message;
+      if (this.#openOverflowed)
+        this.#pending.push({ commitLsn, endLsn, changes, overflowed: true });
+      else if (changes.length > 0) {
+        this.#pending.push({ commitLsn, endLsn, changes });
+        this.#pendingRows += changes.length;
+        if (this.#pendingRows > this.#options.maxPendingRows) this.#pause(true);
+      }
       if (this.#pending.length === 0 && !this.#writing)
         this.#acknowledge(message.endLsn);
       else this.#drain();
     }
+  }
+
+  /** Keep a change of the open transaction, unless it has changed more rows than it may keep. */
+  #keep(change: DecodedChange): void {
+    if (this.#open === undefined || this.#openOverflowed) return;
+    this.#open.push(change);
+    if (this.#open.length > this.#options.maxTransactionRows) {
+      this.#openOverflowed = true;
+      this.#open = [];
+    }
+  }
+
+  /**
+   * Stop reading the socket, or read it again once what was held is handled (which may pause it
+   * again).
+   */
+  #pause(paused: boolean): void {
+    if (paused === this.#paused || this.#failure !== undefined) return;
+    this.#paused = paused;
+    if (paused) {
+      this.#copy?.pause(true);
+      return;
+    }
+    while (!this.#paused && this.#held.length > 0)
+      this.#handle(this.#held.shift() as Buffer);
+    if (!this.#paused) this.#copy?.pause(false);
+  }
+
+  /**
+   * The next batch: whole transactions in commit order, at least one, and no more row changes
+   * than one transaction may keep.
+   */
+  #nextBatch(): PendingTransaction[] {
+    let rows = 0;
+    let count = 0;
+    for (const transaction of this.#pending) {
+      rows += transaction.changes.length;
+      if (count > 0 && rows > this.#options.maxTransactionRows) break;
+      count += 1;
+    }
+    const batch = this.#pending.splice(0, count);
+    for (const transaction of batch)
+      this.#pendingRows -= transaction.changes.length;
+    return batch;
   }
 
   /** Log the waiting transactions in batches, acknowledging each batch only once it is logged. */
@@ -262,10 +366,12 @@ class StreamReader implements ReplicationStream {
         if (previous > 1 && this.#pending.length < GATHER_MAX)
           await new Promise((resolve) => setTimeout(resolve, GATHER_MS));
         if (this.#failure !== undefined) break;
-        const batch = this.#pending.splice(0);
+        const batch = this.#nextBatch();
         previous = batch.length;
         const last = batch.at(-1) as PendingTransaction;
         await this.#options.onTransactions(batch);
+        if (this.#pendingRows <= this.#options.maxPendingRows / 2)
+          this.#pause(false);
         // Past the batch; up to the last commit received when nothing else waits (the ones
         // after the batch had no row changes).
         this.#acknowledge(
@@ -285,28 +391,6 @@ class StreamReader implements ReplicationStream {
    */
   #acknowledge(position: bigint, replyRequested = false): void {
     if (position > this.#acknowledged) this.#acknowledged = position;
-    const update = Buffer.alloc(34);
-    update.write('r', 0);
-    update.writeBigUInt64BE(this.#acknowledged, 1);
-    update.writeBigUInt64BE(this.#acknowledged, 9);
-    update.writeBigUInt64BE(this.#acknowledged, 17);
-    // Microseconds since 2000-01-01.
-    update.writeBigInt64BE(BigInt(Date.now() - 946_684_800_000) * 1000n, 25);
-    update.writeUInt8(replyRequested ? 1 : 0, 33);
-    this.#copy?.send(update);
+    this.#copy?.send(standbyStatusUpdate(this.#acknowledged, replyRequested));
   }
-}
-
-/** A duration as SHOW prints it ("60s", "1min", "500ms", "0") in milliseconds. */
-function durationMs(text: string): number {
-  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|min|h|d)?\s*$/.exec(text);
-  if (match === null) return 0;
-  const scale: Record<string, number> = {
-    ms: 1,
-    s: 1000,
-    min: 60_000,
-    h: 3_600_000,
-    d: 86_400_000,
-  };
-  return Number(match[1]) * (scale[match[2] ?? 'ms'] ?? 1);
 }

@@ -1,7 +1,7 @@
 // The WAL change source (PGMCP_CHANGE_SOURCE=wal): one replica at a time reads the database's
 // logical slot and logs each transaction's row changes to pgmcp.changes, which the change feed reads
 // as it reads the triggers' rows; every replica watches the slot's bound.
-import type pg from 'pg';
+import pg from 'pg';
 import { METRICS } from '../../observability/index.js';
 import type { DatabaseHandle } from '../pool.js';
 import {
@@ -16,8 +16,11 @@ import {
 import { logTransactions, TableKeys } from './logged-rows.js';
 import {
   openReplicationStream,
+  WAL_ROW_LIMITS,
+  type DecodedTransaction,
   type ReplicationStream,
 } from './replication-stream.js';
+import { abortableSleep } from './abortable-sleep.js';
 
 export interface WalCaptureOptions {
   /** The database, on a login with REPLICATION (or a superuser) that owns the exposed tables. */
@@ -32,6 +35,15 @@ export interface WalCaptureOptions {
   readonly retryMs?: number;
   /** How often the slot's retained WAL is checked (default 10 s). */
   readonly watchMs?: number;
+  /** How long a check of the slot may take to connect, and each of its statements (default 10 s). */
+  readonly checkTimeoutMs?: number;
+  /**
+   * Most row changes kept of one transaction, and logged in one statement
+   * (PGMCP_WAL_MAX_TRANSACTION_ROWS): a larger transaction is logged as a new capture epoch.
+   */
+  readonly maxTransactionRows?: number;
+  /** Most row changes waiting to be logged before the slot is no longer read (PGMCP_WAL_MAX_PENDING_ROWS). */
+  readonly maxPendingRows?: number;
 }
 
 export interface WalCapture {
@@ -80,6 +92,8 @@ export async function startWalCapture(
   const stopping = new AbortController();
   const reader = consumeSlot(options, { slot, state, signal: stopping.signal });
   const timer = setInterval(() => {
+    // A check still running (a slow or unreachable server) is not joined by another session.
+    if (watcher.busy) return;
     watcher.watch().catch((error: unknown) => {
       options.warn(
         `live updates: checking slot ${slot} failed (${describe(error)})`,
@@ -134,7 +148,8 @@ async function consumeSlot(
       state.consuming = false;
     }
     // Left for a moved primary: read the slot there now, not after a wait.
-    if (!state.stopped && !moved) await sleep(options.retryMs ?? 5000, signal);
+    if (!state.stopped && !moved)
+      await abortableSleep(options.retryMs ?? 5000, signal);
   }
 }
 
@@ -217,16 +232,14 @@ async function streamSlot(
       options.warn(
         `live updates: created slot ${slot} for ${options.name}; changes made while there was none are not in the log, so every stream is told its resources may have changed`,
       );
-    // Per stream: the server numbers its descriptions of tables anew on each connection.
-    const keys = new TableKeys();
     stream = openReplicationStream({
       session: options.db.sessionConfig('pgmcp-wal'),
       slot,
       publication: CHANGE_PUBLICATION,
-      onTransactions: async (transactions) => {
-        if ((await logTransactions(writer, keys, transactions)) >= 0)
-          METRICS.walTransactions.inc(transactions.length);
-      },
+      maxTransactionRows:
+        options.maxTransactionRows ?? WAL_ROW_LIMITS.maxTransactionRows,
+      maxPendingRows: options.maxPendingRows ?? WAL_ROW_LIMITS.maxPendingRows,
+      onTransactions: logBatches(options, writer),
     });
     signal.addEventListener('abort', stop);
     // Stopped or moved while the stream was being opened: before anything could end it.
@@ -248,85 +261,92 @@ async function streamSlot(
   }
 }
 
+/**
+ * A stream's hand-over: each batch logged through `writer` (a batch with a transaction too large to
+ * keep is logged as a new epoch, and said so).
+ */
+function logBatches(
+  options: WalCaptureOptions,
+  writer: pg.Client,
+): (transactions: readonly DecodedTransaction[]) => Promise<void> {
+  // Per stream: the server numbers its descriptions of tables anew on each connection.
+  const keys = new TableKeys();
+  const limit = options.maxTransactionRows ?? WAL_ROW_LIMITS.maxTransactionRows;
+  return async function logBatch(transactions) {
+    if ((await logTransactions(writer, keys, transactions)) < 0) return;
+    METRICS.walTransactions.inc(transactions.length);
+    if (transactions.some((transaction) => transaction.overflowed === true))
+      options.warn(
+        `live updates: a transaction in ${options.name} changed more than ${limit} rows (PGMCP_WAL_MAX_TRANSACTION_ROWS); its rows are not logged one by one, and every stream is told its resources may have changed`,
+      );
+  };
+}
+
 /** The bound: warn past half of slotMaxBytes, drop the slot past all of it. */
 function createSlotWatch(
   options: WalCaptureOptions,
   slot: string,
-): { watch(): Promise<void> } {
-  let warned = false;
+): { watch(): Promise<void>; readonly busy: boolean } {
+  const state = { warned: false };
+  let running: Promise<void> | undefined;
   return {
-    async watch() {
-      const client = await options.db.connectAdmin();
-      try {
-        const facts = await slotRetainedBytes(client, slot);
-        const retained = facts.retained ?? 0;
-        METRICS.walSlotRetainedBytes.set({ database: options.name }, retained);
-        if (retained > options.slotMaxBytes) {
-          if (await dropSlot(client, slot)) {
-            METRICS.walSlotDrops.inc();
-            options.warn(
-              `live updates: slot ${slot} held ${retained} bytes of WAL, more than PGMCP_WAL_SLOT_MAX_BYTES (${options.slotMaxBytes}); dropped it: a new one is created, and every stream is told its resources may have changed`,
-            );
-          }
-          warned = false;
-          return;
-        }
-        if (retained > options.slotMaxBytes / 2) {
-          if (!warned) {
-            METRICS.walSlotWarnings.inc();
-            options.warn(
-              `live updates: slot ${slot} holds ${retained} bytes of WAL, over half of PGMCP_WAL_SLOT_MAX_BYTES (${options.slotMaxBytes}); at the limit it is dropped`,
-            );
-          }
-          warned = true;
-        } else warned = false;
-      } finally {
-        await client.end();
-      }
+    get busy() {
+      return running !== undefined;
+    },
+    // One check at a time: a call while one runs shares it.
+    watch() {
+      running ??= checkSlot(options, { slot, state }).finally(() => {
+        running = undefined;
+      });
+      return running;
     },
   };
 }
 
 /**
- * PGMCP_CHANGE_SOURCE=triggers: exposed tables get their capture triggers back, and a slot left by
- * the wal source is dropped (nothing would read it, and it would hold WAL forever).
+ * One check of the slot's bound, on a session of its own that gives up on a server that does not
+ * answer (the timer's next tick checks again) rather than wait for ever.
  */
-export async function useTriggerSource(
-  db: DatabaseHandle,
-  log: (line: string) => void,
+async function checkSlot(
+  options: WalCaptureOptions,
+  { slot, state }: { slot: string; state: { warned: boolean } },
 ): Promise<void> {
-  const admin = await db.connectAdmin();
-  try {
-    const { rows } = await admin.query<{ source: string }>(
-      'select pgmcp.change_source() as source',
-    );
-    const moved =
-      rows[0]?.source === 'wal' ? await useChangeSource(admin, 'triggers') : 0;
-    if (moved > 0)
-      log(
-        `live updates: ${moved} exposed tables now use capture triggers instead of the WAL`,
-      );
-    const slot = await slotName(admin);
-    if (
-      (await slotRetainedBytes(admin, slot)).exists &&
-      (await dropSlot(admin, slot))
-    )
-      log(
-        `live updates: dropped slot ${slot}, left by PGMCP_CHANGE_SOURCE=wal`,
-      );
-  } finally {
-    await admin.end();
-  }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    });
+  const timeoutMs = options.checkTimeoutMs ?? 10_000;
+  const session = options.db.sessionConfig('pgmcp-wal-check');
+  const client = new pg.Client({
+    ...session,
+    options: `${session.options} -c statement_timeout=${timeoutMs}`,
+    connectionTimeoutMillis: timeoutMs,
   });
+  // A connection lost after the check is of no consequence; one lost during it fails its query.
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    const facts = await slotRetainedBytes(client, slot);
+    const retained = facts.retained ?? 0;
+    METRICS.walSlotRetainedBytes.set({ database: options.name }, retained);
+    if (retained > options.slotMaxBytes) {
+      if (await dropSlot(client, slot)) {
+        METRICS.walSlotDrops.inc();
+        options.warn(
+          `live updates: slot ${slot} held ${retained} bytes of WAL, more than PGMCP_WAL_SLOT_MAX_BYTES (${options.slotMaxBytes}); dropped it: a new one is created, and every stream is told its resources may have changed`,
+        );
+      }
+      state.warned = false;
+      return;
+    }
+    if (retained > options.slotMaxBytes / 2) {
+      if (!state.warned) {
+        METRICS.walSlotWarnings.inc();
+        options.warn(
+          `live updates: slot ${slot} holds ${retained} bytes of WAL, over half of PGMCP_WAL_SLOT_MAX_BYTES (${options.slotMaxBytes}); at the limit it is dropped`,
+        );
+      }
+      state.warned = true;
+    } else state.warned = false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
 }
 
 function describe(error: unknown): string {
