@@ -564,6 +564,60 @@ describe('the wal source', () => {
     );
   });
 
+  it('keeps a slot whose reader is current though a transaction left open holds more WAL than the bound, and warns', async () => {
+    for (const running of [...captures]) await stopCapture(running);
+    const slot = await currentSlot();
+    const running = await capture(1024 * 1024);
+    const holder = new pg.Client({ connectionString: databaseUrl });
+    await holder.connect();
+    try {
+      // A transaction that has written and stays open: decoding must restart at its start.
+      await holder.query('begin');
+      await holder.query(`insert into inv.scratch values ('held open')`);
+      await sql.query(
+        `insert into inv.scratch select repeat(md5(n::text), 32) from generate_series(1, 4000) n`,
+      );
+      // A published change after it: once logged, the reader has confirmed past all of that WAL.
+      await sql.query(`update inv.docs set body = 'current' where id = 9`);
+      const { rows } = await sql.query<{ lsn: string }>(
+        `select pg_current_wal_lsn()::text as lsn`,
+      );
+      await until(
+        async () =>
+          (
+            await sql.query(
+              `select from pg_replication_slots
+                where slot_name = $1 and confirmed_flush_lsn >= $2::pg_lsn
+                  and pg_current_wal_lsn() - restart_lsn > 1024 * 1024`,
+              [slot, rows[0]?.lsn],
+            )
+          ).rowCount === 1,
+        30_000,
+        'the reader to confirm past the bulk while the open transaction holds the restart position',
+      );
+      const epoch = await captureEpoch();
+      const from = lines.length;
+      await running.watch();
+      const told = lines.slice(from);
+      expect(
+        told.some((line) => /WARN .*though its reader is current/.test(line)),
+      ).toBe(true);
+      expect(told.some((line) => /dropped it/.test(line))).toBe(false);
+      expect(await captureEpoch()).toBe(epoch);
+      expect(
+        (
+          await sql.query(
+            'select from pg_replication_slots where slot_name = $1',
+            [slot],
+          )
+        ).rowCount,
+      ).toBe(1);
+    } finally {
+      await holder.query('rollback').catch(() => undefined);
+      await holder.end();
+    }
+  });
+
   it('starts the epoch of a slot a crashed run created but did not finish, and resyncs every stream', async () => {
     for (const running of [...captures]) await stopCapture(running);
     const a = await open(ROLE_A, { resourceSubscriptions: [doc(10)] });

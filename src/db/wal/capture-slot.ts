@@ -149,24 +149,38 @@ export async function dropSlot(
   }
 }
 
-/** How much WAL the slot holds back (null: no such slot, or it holds none it can still use). */
+/**
+ * How much WAL the slot holds back from the position decoding restarts at (`retained`), and how
+ * much of it its reader has not confirmed (`unconfirmed`); null: no such slot, or it holds none it
+ * can still use. The two differ by what a transaction still open when its reader confirmed keeps:
+ * decoding restarts at that transaction's start.
+ */
 export async function slotRetainedBytes(
   client: pg.Client,
   slot: string,
-): Promise<{ exists: boolean; retained: number | null; lost: boolean }> {
+): Promise<{
+  exists: boolean;
+  retained: number | null;
+  unconfirmed: number | null;
+  lost: boolean;
+}> {
   const { rows } = await client.query<{
     retained: string | null;
+    unconfirmed: string | null;
     wal_status: string | null;
   }>(
-    `select (pg_current_wal_lsn() - restart_lsn)::bigint::text as retained, wal_status
+    `select (pg_current_wal_lsn() - restart_lsn)::bigint::text as retained,
+            (pg_current_wal_lsn() - confirmed_flush_lsn)::bigint::text as unconfirmed, wal_status
        from pg_replication_slots where slot_name = $1`,
     [slot],
   );
   const row = rows[0];
-  if (row === undefined) return { exists: false, retained: null, lost: false };
+  if (row === undefined)
+    return { exists: false, retained: null, unconfirmed: null, lost: false };
   return {
     exists: true,
     retained: row.retained === null ? null : Number(row.retained),
+    unconfirmed: row.unconfirmed === null ? null : Number(row.unconfirmed),
     lost: row.wal_status === 'lost',
   };
 }

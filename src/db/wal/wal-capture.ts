@@ -1,16 +1,14 @@
 // The WAL change source (PGMCP_CHANGE_SOURCE=wal): one replica at a time reads the database's
 // logical slot and logs each transaction's row changes to pgmcp.changes, which the change feed reads
 // as it reads the triggers' rows; every replica watches the slot's bound.
-import pg from 'pg';
+import type pg from 'pg';
 import { METRICS } from '../../observability/index.js';
 import type { DatabaseHandle } from '../pool.js';
 import {
   CHANGE_PUBLICATION,
-  dropSlot,
   ensureSlot,
   slotKeepLimit,
   slotName,
-  slotRetainedBytes,
   useChangeSource,
 } from './capture-slot.js';
 import { logTransactions, TableKeys } from './logged-rows.js';
@@ -21,6 +19,7 @@ import {
   type ReplicationStream,
 } from './replication-stream.js';
 import { abortableSleep } from './abortable-sleep.js';
+import { createSlotWatch } from './slot-watch.js';
 
 export interface WalCaptureOptions {
   /** The database, on a login with REPLICATION (or a superuser) that owns the exposed tables. */
@@ -280,73 +279,6 @@ function logBatches(
         `live updates: a transaction in ${options.name} changed more than ${limit} rows (PGMCP_WAL_MAX_TRANSACTION_ROWS); its rows are not logged one by one, and every stream is told its resources may have changed`,
       );
   };
-}
-
-/** The bound: warn past half of slotMaxBytes, drop the slot past all of it. */
-function createSlotWatch(
-  options: WalCaptureOptions,
-  slot: string,
-): { watch(): Promise<void>; readonly busy: boolean } {
-  const state = { warned: false };
-  let running: Promise<void> | undefined;
-  return {
-    get busy() {
-      return running !== undefined;
-    },
-    // One check at a time: a call while one runs shares it.
-    watch() {
-      running ??= checkSlot(options, { slot, state }).finally(() => {
-        running = undefined;
-      });
-      return running;
-    },
-  };
-}
-
-/**
- * One check of the slot's bound, on a session of its own that gives up on a server that does not
- * answer (the timer's next tick checks again) rather than wait for ever.
- */
-async function checkSlot(
-  options: WalCaptureOptions,
-  { slot, state }: { slot: string; state: { warned: boolean } },
-): Promise<void> {
-  const timeoutMs = options.checkTimeoutMs ?? 10_000;
-  const session = options.db.sessionConfig('pgmcp-wal-check');
-  const client = new pg.Client({
-    ...session,
-    options: `${session.options} -c statement_timeout=${timeoutMs}`,
-    connectionTimeoutMillis: timeoutMs,
-  });
-  // A connection lost after the check is of no consequence; one lost during it fails its query.
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    const facts = await slotRetainedBytes(client, slot);
-    const retained = facts.retained ?? 0;
-    METRICS.walSlotRetainedBytes.set({ database: options.name }, retained);
-    if (retained > options.slotMaxBytes) {
-      if (await dropSlot(client, slot)) {
-        METRICS.walSlotDrops.inc();
-        options.warn(
-          `live updates: slot ${slot} held ${retained} bytes of WAL, more than PGMCP_WAL_SLOT_MAX_BYTES (${options.slotMaxBytes}); dropped it: a new one is created, and every stream is told its resources may have changed`,
-        );
-      }
-      state.warned = false;
-      return;
-    }
-    if (retained > options.slotMaxBytes / 2) {
-      if (!state.warned) {
-        METRICS.walSlotWarnings.inc();
-        options.warn(
-          `live updates: slot ${slot} holds ${retained} bytes of WAL, over half of PGMCP_WAL_SLOT_MAX_BYTES (${options.slotMaxBytes}); at the limit it is dropped`,
-        );
-      }
-      state.warned = true;
-    } else state.warned = false;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
 }
 
 function describe(error: unknown): string {
