@@ -1,6 +1,6 @@
 // The WAL source's slot must not hold WAL without bound while its reader is gone or stuck: every
-// replica checks it (docs/operations.md "Choosing a change source"), drops it past PGMCP_WAL_SLOT_MAX_BYTES
-// of WAL its reader has not confirmed, and warns first.
+// replica checks it (docs/operations.md "Choosing a change source"), drops it past
+// PGMCP_WAL_SLOT_MAX_BYTES of WAL its reader has not confirmed, and warns first.
 import pg from 'pg';
 import { METRICS } from '../../observability/index.js';
 import { dropSlot, slotRetainedBytes } from './capture-slot.js';
