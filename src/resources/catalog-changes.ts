@@ -14,10 +14,12 @@ import { deliveredChanges } from './delivered-changes.js';
 import { type CatalogSource } from './catalog-source.js';
 
 /**
- * Where a reader stands: `time` (epoch seconds) and `start` (snapshot xmin) when its chain of pages
+ * Where a reader stands: the capture epoch it read in (undefined in a token made before epochs
+ * were in tokens), `time` (epoch seconds) and `start` (snapshot xmin) when its chain of pages
  * began, the `horizon` its rows are read from, and the last row read (txid, seq) on a page chain.
  */
 interface ChangeToken {
+  readonly epoch: string | undefined;
   readonly time: string;
   readonly start: string;
   readonly horizon: string;
@@ -25,25 +27,26 @@ interface ChangeToken {
   readonly afterSeq: string;
 }
 
-const TOKEN = /^1\.(\d{1,19})\.(\d{1,20})\.(\d{1,20})\.(\d{1,20})\.(\d{1,19})$/;
+const TOKEN =
+  /^(?:1|2\.(\d{1,19}))\.(\d{1,19})\.(\d{1,20})\.(\d{1,20})\.(\d{1,20})\.(\d{1,19})$/;
 
 function encodeToken(token: ChangeToken): string {
-  return `1.${token.time}.${token.start}.${token.horizon}.${token.afterTxid}.${token.afterSeq}`;
+  return `2.${token.epoch ?? '0'}.${token.time}.${token.start}.${token.horizon}.${token.afterTxid}.${token.afterSeq}`;
 }
 
 function decodeToken(text: string): ChangeToken | undefined {
   const match = TOKEN.exec(text);
   if (match === null) return undefined;
-  const [, time = '', start = '', horizon = '', afterTxid = '', afterSeq = ''] =
-    match;
-  return { time, start, horizon, afterTxid, afterSeq };
+  const [, epoch, time = '', start = ''] = match;
+  const [horizon = '', afterTxid = '', afterSeq = ''] = match.slice(4);
+  return { epoch, time, start, horizon, afterTxid, afterSeq };
 }
 
 /**
  * The changes since `token` as one JSON content: the URIs the role may read that changed (at
  * least once each: a URI may come again on a later read), `next` (the URI to read next) and
- * whether more are waiting. An empty token answers only the current token. A token older than
- * the change log's retention is INVALID_PARAMS saying to re-list.
+ * whether more are waiting. An empty token answers only the current token. A token the log may no
+ * longer answer in full (refuseStale) is INVALID_PARAMS saying to re-list.
  */
 export async function readChanges(
   source: CatalogSource,
@@ -76,14 +79,8 @@ export async function readChanges(
   );
   const now = rows[0]?.now ?? '0';
   const xmin = rows[0]?.xmin ?? '0';
-  if (
-    given !== undefined &&
-    Number(now) - Number(given.time) > options.retentionSeconds
-  )
-    throw new ProtocolError(
-      'INVALID_PARAMS',
-      `The change token is older than the change log's retention (${options.retentionSeconds} s), so changes may be missing: re-list with resources/list and read ${databaseUri(source.name, { changes_since: '' })} for a current token.`,
-    );
+  const epoch = rows[0]?.epoch ?? '0';
+  refuseStale(source, options.retentionSeconds, { given, now, epoch });
   const logged = rows.filter((row) => row.seq !== null);
   // Reads after this page must see the changes it names, as after a notification of them.
   if (logged.length > 0 && rows[0] !== undefined)
@@ -91,7 +88,7 @@ export async function readChanges(
   const page = logged.slice(0, options.pageSize);
   const more = logged.length > options.pageSize;
   const last = page.at(-1);
-  const next = nextToken(given, { now, xmin, more, last });
+  const next = { ...nextToken(given, { now, xmin, more, last }), epoch };
   const changes = changedUris(source, page);
   const token = encodeToken(next);
   return [
@@ -108,6 +105,36 @@ export async function readChanges(
   ];
 }
 
+/**
+ * A token the log may no longer answer in full is INVALID_PARAMS, saying to re-list: one older
+ * than the log's retention, or one from before a new capture epoch (the WAL source's slot made
+ * anew, a transaction too large to log row by row, a switch of change source), which may have left
+ * changes out of the log; the streams resync then, and a puller re-lists.
+ */
+function refuseStale(
+  source: CatalogSource,
+  retentionSeconds: number,
+  read: {
+    readonly given: ChangeToken | undefined;
+    readonly now: string;
+    readonly epoch: string;
+  },
+): void {
+  const { given, now, epoch } = read;
+  if (given === undefined) return;
+  const fresh = `re-list with resources/list and read ${databaseUri(source.name, { changes_since: '' })} for a current token`;
+  if (Number(now) - Number(given.time) > retentionSeconds)
+    throw new ProtocolError(
+      'INVALID_PARAMS',
+      `The change token is older than the change log's retention (${retentionSeconds} s), so changes may be missing: ${fresh}.`,
+    );
+  if (given.epoch !== undefined && given.epoch !== epoch)
+    throw new ProtocolError(
+      'INVALID_PARAMS',
+      `Changes were captured anew since this token, so some may be missing from the log: ${fresh}.`,
+    );
+}
+
 /** The token to continue from after a page read with `given` (undefined: an empty token). */
 function nextToken(
   given: ChangeToken | undefined,
@@ -117,7 +144,7 @@ function nextToken(
     readonly more: boolean;
     readonly last: PulledChangeRow | undefined;
   },
-): ChangeToken {
+): Omit<ChangeToken, 'epoch'> {
   // A chain of pages starts where a token has no last row. It keeps its start (clock, xmin) and
   // its last page starts the next chain from that xmin: a transaction in flight while the chain
   // was read has a txid at or above it, so it is read next time, never skipped.

@@ -126,6 +126,21 @@ describe('changes since a token', () => {
     expect(again.uris).not.toContain(`notes:///pull-${RUN}/hidden`);
   });
 
+  it('refuses a token from before a new capture epoch (changes may be missing from the log), saying to re-list', async () => {
+    const { next } = await pull(`pg://${database}?changes_since=`);
+    // What a new WAL slot, a transaction too large to log row by row, or a switch of source does.
+    await sql.query('select pgmcp.begin_capture_epoch()');
+    const stale = await call(support.url, 'resources/read', { uri: next });
+    expect(stale.error?.code).toBe(-32602);
+    expect(stale.error?.message).toContain('captured anew');
+    expect(stale.error?.message).toContain('re-list with resources/list');
+    const fresh = await pull(`pg://${database}?changes_since=`);
+    await store('after-epoch', '{support}');
+    expect((await pullAll(fresh.next)).uris).toContain(
+      `notes:///pull-${RUN}/after-epoch`,
+    );
+  });
+
   it('refuse a token older than the retention, saying to re-list, and a malformed token', async () => {
     const old = await call(support.url, 'resources/read', {
       uri: `pg://${database}?changes_since=1.1.1.1.0.0`,

@@ -298,6 +298,8 @@ export interface PulledChangeRow {
   readonly xmin: string;
   /** The primary's WAL insert position then, as a byte count (what standby reads must pass). */
   readonly insert_lsn: string;
+  /** The capture epoch then (pgmcp.capture_epoch(): a new one may have missed changes). */
+  readonly epoch: string;
   readonly seq: string | null;
   readonly txid: string | null;
   readonly uri: string | null;
@@ -308,7 +310,8 @@ export interface PulledChangeRow {
 /**
  * Changes the request role may read (the log's row-level security decides, as for the fan-out)
  * by transactions at or after `horizon`, after (`afterTxid`, `afterSeq`) in (txid, seq) order, at
- * most `limit`; always one row at least, carrying the clock, snapshot xmin and insert position.
+ * most `limit`; always one row at least, carrying the clock, snapshot xmin, insert position and
+ * capture epoch.
  * On the primary: a chain of pages continues from one page's snapshot, so a page read on a server
  * that had replayed less than the one before could skip a transaction for good.
  */
@@ -320,6 +323,7 @@ export const CHANGES_SINCE: PreparedQuery<
   text: `select extract(epoch from now())::bigint::text as now,
                 pg_snapshot_xmin(pg_current_snapshot())::text as xmin,
                 (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::text as insert_lsn,
+                pgmcp.capture_epoch()::text as epoch,
                 c.seq::text, c.txid::text, c.uri, c.kind, c.detail
            from (select) one
            left join lateral (
