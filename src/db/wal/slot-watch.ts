@@ -20,26 +20,64 @@ export interface SlotWatchOptions {
 /** What one check leaves for the next: whether the present state was warned of. */
 interface WatchState {
   warned: 'half' | 'held' | undefined;
+  /** The source stopped: a check still running drops nothing. */
+  stopped: boolean;
 }
 
-/** The bound's checks, one at a time: a call while one runs shares it. */
+/** The bound's checks: one at a time, a call while one runs shares it; stop() ends them. */
+export interface SlotWatch {
+  watch(): Promise<void>;
+  readonly busy: boolean;
+  /** No check after this one drops the slot; resolves once the one running (if any) is over. */
+  stop(): Promise<void>;
+}
+
 export function createSlotWatch(
   options: SlotWatchOptions,
   slot: string,
-): { watch(): Promise<void>; readonly busy: boolean } {
-  const state: WatchState = { warned: undefined };
+): SlotWatch {
+  const state: WatchState = { warned: undefined, stopped: false };
+  const timeoutMs = options.checkTimeoutMs ?? 10_000;
   let running: Promise<void> | undefined;
   return {
     get busy() {
       return running !== undefined;
     },
     watch() {
-      running ??= checkSlot(options, { slot, state }).finally(() => {
+      running ??= withDeadline(
+        checkSlot(options, { slot, state }),
+        CHECK_DEADLINES * timeoutMs,
+      ).finally(() => {
         running = undefined;
       });
       return running;
     },
+    async stop() {
+      state.stopped = true;
+      await running?.catch(() => undefined);
+    },
   };
+}
+
+/**
+ * A check's deadline, in check timeouts: its connect and its statements are each bounded, but a
+ * server that stops answering after the check connected answers neither them nor the goodbye; the
+ * check is then given up (its session is left to TCP) and the next tick checks again.
+ */
+const CHECK_DEADLINES = 3;
+
+function withDeadline(work: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  work.catch(() => undefined);
+  return Promise.race([
+    work,
+    new Promise<void>((_resolve, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`the check did not finish within ${ms} ms`)),
+        ms,
+      );
+    }),
+  ]).finally(() => clearTimeout(timer));
 }
 
 /**
@@ -56,6 +94,9 @@ async function checkSlot(
     ...session,
     options: `${session.options} -c statement_timeout=${timeoutMs}`,
     connectionTimeoutMillis: timeoutMs,
+    // A statement whose answer does not come (the server gone silent) fails here as well.
+    query_timeout: timeoutMs,
+    keepAliveInitialDelayMillis: timeoutMs,
   });
   // A connection lost after the check is of no consequence; one lost during it fails its query.
   client.on('error', () => undefined);
@@ -65,7 +106,7 @@ async function checkSlot(
     const retained = facts.retained ?? 0;
     METRICS.walSlotRetainedBytes.set({ database: options.name }, retained);
     const unconfirmed = facts.unconfirmed ?? retained;
-    if (unconfirmed > options.slotMaxBytes) {
+    if (unconfirmed > options.slotMaxBytes && !state.stopped) {
       await dropPastBound(client, options, { slot, unconfirmed });
       state.warned = undefined;
       return;

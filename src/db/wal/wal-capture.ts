@@ -110,7 +110,7 @@ export async function startWalCapture(
       state.stopped = true;
       clearInterval(timer);
       stopping.abort();
-      await reader;
+      await Promise.all([reader, watcher.stop()]);
       METRICS.walSlotRetainedBytes.remove({ database: options.name });
     },
   };
