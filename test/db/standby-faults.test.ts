@@ -16,6 +16,7 @@ import {
   type StandbyOptions,
 } from '../../src/db/index.js';
 import { ProtocolError } from '../../src/errors.js';
+import type { Standby } from '../../src/db/standby/standby-set.js';
 import { migrateDatabase } from '../setup/migrate-database.js';
 import {
   pairStandbys,
@@ -32,6 +33,12 @@ const opened: DatabaseHandle[] = [];
 const WHERE: PreparedQuery<Record<string, never>, { recovery: boolean }> = {
   name: 'test_faults_where',
   text: 'select pg_is_in_recovery() as recovery',
+  values: () => [],
+};
+
+const SESSION: PreparedQuery<Record<string, never>, { application: string }> = {
+  name: 'test_faults_session',
+  text: `select current_setting('application_name') as application`,
   values: () => [],
 };
 
@@ -144,13 +151,9 @@ describe('standby faults', () => {
     expect((await request(db.feed, WHERE))[0]?.recovery).toBe(false);
     expect(db.feed.standbys).toBeUndefined();
     expect(db.feed.floor).toBe(db.standbys);
-    // On the feed's pool: its session on the primary ran the read last.
-    const feedSessions = await pair.sql(
-      'primary',
-      `select count(*)::int as n from pg_stat_activity
-        where application_name like 'pgmcp-feed/%' and query = '${WHERE.text}'`,
-    );
-    expect(feedSessions[0]?.['n']).toBe(1);
+    // On the feed's own pool.
+    const [session] = await request(db.feed, SESSION);
+    expect(session?.application).toMatch(/^pgmcp-feed\//);
   });
 
   it("runs on the primary a statement the standby refuses only for being in recovery, and the role's next statement on the standby again", async () => {
@@ -169,24 +172,35 @@ describe('standby faults', () => {
     }
   });
 
-  it('tells each such refusal once, remembering a bounded number of them', async () => {
+  it("answers a statement's own error from the standby (the same SQLSTATE raised elsewhere than a recovery check), without running it on the primary", async () => {
     const lines: string[] = [];
     const db = open({ log: (line) => lines.push(line) });
-    const currval = async (n: number) => {
-      const error = await tool(db, `select currval('faults_s${n}')`).catch(
-        (caught: unknown) => caught,
-      );
-      // Not yet defined on the primary either: it answers as it would without standbys.
-      expect(error).toBeInstanceOf(SqlStatementError);
-      expect((error as SqlStatementError).sqlstate).toBe('55000');
-    };
+    const error = await tool(db, `select currval('faults_s1')`).catch(
+      (caught: unknown) => caught,
+    );
+    // 55000, as the WAL functions' refusal on a standby, but raised by the sequence code.
+    expect(error).toBeInstanceOf(SqlStatementError);
+    expect((error as SqlStatementError).sqlstate).toBe('55000');
+    expect(lines.filter((line) => line.includes('faults_s1'))).toEqual([]);
+  });
+
+  it('tells each read a standby cannot run once, remembering a bounded number of them', () => {
+    const lines: string[] = [];
+    const set = open({ log: (line) => lines.push(line) }).standbys;
+    const standby = { label: 'told-test:5432' } as Standby;
+    const fail = (n: number) =>
+      set?.failed(standby, {
+        why: `refusal ${n};`,
+        connectionLost: false,
+        unsuitable: true,
+      });
     const told = () =>
-      lines.filter((line) => line.includes('"faults_s1"')).length;
-    await currval(1);
-    await currval(1);
+      lines.filter((line) => line.includes('refusal 1;')).length;
+    fail(1);
+    fail(1);
     expect(told()).toBe(1);
-    for (let n = 2; n <= 101; n++) await currval(n);
-    await currval(1);
+    for (let n = 2; n <= 101; n++) fail(n);
+    fail(1);
     expect(told()).toBe(2);
   });
 

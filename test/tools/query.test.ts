@@ -84,6 +84,32 @@ async function expectCleanConnection(): Promise<void> {
   });
 }
 
+/** 24 calls at once through `server`, each with its own row count; their audit rows. */
+async function auditedBurst(
+  server: TestServer,
+  marker: string,
+): Promise<{ parameter_count: number; row_count: string; batches: string }[]> {
+  await Promise.all(
+    Array.from({ length: 24 }, (_, n) =>
+      query(server, {
+        sql: `select g from generate_series(1, $1::int) g where '${marker}' <> ''`,
+        params: [n + 1],
+        max_rows: 30,
+      }),
+    ),
+  );
+  const { rows } = await sql.query<{
+    parameter_count: number;
+    row_count: string;
+    batches: string;
+  }>(
+    `select parameter_count, row_count::text, count(*) over (partition by at)::text as batches
+       from pgmcp.audit where target like $1`,
+    [`%${marker}%`],
+  );
+  return rows;
+}
+
 describe('query', () => {
   it('returns columns with PostgreSQL types, rows as text, and a compact table', async () => {
     const result = await query(support, {
@@ -258,35 +284,30 @@ describe('query', () => {
     // Calls that end while an audit transaction runs go together in the next one, their columns
     // sent as arrays (db/own-tables/audit-log.ts): each row must keep its own values.
     // Several request connections: calls end together while the audit's one connection writes.
-    const marker = `audit-batch-${Date.now()}`;
     const wide = await startTestServer({
       principal: { role: 'support', claims: { sub: 'query-test' } },
       poolSize: 4,
     });
-    const calls = Array.from({ length: 24 }, (_, n) =>
-      query(wide, {
-        sql: `select g from generate_series(1, $1::int) g where '${marker}' <> ''`,
-        params: [n + 1],
-        max_rows: 30,
-      }),
-    );
-    await Promise.all(calls).finally(() => wide.close());
-    const { rows } = await sql.query<{
-      parameter_count: number;
-      row_count: string;
-      batches: string;
-    }>(
-      `select parameter_count, row_count::text, count(*) over (partition by at)::text as batches
-         from pgmcp.audit where target like $1`,
-      [`%${marker}%`],
-    );
-    const counts = rows.map((row) => Number(row.row_count));
-    expect(counts.sort((a, b) => a - b)).toEqual(
-      Array.from({ length: 24 }, (_, n) => n + 1),
-    );
-    expect(rows.every((row) => row.parameter_count === 1)).toBe(true);
-    // At least one transaction wrote more than one of them (rows of one transaction share `at`).
-    expect(rows.some((row) => Number(row.batches) > 1)).toBe(true);
+    let batched = false;
+    try {
+      // Whether calls end together is the scheduler's to say: bursts until one did (at most 5).
+      for (let burst = 0; burst < 5 && !batched; burst++) {
+        const rows = await auditedBurst(
+          wide,
+          `audit-batch-${Date.now()}-${burst}`,
+        );
+        const counts = rows.map((row) => Number(row.row_count));
+        expect(counts.sort((a, b) => a - b)).toEqual(
+          Array.from({ length: 24 }, (_, n) => n + 1),
+        );
+        expect(rows.every((row) => row.parameter_count === 1)).toBe(true);
+        // Rows of one transaction share `at`.
+        batched = rows.some((row) => Number(row.batches) > 1);
+      }
+    } finally {
+      await wide.close();
+    }
+    expect(batched).toBe(true);
   });
 
   it('lets only the login write or prune audit rows', async () => {

@@ -259,11 +259,14 @@ export function single(
 function statementError(error: unknown, prefixLength: number): Error {
   if (error instanceof SqlStatementError || error instanceof ProtocolError)
     return error;
-  const { code, message, position, severity } = (error ?? {}) as {
+  const { code, message, position, severity, routine, file } = (error ??
+    {}) as {
     code?: unknown;
     message?: unknown;
     position?: unknown;
     severity?: unknown;
+    routine?: unknown;
+    file?: unknown;
   };
   // Connection classes and the pool's own failures are the server's, not the statement's. One
   // exception: 08P01 at severity ERROR is PostgreSQL refusing the caller's Bind (a parameter count
@@ -279,9 +282,14 @@ function statementError(error: unknown, prefixLength: number): Error {
   )
     return toDatabaseError(error);
   const at = Number(position);
-  return new SqlStatementError(
+  const made = new SqlStatementError(
     code,
     typeof message === 'string' ? message : 'error',
     Number.isFinite(at) && at > prefixLength ? at - prefixLength : undefined,
   );
+  made.origin = {
+    ...(typeof routine === 'string' ? { routine } : {}),
+    ...(typeof file === 'string' ? { file } : {}),
+  };
+  return made;
 }

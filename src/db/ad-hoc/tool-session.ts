@@ -26,6 +26,12 @@ export interface SqlRows {
 
 /** A PostgreSQL error the caller's statement caused: shown to the caller, never a JSON-RPC error. */
 export class SqlStatementError extends Error {
+  /**
+   * Where in PostgreSQL's source the error was raised (its untranslated routine and file), when
+   * the server raised it: what tells a refusal of a server in recovery from the statement's own.
+   */
+  origin: { readonly routine?: string; readonly file?: string } | undefined;
+
   constructor(
     readonly sqlstate: string,
     message: string,

@@ -96,10 +96,13 @@ function standbyFault(error: unknown): StandbyFault | undefined {
     };
   const cause =
     error instanceof ProtocolError ? (error.cause ?? {}) : (error ?? {});
-  const { code, message, sqlstate } = cause as {
+  const { code, message, sqlstate, routine, file, origin } = cause as {
     code?: unknown;
     message?: unknown;
     sqlstate?: unknown;
+    routine?: unknown;
+    file?: unknown;
+    origin?: { readonly routine?: string; readonly file?: string };
   };
   const state =
     typeof code === 'string'
@@ -110,7 +113,12 @@ function standbyFault(error: unknown): StandbyFault | undefined {
   const why = `${state ?? 'no SQLSTATE'}: ${typeof message === 'string' ? message : 'no message'}`;
   if (state === '40001' || state === '40P01')
     return { why, connectionLost: false, unsuitable: false };
-  if (refusedInRecovery(state, why))
+  if (
+    refusedInRecovery(state, {
+      routine: typeof routine === 'string' ? routine : origin?.routine,
+      file: typeof file === 'string' ? file : origin?.file,
+    })
+  )
     return { why, connectionLost: false, unsuitable: true };
   if (!(error instanceof ProtocolError)) return undefined;
   if (error.key === 'POOL_EXHAUSTED')
@@ -120,13 +128,24 @@ function standbyFault(error: unknown): StandbyFault | undefined {
 }
 
 /**
- * Whether a statement failed only because the server is in recovery: NOTIFY (25006), the WAL
- * functions (55000, "recovery is in progress"), a transaction id asked for (XX000, "cannot assign
- * TransactionIds during recovery": an elog, whose text is never translated). The primary answers
- * such a statement as it would without standbys; nothing is remembered for the role, as the next
- * statement may be another.
+ * Whether a statement failed only because the server is in recovery, told by where PostgreSQL
+ * raised it (its routine and file are never translated): NOTIFY and the other commands refused
+ * during recovery (25006 from PreventCommandDuringRecovery), the WAL functions (55000 from
+ * xlogfuncs.c, "recovery is in progress"), a transaction id asked for (XX000 from
+ * GetNewTransactionId). The primary answers such a statement as it would without standbys; the
+ * same SQLSTATEs raised elsewhere (a write in a read-only transaction, currval not yet defined)
+ * are the statement's own and are answered from the standby. Nothing is remembered for the role,
+ * as its next statement may be another.
  */
-function refusedInRecovery(state: string | undefined, why: string): boolean {
-  if (state === '25006' || state === '55000') return true;
-  return state === 'XX000' && /recovery/i.test(why);
+function refusedInRecovery(
+  state: string | undefined,
+  where: {
+    readonly routine: string | undefined;
+    readonly file: string | undefined;
+  },
+): boolean {
+  if (state === '25006')
+    return where.routine === 'PreventCommandDuringRecovery';
+  if (state === '55000') return where.file === 'xlogfuncs.c';
+  return state === 'XX000' && where.routine === 'GetNewTransactionId';
 }
