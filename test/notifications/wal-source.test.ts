@@ -328,15 +328,17 @@ describe('the wal source', () => {
     const keys = new TableKeys();
     const docs = (id: string) => walChange('docs', 'updated', { id });
     expect(
-      await logTransactions(sql, keys, [
-        { commitLsn: applied, changes: [docs('2')] },
-      ]),
+      (
+        await logTransactions(sql, keys, [
+          { commitLsn: applied, changes: [docs('2')] },
+        ])
+      ).logged,
     ).toBe(-1);
     // A batch read again may hold a logged transaction and a new one: only the new one is logged
     // (in a transaction rolled back: a made-up position must not stay the last logged).
     await sql.query('begin');
     try {
-      const logged = await logTransactions(sql, keys, [
+      const { logged } = await logTransactions(sql, keys, [
         { commitLsn: applied, changes: [docs('5')] },
         { commitLsn: applied + 16n, changes: [docs('7')] },
       ]);
@@ -355,7 +357,7 @@ describe('the wal source', () => {
     // In a transaction rolled back: a made-up position must not stay the last logged.
     await sql.query('begin');
     try {
-      const logged = await logTransactions(sql, new TableKeys(), [
+      const { logged } = await logTransactions(sql, new TableKeys(), [
         {
           commitLsn: applied + 16n,
           changes: [
@@ -423,6 +425,78 @@ describe('the wal source', () => {
       'the update after the new key to be logged',
     );
     expect(await logged()).toEqual(['["1", "2"]', '["2", "1"]']);
+  });
+
+  it('logs a change the WAL does not name by its key (an identity altered after expose) as a new epoch, warns naming the table, and logs later changes row by row', async () => {
+    await sql.query(`
+      create table inv.renamed (id int primary key, code int not null unique, v text);
+      select pgmcp.expose_table('inv.renamed');
+      insert into inv.renamed values (1, 1, 'a'), (2, 2, 'b'), (3, 3, 'c');
+    `);
+    const renamedRows = async () => {
+      const { rows } = await sql.query<{ logged: number }>(
+        `select count(*)::int as logged from pgmcp.changes
+          where relation = 'inv.renamed' and kind <> 'schema'`,
+      );
+      return rows[0]?.logged ?? 0;
+    };
+    await until(
+      async () => ((await renamedRows()) === 3 ? true : undefined),
+      20_000,
+      'the inserts to be logged',
+    );
+    const a = await open(ROLE_A, { resourceSubscriptions: [doc(2)] });
+    const resyncs = () =>
+      lines.filter((line) =>
+        /WARN .*a change to inv\.renamed .*cannot be named by its primary key \(REPLICA IDENTITY USING INDEX/.test(
+          line,
+        ),
+      ).length;
+    const warned = resyncs();
+    let epoch = await captureEpoch();
+    let seen = a.updated().length;
+    // Deletions now carry only the index's column: the primary key decodes as nulls.
+    await sql.query(`
+      alter table inv.renamed replica identity using index renamed_code_key;
+      delete from inv.renamed where id = 1;
+    `);
+    const heard = async (before: bigint, from: number, what: string) => {
+      await until(
+        async () => ((await captureEpoch()) > before ? true : undefined),
+        20_000,
+        what,
+      );
+      // Every stream is told its resources may have changed, though doc 2 was not in it.
+      await a.waitFor(() => a.updated().slice(from).includes(doc(2)));
+    };
+    const warnedOf = (count: number) =>
+      until(
+        () => (resyncs() >= count ? true : undefined),
+        20_000,
+        'the warning',
+      );
+    await heard(epoch, seen, 'the unnamed deletion to start a new epoch');
+    await warnedOf(warned + 1);
+    // An update carries no old row while the index's column is unchanged: its old key may be
+    // gone unheard of, so it is not named either.
+    epoch = await captureEpoch();
+    seen = a.updated().length;
+    await sql.query(`update inv.renamed set id = 20 where id = 2`);
+    await heard(epoch, seen, 'the unnamed update to start a new epoch');
+    await warnedOf(warned + 2);
+    expect(await renamedRows()).toBe(3);
+    // Other tables' changes are still logged row by row.
+    const logged = (await loggedKeys()).length;
+    await sql.query(`update inv.docs set body = 'named again' where id = 2`);
+    await until(
+      async () => {
+        const keys = (await loggedKeys()).slice(logged);
+        return keys.length > 0 ? keys : undefined;
+      },
+      20_000,
+      'the ordinary update to be logged',
+    ).then((keys) => expect(keys).toEqual(['2:updated']));
+    expect(await captureEpoch()).toBe(epoch + 1n);
   });
 
   it('confirms the slot past writes to tables it does not publish', async () => {

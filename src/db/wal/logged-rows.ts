@@ -12,6 +12,12 @@ interface TableKey {
   readonly relation: string;
   /** The primary key's columns in key order; none when the table is gone or has no key. */
   readonly columns: readonly string[];
+  /**
+   * Why the WAL cannot name some of the table's changes by their key, and whether inserts are among
+   * them (a table with no key) or only updates and deletions (a replica identity without the key,
+   * whose old rows come without it); none when it can.
+   */
+  readonly unnamed?: { readonly why: string; readonly insertsToo: boolean };
 }
 
 /** One row of pgmcp.changes, with the commit position of the transaction it came from. */
@@ -23,18 +29,46 @@ interface LoggedRow {
 }
 
 // Each table the descriptions name, with its primary key's columns in key order, as the catalog
-// has them when the batch is logged (the capture triggers read the key when the row changes).
+// has them when the batch is logged (the capture triggers read the key when the row changes), and
+// whether its replica identity carries that key into the WAL's old rows: FULL does, DEFAULT does
+// with a primary key, USING INDEX does when the index's key columns hold the primary key's.
 const TABLE_KEYS = `
 select d.description, format('%I.%I', d.schema_name, d.table_name) as relation,
-       array(select a.attname::text
-               from pg_namespace n
-               join pg_class c on c.relnamespace = n.oid
-               join pg_index i on i.indrelid = c.oid and i.indisprimary
-              cross join lateral unnest(i.indkey::smallint[]) with ordinality as k(attnum, position)
-               join pg_attribute a on a.attrelid = c.oid and a.attnum = k.attnum
-              where n.nspname = d.schema_name and c.relname = d.table_name
-              order by k.position) as columns
-  from unnest($1::int[], $2::text[], $3::text[]) as d(description, schema_name, table_name)`;
+       c.oid is not null as present, c.relreplident::text as identity, pk.columns,
+       c.relreplident = 'f' or (c.relreplident = 'd' and pk.attnums <> '{}')
+         or (c.relreplident = 'i'
+             and exists (select from pg_index r
+                          where r.indrelid = c.oid and r.indisreplident
+                            and (r.indkey::smallint[])[0:r.indnkeyatts - 1] @> pk.attnums)) as names_old
+  from unnest($1::int[], $2::text[], $3::text[]) as d(description, schema_name, table_name)
+  left join (pg_namespace n join pg_class c on c.relnamespace = n.oid)
+         on n.nspname = d.schema_name and c.relname = d.table_name
+ cross join lateral (
+       select coalesce(array_agg(a.attname::text order by k.position), '{}') as columns,
+              coalesce(array_agg(k.attnum), '{}') as attnums
+         from pg_index i
+        cross join lateral unnest(i.indkey::smallint[]) with ordinality as k(attnum, position)
+         join pg_attribute a on a.attrelid = i.indrelid and a.attnum = k.attnum
+        where i.indrelid = c.oid and i.indisprimary) as pk`;
+
+/** Why a table present in the catalog cannot have all its changes named; undefined when it can. */
+function unnamedWhy(row: {
+  columns: string[];
+  identity: string;
+  names_old: boolean;
+}): TableKey['unnamed'] {
+  if (row.columns.length === 0)
+    return { why: 'it has no primary key', insertsToo: true };
+  if (row.names_old) return undefined;
+  const identity =
+    row.identity === 'n'
+      ? 'REPLICA IDENTITY NOTHING'
+      : 'REPLICA IDENTITY USING INDEX on an index without its primary key';
+  return {
+    why: `${identity}: the WAL does not carry the key of its updated and deleted rows (ALTER TABLE … REPLICA IDENTITY DEFAULT)`,
+    insertsToo: false,
+  };
+}
 
 /** The keys of the tables one replication stream describes; its descriptions are numbered by it. */
 export class TableKeys {
@@ -55,94 +89,137 @@ export class TableKeys {
     const { rows } = await client.query<{
       description: number;
       relation: string;
+      present: boolean;
+      identity: string;
       columns: string[];
+      names_old: boolean;
     }>(TABLE_KEYS, [
       changes.map((change) => change.description),
       changes.map((change) => change.schema),
       changes.map((change) => change.table),
     ]);
-    for (const row of rows)
+    // A table gone since keeps no key: its rows are skipped (there is nothing left to read them in).
+    for (const row of rows) {
+      const unnamed = row.present ? unnamedWhy(row) : undefined;
       this.#known.set(row.description, {
         relation: row.relation,
         columns: row.columns,
+        ...(unnamed === undefined ? {} : { unnamed }),
       });
+    }
   }
 
-  /** The rows `transactions` log, in commit order; learn() must have seen them. */
-  rows(transactions: readonly DecodedTransaction[]): LoggedRow[] {
+  /**
+   * The rows `transactions` log, in commit order; learn() must have seen them. `unnamed` says, of
+   * each table with a change the WAL did not name by its key, why: such a batch cannot be logged
+   * row by row.
+   */
+  rows(transactions: readonly DecodedTransaction[]): {
+    rows: LoggedRow[];
+    unnamed: Map<string, string>;
+  } {
     const rows: LoggedRow[] = [];
+    const unnamed = new Map<string, string>();
     for (const transaction of transactions) {
       const lsn = lsnLiteral(transaction.commitLsn);
       for (const change of transaction.changes) {
         const key = this.#known.get(change.description);
-        if (key !== undefined) rows.push(...changeRows(change, key, lsn));
+        if (key === undefined) continue;
+        const named =
+          key.unnamed !== undefined &&
+          (key.unnamed.insertsToo || change.kind !== 'created')
+            ? undefined
+            : changeRows(change, key, lsn);
+        if (named !== undefined) rows.push(...named);
+        else
+          unnamed.set(
+            key.relation,
+            key.unnamed?.why ?? 'the WAL carried no value of its primary key',
+          );
       }
     }
-    return rows;
+    return { rows, unnamed };
   }
 }
 
 /**
- * A change's rows: none when its table has no key or a key value is missing; an update that
- * changed the key is the old key deleted and the new one created, as the capture triggers log it.
+ * A change's rows: none when its table is gone, undefined when a key value is missing (the change
+ * cannot be named); an update that changed the key is the old key deleted and the new one created,
+ * as the capture triggers log it.
  */
 function changeRows(
   change: DecodedChange,
   key: TableKey,
   lsn: string,
-): LoggedRow[] {
+): LoggedRow[] | undefined {
   if (key.columns.length === 0) return [];
   const values = (tuple: TupleText) =>
     key.columns.map((column) => tuple[column] ?? null);
   const row = (
     kind: DecodedChange['kind'],
     named: (string | null)[],
-  ): LoggedRow[] =>
-    named.includes(null)
-      ? []
-      : [
-          {
-            lsn,
-            relation: key.relation,
-            kind,
-            detail: JSON.stringify({
-              schema: change.schema,
-              table: change.table,
-              key: named,
-            }),
-          },
-        ];
+  ): LoggedRow => ({
+    lsn,
+    relation: key.relation,
+    kind,
+    detail: JSON.stringify({
+      schema: change.schema,
+      table: change.table,
+      key: named,
+    }),
+  });
   const next = values(change.key);
-  if (change.old === undefined) return row(change.kind, next);
+  if (next.includes(null)) return undefined;
+  if (change.old === undefined) return [row(change.kind, next)];
   const old = values(change.old);
+  if (old.includes(null)) return undefined;
   if (old.every((value, index) => value === next[index]))
-    return row(change.kind, old);
-  return [...row('deleted', old), ...row('created', next)];
+    return [row(change.kind, old)];
+  return [row('deleted', old), row('created', next)];
+}
+
+/** What logTransactions did with a batch. */
+export interface LoggedBatch {
+  /** Rows logged; -1 when every transaction was a replay, 0 when logged as a new epoch. */
+  readonly logged: number;
+  /** Each table with a change not named by its key (the batch is a new epoch then), and why. */
+  readonly unnamed: ReadonlyMap<string, string>;
 }
 
 /**
  * Log decoded transactions (in commit order) in one transaction, each once: one whose commit is at
- * or before the last logged is a replay and is skipped. Returns how many rows were logged, -1 when
- * every transaction was a replay. A batch holding a transaction whose rows were not kept
- * (`overflowed`) is logged as a new capture epoch instead (migrations/0042): every stream resyncs,
- * which covers the rows of the whole batch; it returns 0 then.
+ * or before the last logged is a replay and is skipped. A batch holding a transaction whose rows
+ * were not kept (`overflowed`), or a change the WAL did not name by its key (a table whose replica
+ * identity does not carry its primary key, or that has none), is logged as a new capture epoch
+ * instead (migrations/0042): every stream resyncs, which covers the rows of the whole batch.
  */
 export async function logTransactions(
   client: pg.ClientBase,
   keys: TableKeys,
   transactions: readonly DecodedTransaction[],
-): Promise<number> {
+): Promise<LoggedBatch> {
   const last = transactions.at(-1);
-  if (last === undefined) return 0;
-  if (transactions.some((transaction) => transaction.overflowed === true)) {
-    const { rows } = await client.query<{ epoch: string }>(
-      'select pgmcp.log_wal_resync($1::pg_lsn)::text as epoch',
-      [lsnLiteral(last.commitLsn)],
-    );
-    return rows[0]?.epoch === '-1' ? -1 : 0;
+  if (last === undefined) return { logged: 0, unnamed: new Map() };
+  let unnamed: ReadonlyMap<string, string> = new Map();
+  if (!transactions.some((transaction) => transaction.overflowed === true)) {
+    await keys.learn(client, transactions);
+    const batch = keys.rows(transactions);
+    if (batch.unnamed.size === 0)
+      return { logged: await logRows(client, last, batch.rows), unnamed };
+    unnamed = batch.unnamed;
   }
-  await keys.learn(client, transactions);
-  const rows = keys.rows(transactions);
+  const { rows } = await client.query<{ epoch: string }>(
+    'select pgmcp.log_wal_resync($1::pg_lsn)::text as epoch',
+    [lsnLiteral(last.commitLsn)],
+  );
+  return { logged: rows[0]?.epoch === '-1' ? -1 : 0, unnamed };
+}
+
+async function logRows(
+  client: pg.ClientBase,
+  last: DecodedTransaction,
+  rows: readonly LoggedRow[],
+): Promise<number> {
   const { rows: result } = await client.query<{ logged: number }>(
     `select pgmcp.log_wal_rows($1::pg_lsn, $2::pg_lsn[], $3::text[], $4::text[], $5::jsonb[])
               as logged`,

@@ -262,7 +262,7 @@ async function streamSlot(
 
 /**
  * A stream's hand-over: each batch logged through `writer` (a batch with a transaction too large to
- * keep is logged as a new epoch, and said so).
+ * keep, or a change not named by its key, is logged as a new epoch, and said so).
  */
 function logBatches(
   options: WalCaptureOptions,
@@ -272,11 +272,20 @@ function logBatches(
   const keys = new TableKeys();
   const limit = options.maxTransactionRows ?? WAL_ROW_LIMITS.maxTransactionRows;
   return async function logBatch(transactions) {
-    if ((await logTransactions(writer, keys, transactions)) < 0) return;
+    const { logged, unnamed } = await logTransactions(
+      writer,
+      keys,
+      transactions,
+    );
+    if (logged < 0) return;
     METRICS.walTransactions.inc(transactions.length);
     if (transactions.some((transaction) => transaction.overflowed === true))
       options.warn(
         `live updates: a transaction in ${options.name} changed more than ${limit} rows (PGMCP_WAL_MAX_TRANSACTION_ROWS); its rows are not logged one by one, and every stream is told its resources may have changed`,
+      );
+    for (const [table, why] of unnamed)
+      options.warn(
+        `live updates: a change to ${table} in ${options.name} cannot be named by its primary key (${why}); its batch is not logged row by row, and every stream is told its resources may have changed`,
       );
   };
 }
