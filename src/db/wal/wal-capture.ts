@@ -271,6 +271,8 @@ function logBatches(
   // Per stream: the server numbers its descriptions of tables anew on each connection.
   const keys = new TableKeys();
   const limit = options.maxTransactionRows ?? WAL_ROW_LIMITS.maxTransactionRows;
+  // A table left with such an identity is told of once per stream, not with every batch.
+  const told = new Set<string>();
   return async function logBatch(transactions) {
     const { logged, unnamed } = await logTransactions(
       writer,
@@ -283,10 +285,13 @@ function logBatches(
       options.warn(
         `live updates: a transaction in ${options.name} changed more than ${limit} rows (PGMCP_WAL_MAX_TRANSACTION_ROWS); its rows are not logged one by one, and every stream is told its resources may have changed`,
       );
-    for (const [table, why] of unnamed)
+    for (const [table, why] of unnamed) {
+      if (told.has(table)) continue;
+      told.add(table);
       options.warn(
-        `live updates: a change to ${table} in ${options.name} cannot be named by its primary key (${why}); its batch is not logged row by row, and every stream is told its resources may have changed`,
+        `live updates: a change to ${table} in ${options.name} cannot be named by its primary key (${why}); its batch is not logged row by row, and every stream is told its resources may have changed (each such batch, until the table is fixed)`,
       );
+    }
   };
 }
 
