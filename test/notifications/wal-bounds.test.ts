@@ -213,10 +213,14 @@ describe('the wal source with bounded memory', () => {
   it('stops reading the slot while the backlog is over PGMCP_WAL_MAX_PENDING_ROWS, and reads it again once it drains', async () => {
     const gated = await gatedStream(CHUNK_SLOTS[1], 40);
     await writeBacklog(gated.application);
-    // A reader that went on reading its socket would hold all 300 rows now.
+    await until(
+      () => (gated.stream.pendingRows > 40 ? true : undefined),
+      30_000,
+      () => `the backlog to pass the bound (${gated.stream.pendingRows})`,
+    );
+    // A reader that went on reading its socket would soon hold all 300 rows.
     await new Promise((resolve) => setTimeout(resolve, 300));
     // Past the bound by at most the transaction that crossed it.
-    expect(gated.stream.pendingRows).toBeGreaterThan(40);
     expect(gated.stream.pendingRows).toBeLessThanOrEqual(50);
     gated.open();
     await handedOver(gated.batches);
@@ -228,7 +232,8 @@ describe('the wal source with bounded memory', () => {
     for (const stream of streams.splice(0)) stream.close();
     await server?.close();
     server = undefined;
-    // Checks every 50 ms, each bounded by 2 s; it never takes the slot (the first capture has it).
+    // Checks every 50 ms, each bounded by 5 s (far past the 500 ms looked at below); it never
+    // takes the slot (the first capture has it).
     const checking = await startWalCapture({
       db: captureDb,
       name: 'main',
@@ -237,7 +242,7 @@ describe('the wal source with bounded memory', () => {
       warn: (line) => lines.push(`WARN ${line}`),
       retryMs: 3_600_000,
       watchMs: 50,
-      checkTimeoutMs: 2000,
+      checkTimeoutMs: 5000,
     });
     captures.push(checking);
     const locker = new pg.Client({ connectionString: databaseUrl });
