@@ -266,6 +266,8 @@ function standbySet(
           ...config,
           connectionString: url,
           fallback_application_name: replicaApplicationName('pgmcp-standby'),
+          // A standby lost without a reset: its pooled sessions end when TCP finds it gone.
+          keepAlive: true,
         }),
         options,
         undefined,

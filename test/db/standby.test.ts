@@ -350,6 +350,20 @@ describe('reads from a standby', () => {
     }
   });
 
+  it('finds a standby that stops answering (lost without a reset) down within the bound, and sends reads to the primary', async () => {
+    const db = open({ pollMs: 100 });
+    expect((await read(db)).recovery).toBe(true);
+    pair.freezeStandby();
+    try {
+      await waitFor(() => db.standbys?.states[0]?.state === 'down');
+      expect((await read(db)).recovery).toBe(false);
+    } finally {
+      pair.thawStandby();
+    }
+    await waitFor(() => db.standbys?.states[0]?.state === 'up');
+    expect((await read(db)).recovery).toBe(true);
+  });
+
   it('exposes the standby series in a form promtool accepts, with no credentials', async () => {
     const { body } = await metricsExposition();
     const label = new URL(pair.standbyUrl).host;

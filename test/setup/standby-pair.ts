@@ -88,6 +88,9 @@ export interface StandbyPair {
    * stopPrimary and close thaw it first.
    */
   freezePrimary(): void;
+  /** The same for the standby; thawStandby lets it go on (stopStandby and close thaw it too). */
+  freezeStandby(): void;
+  thawStandby(): void;
   /** Start the primary again, as it was: after a promotion, a second writable server (split brain). */
   startPrimary(): Promise<void>;
   promoteStandby(): Promise<void>;
@@ -214,6 +217,8 @@ export async function startStandbyPair(): Promise<StandbyPair> {
     },
     stopPrimary: (mode) => stop(primaryData, mode),
     freezePrimary: () => signal(primaryData, 'SIGSTOP'),
+    freezeStandby: () => signal(standbyData, 'SIGSTOP'),
+    thawStandby: () => signal(standbyData, 'SIGCONT'),
     startPrimary: async () => {
       start(primaryData, primaryPort);
       await waitFor(

@@ -7,6 +7,7 @@ import { ProtocolError } from '../../errors.js';
 import { METRICS } from '../../observability/index.js';
 import { serverLabel } from './primary-target.js';
 import type { StandbyOptions } from './standby-options.js';
+import { askPosition, CHECK_ANSWER_MS } from './standby-position.js';
 
 /** up: reads may go to it; the others send reads to the primary (or refuse them). */
 export type StandbyState = 'starting' | 'up' | 'lagging' | 'down' | 'promoted';
@@ -24,6 +25,8 @@ export interface Standby {
   lagMs: number;
   lagBytes: number;
   refreshing: Promise<void> | undefined;
+  /** Its position check under way, until the standby answers it (or the connection ends). */
+  checking: Promise<void> | undefined;
 }
 
 /**
@@ -52,12 +55,6 @@ export interface StandbyServers {
   readonly primaryLsn: () => Promise<bigint>;
 }
 
-const POSITION = {
-  name: 'pgmcp_standby_position',
-  text: `select pg_is_in_recovery() as recovery,
-                (coalesce(pg_last_wal_replay_lsn(), '0/0') - '0/0'::pg_lsn)::text as replay,
-                current_setting('wal_block_size')::int as block_size`,
-};
 const REPLAY = {
   name: 'pgmcp_standby_replay',
   text: `select (coalesce(pg_last_wal_replay_lsn(), '0/0') - '0/0'::pg_lsn)::text as replay`,
@@ -109,6 +106,7 @@ export class StandbySet implements ReadFloor {
       lagMs: 0,
       lagBytes: 0,
       refreshing: undefined,
+      checking: undefined,
     }));
   }
 
@@ -323,9 +321,10 @@ export class StandbySet implements ReadFloor {
   async #check(standby: Standby, primary: bigint | undefined): Promise<void> {
     let row: { recovery: boolean; replay: string; block_size: number };
     try {
-      const { rows } = await standby.pool.query<typeof row>(POSITION);
-      if (rows[0] === undefined) throw new Error('no row');
-      row = rows[0];
+      row = await askPosition(
+        standby,
+        Math.max(CHECK_ANSWER_MS, 4 * this.#options.pollMs),
+      );
     } catch (error) {
       this.#enter(standby, 'down', reasonOf(error));
       return;

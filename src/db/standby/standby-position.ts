@@ -1,0 +1,57 @@
+// A standby's position check (standby-set.ts polls each standby with it): whether it is still in
+// recovery, how far it has replayed, its WAL page size; bounded in time.
+import type pg from 'pg';
+
+const POSITION = {
+  name: 'pgmcp_standby_position',
+  text: `select pg_is_in_recovery() as recovery,
+                (coalesce(pg_last_wal_replay_lsn(), '0/0') - '0/0'::pg_lsn)::text as replay,
+                current_setting('wal_block_size')::int as block_size`,
+};
+
+/** What the check reads. */
+export interface StandbyPosition {
+  readonly recovery: boolean;
+  readonly replay: string;
+  readonly block_size: number;
+}
+
+/** The least time a standby has to answer its position check before it is down. */
+export const CHECK_ANSWER_MS = 5000;
+
+/**
+ * The standby's position, or a failure when it does not answer within `boundMs`: a standby gone
+ * silent without a reset (a host lost, packets dropped) is down within it, and the poll that asks
+ * every standby goes on. Its check stays on its connection until the standby answers or TCP gives
+ * up; no other is started meanwhile, so a silent standby holds one connection.
+ */
+export async function askPosition(
+  standby: { readonly pool: pg.Pool; checking: Promise<void> | undefined },
+  boundMs: number,
+): Promise<StandbyPosition> {
+  if (standby.checking !== undefined)
+    throw new Error('its last position check has not been answered');
+  const asked = standby.pool.query<StandbyPosition>(POSITION);
+  const checking = asked.then(
+    () => undefined,
+    () => undefined,
+  );
+  standby.checking = checking;
+  void checking.then(() => {
+    if (standby.checking === checking) standby.checking = undefined;
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const unanswered = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`no answer within ${boundMs} ms`)),
+      boundMs,
+    );
+  });
+  try {
+    const { rows } = await Promise.race([asked, unanswered]);
+    if (rows[0] === undefined) throw new Error('no row');
+    return rows[0];
+  } finally {
+    clearTimeout(timer);
+  }
+}
