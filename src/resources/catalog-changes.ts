@@ -66,6 +66,8 @@ export async function readChanges(
       'INVALID_PARAMS',
       `Invalid change token: read ${databaseUri(source.name, { changes_since: '' })} for a current one.`,
     );
+  // The primary's moves so far: a position read on a former one raises no floor.
+  const moves = source.db.floor?.moves;
   const rows = await runRequestQuery(
     { db: source.db, ...request },
     CHANGES_SINCE,
@@ -84,7 +86,7 @@ export async function readChanges(
   const logged = rows.filter((row) => row.seq !== null);
   // Reads after this page must see the changes it names, as after a notification of them.
   if (logged.length > 0 && rows[0] !== undefined)
-    source.db.floor?.raiseFloor(BigInt(rows[0].insert_lsn));
+    source.db.floor?.raiseFloor(BigInt(rows[0].insert_lsn), moves);
   const page = logged.slice(0, options.pageSize);
   const more = logged.length > options.pageSize;
   const last = page.at(-1);

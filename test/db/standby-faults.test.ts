@@ -235,6 +235,18 @@ describe('standby faults', () => {
     }
   });
 
+  it('raises no floor from a position read on a former primary (a read begun before the primary moved)', () => {
+    const set = open({}).standbys;
+    const seenAt = set?.moves;
+    set?.raiseFloor(100n, seenAt);
+    expect(set?.floor).toBe(100n);
+    set?.primaryMoved('postgres://elsewhere.invalid:5432/postgres');
+    set?.raiseFloor(200n, seenAt);
+    expect(set?.floor).toBe(0n);
+    set?.raiseFloor(300n, set.moves);
+    expect(set?.floor).toBe(300n);
+  });
+
   // Last: the promotion cannot be undone.
   it("starts the standbys' floor again when the primary moves, and takes no reads on the standby that became the primary", async () => {
     const lines: string[] = [];

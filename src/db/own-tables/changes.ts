@@ -94,6 +94,8 @@ export async function readChangePage(
     after?.seq ?? '0',
     limit,
   ];
+  // The primary's moves so far: a position read on a former one raises no floor.
+  const moves = db.floor?.moves;
   let rows: PageRow[];
   try {
     ({ rows } = await db.pool.query<PageRow>({
@@ -118,7 +120,7 @@ export async function readChangePage(
   // position: an asynchronous commit is visible before its WAL is written), so a standby read
   // after the notifications these rows become must have replayed this far.
   if (rows.some((row) => row.seq !== null))
-    db.floor?.raiseFloor(BigInt(first.insert_lsn));
+    db.floor?.raiseFloor(BigInt(first.insert_lsn), moves);
   return {
     snapshotXmin: BigInt(first.snapshot_xmin),
     history: {

@@ -165,6 +165,8 @@ export async function readFeedBatches(
   db: DatabaseHandle,
   { afterId, limit }: { readonly afterId: bigint; readonly limit: number },
 ): Promise<FeedBatch[]> {
+  // The primary's moves so far: a position read on a former one raises no floor.
+  const moves = db.floor?.moves;
   const { rows } = await db.pool.query<{
     id: string;
     changes: string;
@@ -182,7 +184,8 @@ export async function readFeedBatches(
   // position: a standby read after those notifications must have replayed this far, as after the
   // follower's own reads of the log (changes.ts).
   const first = rows[0];
-  if (first !== undefined) db.floor?.raiseFloor(BigInt(first.insert_lsn));
+  if (first !== undefined)
+    db.floor?.raiseFloor(BigInt(first.insert_lsn), moves);
   return rows.map((row) => ({
     id: BigInt(row.id),
     changes: JSON.parse(row.changes) as unknown,

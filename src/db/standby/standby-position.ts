@@ -1,5 +1,6 @@
-// A standby's position check (standby-set.ts polls each standby with it): whether it is still in
-// recovery, how far it has replayed, its WAL page size; bounded in time.
+// A standby's position: its check, bounded in time (standby-set.ts polls each standby with it:
+// whether it is still in recovery, how far it has replayed, its WAL page size), and whether it
+// has replayed past a floor.
 import type pg from 'pg';
 
 const POSITION = {
@@ -54,4 +55,27 @@ export async function askPosition(
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** The long WAL page header's size: the most a page's first record starts past the page. */
+const PAGE_HEADER_BYTES = 40n;
+
+/** Whether `standby` has replayed past `floor` (a position inside a page header counts as its page's start). */
+export function caughtUp(
+  standby: { readonly replayLsn: bigint; readonly blockSize: bigint },
+  floor: bigint,
+): boolean {
+  const { replayLsn, blockSize } = standby;
+  if (replayLsn >= floor) return true;
+  return replayLsn % blockSize === 0n && floor - replayLsn <= PAGE_HEADER_BYTES;
+}
+
+/** Why a poll failed, without anything a connection string holds. */
+export function reasonOf(error: unknown): string {
+  const { code, message } = (error ?? {}) as {
+    code?: unknown;
+    message?: unknown;
+  };
+  const text = typeof message === 'string' ? message : String(error);
+  return typeof code === 'string' ? `${code}: ${text}` : text;
 }

@@ -7,7 +7,12 @@ import { ProtocolError } from '../../errors.js';
 import { METRICS } from '../../observability/index.js';
 import { serverLabel } from './primary-target.js';
 import type { StandbyOptions } from './standby-options.js';
-import { askPosition, CHECK_ANSWER_MS } from './standby-position.js';
+import {
+  askPosition,
+  caughtUp,
+  CHECK_ANSWER_MS,
+  reasonOf,
+} from './standby-position.js';
 
 /** up: reads may go to it; the others send reads to the primary (or refuse them). */
 export type StandbyState = 'starting' | 'up' | 'lagging' | 'down' | 'promoted';
@@ -46,7 +51,13 @@ export interface StandbyFault {
  * reads changes, and no read goes to a standby that has not replayed past it.
  */
 export interface ReadFloor {
-  raiseFloor(lsn: bigint): void;
+  /**
+   * Raise the floor to `lsn`, read on the primary when `moves` (below) was `seenAt`: a position
+   * read on a former primary (the read began before a move) is not one the standbys will pass.
+   */
+  raiseFloor(lsn: bigint, seenAt?: number): void;
+  /** How many times the primary has moved. */
+  readonly moves: number;
 }
 
 /** How a StandbySet reaches the servers: a pool per standby, the primary's WAL position. */
@@ -60,8 +71,6 @@ const REPLAY = {
   text: `select (coalesce(pg_last_wal_replay_lsn(), '0/0') - '0/0'::pg_lsn)::text as replay`,
 };
 
-/** The long WAL page header's size: the most a page's first record starts past the page. */
-const PAGE_HEADER_BYTES = 40n;
 /** How often a read waiting for a standby to pass the floor asks for its replay position again. */
 const WAIT_STEP_MS = 10;
 /** Primary WAL positions kept for measuring lag in time, at most. */
@@ -125,8 +134,13 @@ export class StandbySet implements ReadFloor {
   }
 
   /** The change feed read changes while the primary's WAL had reached `lsn`: reads must see them. */
-  raiseFloor(lsn: bigint): void {
+  raiseFloor(lsn: bigint, seenAt?: number): void {
+    if (seenAt !== undefined && seenAt !== this.#epoch) return;
     if (lsn > this.#floor) this.#floor = lsn;
+  }
+
+  get moves(): number {
+    return this.#epoch;
   }
 
   /** The WAL position reads on a standby wait for (tests, logs). */
@@ -374,23 +388,6 @@ export class StandbySet implements ReadFloor {
       state === 'up',
     );
   }
-}
-
-/** Whether `standby` has replayed past `floor` (a position inside a page header counts as its page's start). */
-function caughtUp(standby: Standby, floor: bigint): boolean {
-  const { replayLsn, blockSize } = standby;
-  if (replayLsn >= floor) return true;
-  return replayLsn % blockSize === 0n && floor - replayLsn <= PAGE_HEADER_BYTES;
-}
-
-/** Why a poll failed, without anything a connection string holds. */
-function reasonOf(error: unknown): string {
-  const { code, message } = (error ?? {}) as {
-    code?: unknown;
-    message?: unknown;
-  };
-  const text = typeof message === 'string' ? message : String(error);
-  return typeof code === 'string' ? `${code}: ${text}` : text;
 }
 
 function sleep(ms: number): Promise<void> {
