@@ -130,7 +130,6 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  if (process.env['WAL_DEBUG'] !== undefined) console.log(lines.join('\n'));
   for (const stream of streams) stream.close();
   for (const stream of replication) await stream.stop();
   for (const running of captures) await running.stop();
