@@ -5,7 +5,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  createDatabase,
   startWalCapture,
   type DatabaseHandle,
   type WalCapture,
@@ -25,6 +24,9 @@ import {
   type TestServer,
 } from '../setup/harness.js';
 import {
+  captureDatabase,
+  captureEpochIn,
+  loggedKeysIn,
   startLogicalCluster,
   type LogicalCluster,
 } from '../setup/logical-cluster.js';
@@ -58,21 +60,10 @@ const lines: string[] = [];
 const doc = (id: number) =>
   rowUri(DATABASE, { schema: 'inv', table: 'docs' }, [String(id)]);
 
-async function captureEpoch(): Promise<bigint> {
-  const { rows } = await sql.query<{ epoch: string }>(
-    'select epoch::text from pgmcp.change_capture',
-  );
-  return BigInt(rows[0]?.epoch ?? -1);
-}
+const captureEpoch = (): Promise<bigint> => captureEpochIn(sql);
 
 /** Logged changes of inv.docs by key, in log order. */
-async function loggedKeys(): Promise<string[]> {
-  const { rows } = await sql.query<{ key: string }>(
-    `select detail->'key'->>0 || ':' || kind as key from pgmcp.changes
-      where relation = 'inv.docs' order by seq`,
-  );
-  return rows.map((row) => row.key);
-}
+const loggedKeys = (): Promise<string[]> => loggedKeysIn(sql, 'inv.docs');
 
 async function currentLsn(): Promise<string> {
   const { rows } = await sql.query<{ lsn: string }>(
@@ -100,12 +91,7 @@ beforeAll(async () => {
   sql = new pg.Client({ connectionString: databaseUrl });
   sql.on('error', () => undefined);
   await sql.connect();
-  captureDb = createDatabase({
-    connectionString: databaseUrl,
-    poolSize: 1,
-    statementTimeoutMs: 10_000,
-    onError: () => undefined,
-  });
+  captureDb = captureDatabase(databaseUrl);
   // A small cap: a transaction of more than 50 row changes keeps none of them.
   captures.push(
     await startWalCapture({

@@ -5,7 +5,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  createDatabase,
   useTriggerSource,
   type DatabaseHandle,
   type WalCapture,
@@ -23,6 +22,9 @@ import {
   type TestServer,
 } from '../setup/harness.js';
 import {
+  captureDatabase,
+  captureEpochIn,
+  loggedKeysIn,
   startLogicalCluster,
   startTestWalCapture,
   type LogicalCluster,
@@ -85,13 +87,7 @@ async function stopCapture(target: WalCapture): Promise<void> {
 }
 
 /** Logged changes of inv.docs by key, in log order. */
-async function loggedKeys(): Promise<string[]> {
-  const { rows } = await sql.query<{ key: string }>(
-    `select detail->'key'->>0 || ':' || kind as key from pgmcp.changes
-      where relation = 'inv.docs' order by seq`,
-  );
-  return rows.map((row) => row.key);
-}
+const loggedKeys = (): Promise<string[]> => loggedKeysIn(sql, 'inv.docs');
 
 /** The name of the test database's slot (whether or not it exists now). */
 async function currentSlot(): Promise<string> {
@@ -129,12 +125,7 @@ function walChange(
   };
 }
 
-async function captureEpoch(): Promise<bigint> {
-  const { rows } = await sql.query<{ epoch: string }>(
-    'select epoch::text from pgmcp.change_capture',
-  );
-  return BigInt(rows[0]?.epoch ?? -1);
-}
+const captureEpoch = (): Promise<bigint> => captureEpochIn(sql);
 
 async function reconnectSql(): Promise<void> {
   await sql.end().catch(() => undefined);
@@ -169,12 +160,7 @@ beforeAll(async () => {
   sql = new pg.Client({ connectionString: databaseUrl });
   sql.on('error', () => undefined);
   await sql.connect();
-  captureDb = createDatabase({
-    connectionString: databaseUrl,
-    poolSize: 1,
-    statementTimeoutMs: 10_000,
-    onError: () => undefined,
-  });
+  captureDb = captureDatabase(databaseUrl);
   // The source first, as a server starts it: the feeds then begin in the slot's epoch.
   await capture();
   for (const role of [ROLE_A, ROLE_B])

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import {
+  createDatabase,
   startEmbeddedPostgres,
   startWalCapture,
   type DatabaseHandle,
@@ -33,6 +34,37 @@ export function startTestWalCapture(
     retryMs: 200,
     watchMs: 3_600_000,
   });
+}
+
+/** The WAL readers' handle on `url` (a database of a logical cluster), one connection. */
+export function captureDatabase(url: string): DatabaseHandle {
+  return createDatabase({
+    connectionString: url,
+    poolSize: 1,
+    statementTimeoutMs: 10_000,
+    onError: () => undefined,
+  });
+}
+
+/** The database's capture epoch (a new one: every stream resyncs). */
+export async function captureEpochIn(sql: pg.ClientBase): Promise<bigint> {
+  const { rows } = await sql.query<{ epoch: string }>(
+    'select epoch::text from pgmcp.change_capture',
+  );
+  return BigInt(rows[0]?.epoch ?? -1);
+}
+
+/** Logged changes of `relation` by the first value of their key, with their kind, in log order. */
+export async function loggedKeysIn(
+  sql: pg.ClientBase,
+  relation: string,
+): Promise<string[]> {
+  const { rows } = await sql.query<{ key: string }>(
+    `select detail->'key'->>0 || ':' || kind as key from pgmcp.changes
+      where relation = $1 order by seq`,
+    [relation],
+  );
+  return rows.map((row) => row.key);
 }
 
 export interface LogicalCluster {
