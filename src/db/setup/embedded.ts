@@ -20,6 +20,7 @@ import {
   runningOwner,
   type PostgresOsUser,
 } from './embedded-processes.js';
+import { withTimeout } from '../connection/time-bound.js';
 
 const READY_TIMEOUT_MS = 30_000;
 const DEFAULT_PORT = 54329;
@@ -322,22 +323,6 @@ async function freePort(preferred: number): Promise<number> {
       'no free TCP port on 127.0.0.1 for the embedded PostgreSQL',
     );
   return port;
-}
-
-async function withTimeout<T>(
-  promise: Promise<T>,
-  ms: number,
-  message: string,
-): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** The library rejects with `undefined` on exit; the useful words are in postgres' own log lines. */

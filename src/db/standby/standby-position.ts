@@ -2,6 +2,7 @@
 // whether it is still in recovery, how far it has replayed, its WAL page size), and whether it
 // has replayed past a floor.
 import type pg from 'pg';
+import { withTimeout } from '../connection/time-bound.js';
 
 const POSITION = {
   name: 'pgmcp_standby_position',
@@ -41,20 +42,13 @@ export async function askPosition(
   void checking.then(() => {
     if (standby.checking === checking) standby.checking = undefined;
   });
-  let timer: NodeJS.Timeout | undefined;
-  const unanswered = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`no answer within ${boundMs} ms`)),
-      boundMs,
-    );
-  });
-  try {
-    const { rows } = await Promise.race([asked, unanswered]);
-    if (rows[0] === undefined) throw new Error('no row');
-    return rows[0];
-  } finally {
-    clearTimeout(timer);
-  }
+  const { rows } = await withTimeout(
+    asked,
+    boundMs,
+    `no answer within ${boundMs} ms`,
+  );
+  if (rows[0] === undefined) throw new Error('no row');
+  return rows[0];
 }
 
 /** The long WAL page header's size: the most a page's first record starts past the page. */

@@ -123,6 +123,16 @@ async function ensureSlotLocked(
   return true;
 }
 
+/**
+ * Start a new capture epoch (changes may be missing from the log: every stream resyncs, older
+ * changes_since tokens are refused) and wake the listeners with it, as a logged batch does.
+ */
+export async function beginCaptureEpoch(client: pg.ClientBase): Promise<void> {
+  await client.query(
+    `select pg_notify('pgmcp_changes', json_build_object('epoch', pgmcp.begin_capture_epoch())::text)`,
+  );
+}
+
 /** Drop the slot, ending the session that reads it first; false when it was already gone. */
 export async function dropSlot(
   client: pg.Client,

@@ -3,7 +3,12 @@
 // PGMCP_WAL_SLOT_MAX_BYTES of WAL its reader has not confirmed, and warns first.
 import pg from 'pg';
 import { METRICS } from '../../observability/index.js';
-import { dropSlot, slotRetainedBytes } from './capture-slot.js';
+import { withTimeout } from '../connection/time-bound.js';
+import {
+  beginCaptureEpoch,
+  dropSlot,
+  slotRetainedBytes,
+} from './capture-slot.js';
 import type { DatabaseHandle } from '../pool.js';
 
 /** What the checks need of the WAL source's options (wal-capture.ts). */
@@ -44,9 +49,10 @@ export function createSlotWatch(
       return running !== undefined;
     },
     watch() {
-      running ??= withDeadline(
+      running ??= withTimeout(
         checkSlot(options, { slot, state }),
         CHECK_DEADLINES * timeoutMs,
+        `the check did not finish within ${CHECK_DEADLINES * timeoutMs} ms`,
       ).finally(() => {
         running = undefined;
       });
@@ -65,20 +71,6 @@ export function createSlotWatch(
  * check is then given up (its session is left to TCP) and the next tick checks again.
  */
 const CHECK_DEADLINES = 3;
-
-function withDeadline(work: Promise<void>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  work.catch(() => undefined);
-  return Promise.race([
-    work,
-    new Promise<void>((_resolve, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`the check did not finish within ${ms} ms`)),
-        ms,
-      );
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
 
 /**
  * One check of the slot's bound, on a session of its own that gives up on a server that does not
@@ -128,9 +120,7 @@ async function dropPastBound(
 ): Promise<void> {
   if (!(await dropSlot(client, slot))) return;
   METRICS.walSlotDrops.inc();
-  await client.query(
-    `select pg_notify('pgmcp_changes', json_build_object('epoch', pgmcp.begin_capture_epoch())::text)`,
-  );
+  await beginCaptureEpoch(client);
   options.warn(
     `live updates: slot ${slot} held ${unconfirmed} bytes of WAL its reader had not confirmed, more than PGMCP_WAL_SLOT_MAX_BYTES (${options.slotMaxBytes}); dropped it: a new one is created, and every stream is told its resources may have changed`,
   );

@@ -2,6 +2,7 @@
 import type pg from 'pg';
 import type { DatabaseHandle } from '../pool.js';
 import {
+  beginCaptureEpoch,
   dropSlot,
   slotName,
   slotRetainedBytes,
@@ -46,10 +47,7 @@ async function leaveWalSource(admin: pg.Client): Promise<number> {
   await admin.query('begin');
   try {
     const moved = await useChangeSource(admin, 'triggers');
-    // The NOTIFY wakes listeners now, as a logged batch does.
-    await admin.query(
-      `select pg_notify('pgmcp_changes', json_build_object('epoch', pgmcp.begin_capture_epoch())::text)`,
-    );
+    await beginCaptureEpoch(admin);
     await admin.query('commit');
     return moved;
   } catch (error) {
