@@ -9,14 +9,8 @@ import {
   type FeedLeadership,
   type WalCapture,
 } from '../../src/db/index.js';
-import { startTestWalCapture } from '../setup/logical-cluster.js';
-import { migrateDatabase } from '../setup/migrate-database.js';
-import {
-  pairDatabase,
-  startStandbyPair,
-  waitFor,
-  type StandbyPair,
-} from '../setup/standby-pair.js';
+import { waitFor, type StandbyPair } from '../setup/standby-pair.js';
+import { insertLogged, startWalPair } from '../setup/wal-pair.js';
 
 let pair: StandbyPair;
 let db: DatabaseHandle | undefined;
@@ -26,25 +20,11 @@ const lost: unknown[] = [];
 const lines: string[] = [];
 
 /** Whether the change log of the promoted standby has the insert of key `id`. */
-async function loggedOnStandby(id: number): Promise<boolean> {
-  const rows = await pair.sql(
-    'standby',
-    `select count(*)::int as n from pgmcp.changes
-      where relation = 'public.black_hole' and detail->'key'->>0 = '${id}'`,
-  );
-  return rows[0]?.['n'] === 1;
-}
+const loggedOnStandby = (id: number): Promise<boolean> =>
+  insertLogged(pair, 'standby', { table: 'black_hole', id });
 
 beforeAll(async () => {
-  pair = await startStandbyPair();
-  await migrateDatabase(pair.primaryUrl, async (admin) => {
-    await admin.query(
-      `create table black_hole (id int primary key, v text);
-       select pgmcp.expose_table('public.black_hole');`,
-    );
-  });
-  db = pairDatabase(pair, lines);
-  capture = await startTestWalCapture(db, lines);
+  ({ pair, db, capture } = await startWalPair('black_hole', lines));
   leadership = createFeedLeadership(db.feed, (error) => lost.push(error));
 }, 120_000);
 

@@ -4,14 +4,8 @@
 // changes committed on the new primary. Its own pair: the promotion cannot be undone.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type DatabaseHandle, type WalCapture } from '../../src/db/index.js';
-import { startTestWalCapture } from '../setup/logical-cluster.js';
-import { migrateDatabase } from '../setup/migrate-database.js';
-import {
-  pairDatabase,
-  startStandbyPair,
-  waitFor,
-  type StandbyPair,
-} from '../setup/standby-pair.js';
+import { waitFor, type StandbyPair } from '../setup/standby-pair.js';
+import { insertLogged, startWalPair } from '../setup/wal-pair.js';
 
 let pair: StandbyPair;
 let db: DatabaseHandle | undefined;
@@ -19,17 +13,8 @@ let capture: WalCapture | undefined;
 const lines: string[] = [];
 
 /** Whether the change log of `server` has the insert of key `id` into public.failover_wal. */
-async function logged(
-  server: 'primary' | 'standby',
-  id: number,
-): Promise<boolean> {
-  const rows = await pair.sql(
-    server,
-    `select count(*)::int as n from pgmcp.changes
-      where relation = 'public.failover_wal' and detail->'key'->>0 = '${id}'`,
-  );
-  return rows[0]?.['n'] === 1;
-}
+const logged = (server: 'primary' | 'standby', id: number): Promise<boolean> =>
+  insertLogged(pair, server, { table: 'failover_wal', id });
 
 const epoch = async (server: 'primary' | 'standby') =>
   String(
@@ -39,15 +24,7 @@ const epoch = async (server: 'primary' | 'standby') =>
   );
 
 beforeAll(async () => {
-  pair = await startStandbyPair();
-  await migrateDatabase(pair.primaryUrl, async (admin) => {
-    await admin.query(
-      `create table failover_wal (id int primary key, v text);
-       select pgmcp.expose_table('public.failover_wal');`,
-    );
-  });
-  db = pairDatabase(pair, lines);
-  capture = await startTestWalCapture(db, lines);
+  ({ pair, db, capture } = await startWalPair('failover_wal', lines));
 }, 120_000);
 
 afterAll(async () => {
