@@ -4,7 +4,6 @@
 // the wait for the floor, and a failover. Serial: each test moves the pair's state.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  createDatabase,
   currentHorizon,
   readChangePage,
   runReadOnlySql,
@@ -19,7 +18,7 @@ import { ProtocolError } from '../../src/errors.js';
 import type { Standby } from '../../src/db/standby/standby-set.js';
 import { migrateDatabase } from '../setup/migrate-database.js';
 import {
-  pairStandbys,
+  pairReadDatabase,
   startStandbyPair,
   waitFor,
   type StandbyPair,
@@ -54,13 +53,7 @@ const LONG_READ: PreparedQuery<Record<string, never>, { n: number }> = {
 };
 
 function open(settings: Partial<StandbyOptions> = {}): DatabaseHandle {
-  const db = createDatabase({
-    connectionString: pair.primaryUrl,
-    poolSize: 4,
-    statementTimeoutMs: 120_000,
-    onError: () => undefined,
-    standbys: pairStandbys(pair, settings),
-  });
+  const db = pairReadDatabase(pair, settings, 120_000);
   opened.push(db);
   return db;
 }

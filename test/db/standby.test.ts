@@ -5,7 +5,6 @@ import { expectPromtoolAccepts } from '../setup/promtool.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import pg from 'pg';
 import {
-  createDatabase,
   currentHorizon,
   readChangePage,
   runReadOnlySql,
@@ -22,7 +21,7 @@ import { readChanges } from '../../src/resources/catalog-changes.js';
 import { METRICS, metricsExposition } from '../../src/observability/index.js';
 import { migrateDatabase } from '../setup/migrate-database.js';
 import {
-  pairStandbys,
+  pairReadDatabase,
   startStandbyPair,
   waitFor,
   type StandbyPair,
@@ -48,13 +47,7 @@ const opened: DatabaseHandle[] = [];
 function open(
   settings: Partial<StandbyOptions> & { log?: StandbyOptions['log'] },
 ): DatabaseHandle {
-  const db = createDatabase({
-    connectionString: pair.primaryUrl,
-    poolSize: 4,
-    statementTimeoutMs: 30_000,
-    onError: () => undefined,
-    standbys: pairStandbys(pair, settings),
-  });
+  const db = pairReadDatabase(pair, settings, 30_000);
   opened.push(db);
   return db;
 }

@@ -66,6 +66,24 @@ export function pairDatabase(
   });
 }
 
+/**
+ * A four-connection database on `pair`'s primary that reads from its standby (`settings` over
+ * pairStandbys'), statements bounded by `statementTimeoutMs`; the caller closes it.
+ */
+export function pairReadDatabase(
+  pair: Pick<StandbyPair, 'primaryUrl' | 'standbyUrl'>,
+  settings: Partial<StandbyOptions>,
+  statementTimeoutMs: number,
+): DatabaseHandle {
+  return createDatabase({
+    connectionString: pair.primaryUrl,
+    poolSize: 4,
+    statementTimeoutMs,
+    onError: () => undefined,
+    standbys: pairStandbys(pair, settings),
+  });
+}
+
 export interface StandbyPair {
   readonly primaryUrl: string;
   readonly standbyUrl: string;
