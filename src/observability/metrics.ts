@@ -259,6 +259,12 @@ export const METRICS = {
     help: 'Change source slots dropped past their limit, or found lost and recreated.',
     registers: [registry],
   }),
+  walResyncs: new Counter({
+    name: 'pgmcp_wal_resyncs_total',
+    help: 'Batches the WAL change source logged as a new capture epoch (every stream resyncs) instead of row by row, by reason.',
+    labelNames: ['database', 'reason'] as const,
+    registers: [registry],
+  }),
   walTransactions: new Counter({
     name: 'pgmcp_wal_transactions_total',
     help: 'Decoded transactions with row changes the WAL change source logged.',

@@ -24,6 +24,7 @@ import {
   type TestServer,
 } from '../setup/harness.js';
 import {
+  walResyncs,
   captureDatabase,
   captureEpochIn,
   loggedKeysIn,
@@ -137,6 +138,7 @@ describe('the wal source with bounded memory', () => {
     const epoch = await captureEpoch();
     const logged = (await loggedKeys()).length;
     const heard = stream.updated().length;
+    const resyncs = await walResyncs('large_transaction');
     // One transaction of 300 row changes, six times the cap.
     await sql.query(
       `insert into inv.docs select n, 'bulk' from generate_series(100, 399) as n`,
@@ -151,6 +153,7 @@ describe('the wal source with bounded memory', () => {
     await stream.waitFor(() => stream.updated().length > heard, 30_000);
     expect(stream.updated().slice(heard)).toContain(doc(3));
     expect((await loggedKeys()).length).toBe(logged);
+    expect(await walResyncs('large_transaction')).toBe(resyncs + 1);
     expect(
       lines.some((line) =>
         /WARN .*more than 50 rows \(PGMCP_WAL_MAX_TRANSACTION_ROWS\)/.test(

@@ -22,6 +22,7 @@ import {
   type TestServer,
 } from '../setup/harness.js';
 import {
+  walResyncs,
   captureDatabase,
   captureEpochIn,
   loggedKeysIn,
@@ -441,6 +442,7 @@ describe('the wal source', () => {
     const warned = resyncs();
     let epoch = await captureEpoch();
     let seen = a.updated().length;
+    const counted = await walResyncs('unnamed_key');
     // Deletions now carry only the index's column: the primary key decodes as nulls.
     await sql.query(`
       alter table inv.renamed replica identity using index renamed_code_key;
@@ -482,8 +484,9 @@ describe('the wal source', () => {
       'the ordinary update to be logged',
     ).then((keys) => expect(keys).toEqual(['2:updated']));
     expect(await captureEpoch()).toBe(epoch + 1n);
-    // The table was told of once on this stream, not with each of its batches.
+    // The table was told of once on this stream, not with each of its batches; both counted.
     expect(resyncs()).toBe(warned + 1);
+    expect(await walResyncs('unnamed_key')).toBe(counted + 2);
   });
 
   it('confirms the slot past writes to tables it does not publish', async () => {

@@ -14,6 +14,7 @@ import {
   type EmbeddedPostgres,
   type WalCapture,
 } from '../../src/db/index.js';
+import { METRICS } from '../../src/observability/index.js';
 
 /**
  * The WAL change source on `db` as tests run it: a replica that finds the slot busy tries again
@@ -65,6 +66,20 @@ export async function loggedKeysIn(
     [relation],
   );
   return rows.map((row) => row.key);
+}
+
+/** pgmcp_wal_resyncs_total for the test WAL source (named main) and `reason`. */
+export async function walResyncs(
+  reason: 'large_transaction' | 'unnamed_key',
+): Promise<number> {
+  const { values } = await METRICS.walResyncs.get();
+  return (
+    values.find(
+      (value) =>
+        value.labels['database'] === 'main' &&
+        value.labels['reason'] === reason,
+    )?.value ?? 0
+  );
 }
 
 export interface LogicalCluster {

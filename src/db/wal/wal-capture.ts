@@ -281,7 +281,15 @@ function logBatches(
     );
     if (logged < 0) return;
     METRICS.walTransactions.inc(transactions.length);
-    if (transactions.some((transaction) => transaction.overflowed === true))
+    const overflowed = transactions.some(
+      (transaction) => transaction.overflowed === true,
+    );
+    if (overflowed || unnamed.size > 0)
+      METRICS.walResyncs.inc({
+        database: options.name,
+        reason: overflowed ? 'large_transaction' : 'unnamed_key',
+      });
+    if (overflowed)
       options.warn(
         `live updates: a transaction in ${options.name} changed more than ${limit} rows (PGMCP_WAL_MAX_TRANSACTION_ROWS); its rows are not logged one by one, and every stream is told its resources may have changed`,
       );
